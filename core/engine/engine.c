@@ -1,0 +1,494 @@
+/* The engine: lifecycle, registration, enqueue, and the handling
+** transaction. Time comes from opts.clock; all SQL goes through storage/. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/engine/engine_int.h"
+#include "core/util/json_check.h"
+#include "core/util/retry.h"
+#include "core/util/uuid.h"
+
+#define DEFAULT_QUEUE "default"
+#define MAX_NAME 128
+
+void ob_options_init(ob_options_t* o) {
+  memset(o, 0, sizeof *o);
+  o->synchronous = OB_SYNC_FULL;
+  o->busy_timeout_ms = 5000;
+  o->batch_size = 1;
+  o->retention_ms = 30LL * 24 * 3600 * 1000;
+  o->gc_interval_ms = 60000;
+  o->gc_batch = 1000;
+  o->poll_interval_ms = 1000;
+  o->max_body_bytes = 1024 * 1024;
+  ob_retry_policy_init(&o->retry);
+  o->log_level = OB_LOG_INFO;
+}
+
+void ob__log(ob_engine_t* e, ob_log_level_t level, const char* fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  if (e->opts.log == NULL || level > e->opts.log_level) return;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  e->opts.log(e->opts.log_ctx, level, buf);
+}
+
+void ob__fmt(char* buf, size_t n, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, n, fmt, ap);
+  va_end(ap);
+}
+
+static void set_err(char* errbuf, size_t errlen, const char* msg) {
+  if (errbuf != NULL && errlen > 0) snprintf(errbuf, errlen, "%s", msg);
+}
+
+int ob_open(ob_engine_t** out, const ob_options_t* opts, char* errbuf,
+            size_t errlen) {
+  ob_engine_t* e;
+  int rc;
+
+  if (out == NULL) return OB_EINVAL;
+  *out = NULL;
+  if (opts == NULL || opts->db_path == NULL || opts->db_path[0] == '\0') {
+    set_err(errbuf, errlen, "options: db_path is required");
+    return OB_EINVAL;
+  }
+  if (opts->batch_size < 1 || opts->batch_size > 10000 ||
+      opts->busy_timeout_ms < 0 || opts->retention_ms < 0 ||
+      opts->gc_batch < 1 || opts->poll_interval_ms < 1 ||
+      opts->gc_interval_ms < 1 || opts->max_body_bytes == 0 ||
+      ob__retry_policy_check(&opts->retry) != 0 ||
+      (opts->synchronous != OB_SYNC_FULL &&
+       opts->synchronous != OB_SYNC_NORMAL)) {
+    set_err(errbuf, errlen,
+            "options: batch_size must be 1..10000, timeouts, intervals and "
+            "retention non-negative, retry policy valid");
+    return OB_EINVAL;
+  }
+  e = calloc(1, sizeof *e);
+  if (e == NULL) {
+    set_err(errbuf, errlen, "out of memory");
+    return OB_ENOMEM;
+  }
+  e->opts = *opts;
+  if (e->opts.clock == NULL) e->opts.clock = ob_system_clock();
+  e->db_path = strdup(opts->db_path);
+  if (e->db_path == NULL) {
+    free(e);
+    set_err(errbuf, errlen, "out of memory");
+    return OB_ENOMEM;
+  }
+  e->opts.db_path = e->db_path;
+  rc = ob__db_open(&e->db, e->db_path, opts->synchronous,
+                   opts->busy_timeout_ms);
+  if (rc < 0) {
+    set_err(errbuf, errlen, e->db.errmsg);
+    free(e->db_path);
+    free(e);
+    return rc;
+  }
+  *out = e;
+  return 0;
+}
+
+void ob__runner_close_sync(ob_engine_t* e);  /* platform/loop/runner.c */
+
+void ob_close(ob_engine_t* e) {
+  if (e == NULL) return;
+  if (e->runner != NULL) ob__runner_close_sync(e);
+  ob__db_close(&e->db);
+  for (size_t i = 0; i < e->nhandlers; i++) {
+    free(e->handlers[i].type);
+    free(e->handlers[i].consumer);
+  }
+  free(e->handlers);
+  for (size_t i = 0; i < e->npolicies; i++) free(e->policies[i].queue);
+  free(e->policies);
+  free(e->db_path);
+  free(e);
+}
+
+const char* ob_errmsg(const ob_engine_t* e) {
+  return e ? e->db.errmsg : "no engine";
+}
+
+const ob_options_t* ob_options(const ob_engine_t* e) {
+  return &e->opts;
+}
+
+/* Printable ASCII, no spaces at either end, 1..max bytes. */
+static int valid_name(const char* s, size_t max) {
+  size_t n;
+  if (s == NULL) return 0;
+  n = strlen(s);
+  if (n == 0 || n > max || s[0] == ' ' || s[n - 1] == ' ') return 0;
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] > 0x7e) return 0;
+  return 1;
+}
+
+int ob_set_retry_policy(ob_engine_t* e, const char* queue,
+                        const ob_retry_policy_t* p) {
+  ob__queue_policy_t* grown;
+  if (e == NULL || p == NULL || !valid_name(queue, MAX_NAME) ||
+      ob__retry_policy_check(p) != 0)
+    return OB_EINVAL;
+  for (size_t i = 0; i < e->npolicies; i++) {
+    if (strcmp(e->policies[i].queue, queue) == 0) {
+      e->policies[i].policy = *p;
+      return 0;
+    }
+  }
+  grown = realloc(e->policies, (e->npolicies + 1) * sizeof *grown);
+  if (grown == NULL) return OB_ENOMEM;
+  e->policies = grown;
+  grown[e->npolicies].queue = strdup(queue);
+  if (grown[e->npolicies].queue == NULL) return OB_ENOMEM;
+  grown[e->npolicies].policy = *p;
+  e->npolicies++;
+  return 0;
+}
+
+const ob_retry_policy_t* ob__policy_for(const ob_engine_t* e,
+                                        const char* queue) {
+  for (size_t i = 0; i < e->npolicies; i++)
+    if (strcmp(e->policies[i].queue, queue) == 0) return &e->policies[i].policy;
+  return &e->opts.retry;
+}
+
+int ob_register(ob_engine_t* e, const char* type, const char* consumer,
+                ob_handler_cb handler, void* arg) {
+  ob__handler_t* grown;
+  if (e == NULL || handler == NULL || !valid_name(type, MAX_NAME) ||
+      !valid_name(consumer, MAX_NAME))
+    return OB_EINVAL;
+  for (size_t i = 0; i < e->nhandlers; i++)
+    if (strcmp(e->handlers[i].type, type) == 0 &&
+        strcmp(e->handlers[i].consumer, consumer) == 0)
+      return OB_EEXIST;
+  grown = realloc(e->handlers, (e->nhandlers + 1) * sizeof *grown);
+  if (grown == NULL) return OB_ENOMEM;
+  e->handlers = grown;
+  grown[e->nhandlers].type = strdup(type);
+  grown[e->nhandlers].consumer = strdup(consumer);
+  if (!grown[e->nhandlers].type || !grown[e->nhandlers].consumer) {
+    free(grown[e->nhandlers].type);
+    free(grown[e->nhandlers].consumer);
+    return OB_ENOMEM;
+  }
+  grown[e->nhandlers].fn = handler;
+  grown[e->nhandlers].arg = arg;
+  e->nhandlers++;
+  return 0;
+}
+
+/* ---- enqueue ------------------------------------------------------------ */
+
+static int validate_envelope(ob_engine_t* e, const ob_envelope_t* env,
+                             char id[37]) {
+  const char* queue = env->queue ? env->queue : DEFAULT_QUEUE;
+  if (env->id == NULL)
+    return ob__db_seterr(&e->db, OB_EINVAL,
+                         "message id is required (the producer's stable id)");
+  if (ob__uuid_normalize(env->id, id) != 0)
+    return ob__db_seterr(&e->db, OB_EINVAL,
+                         "message id '%.64s' is not a UUID", env->id);
+  if (!valid_name(env->type, MAX_NAME))
+    return ob__db_seterr(&e->db, OB_EINVAL,
+                         "message type must be 1..%d printable ASCII "
+                         "characters", MAX_NAME);
+  if (!valid_name(queue, MAX_NAME))
+    return ob__db_seterr(&e->db, OB_EINVAL,
+                         "queue name must be 1..%d printable ASCII characters",
+                         MAX_NAME);
+  if (env->body == NULL && env->body_len > 0)
+    return ob__db_seterr(&e->db, OB_EINVAL, "body is NULL but body_len > 0");
+  if (env->body_len > e->opts.max_body_bytes)
+    return ob__db_seterr(&e->db, OB_ETOOBIG,
+                         "body is %zu bytes, over the %zu-byte limit",
+                         env->body_len, e->opts.max_body_bytes);
+  if (env->headers != NULL &&
+      !ob__json_is_object(env->headers, strlen(env->headers)))
+    return ob__db_seterr(&e->db, OB_EINVAL, "headers must be a JSON object");
+  if (env->delay_ms < 0)
+    return ob__db_seterr(&e->db, OB_EINVAL, "delay_ms must be >= 0");
+  return 0;
+}
+
+static int insert_envelope(ob_engine_t* e, const ob_envelope_t* env,
+                           const char* id, int64_t now) {
+  return ob__queue_insert(&e->db, env->queue ? env->queue : DEFAULT_QUEUE, id,
+                          env->type, env->headers, env->body, env->body_len,
+                          now + env->delay_ms, now);
+}
+
+int ob_enqueue(ob_engine_t* e, const ob_envelope_t* env) {
+  char id[37];
+  int rc;
+  int64_t now;
+  if (e == NULL || env == NULL) return OB_EINVAL;
+  rc = validate_envelope(e, env, id);
+  if (rc < 0) return rc;
+  now = ob__now(e);
+  /* Inside a handler the message joins the handling transaction, so a
+  ** follow-up message commits (or not) with the effect that caused it. */
+  if (e->db.in_tx) return insert_envelope(e, env, id, now);
+  rc = insert_envelope(e, env, id, now);  /* autocommit: one transaction */
+  if (rc == 0 && e->wake) e->wake(e);
+  return rc;
+}
+
+int ob_enqueue_many(ob_engine_t* e, const ob_envelope_t* envs, size_t n,
+                    int* results) {
+  int rc, committed = 0, own_tx;
+  int64_t now;
+  if (e == NULL || (envs == NULL && n > 0) || results == NULL) return OB_EINVAL;
+  own_tx = !e->db.in_tx;
+  if (own_tx && (rc = ob__db_begin(&e->db)) < 0) return rc;
+  now = ob__now(e);
+  for (size_t i = 0; i < n; i++) {
+    char id[37];
+    results[i] = validate_envelope(e, &envs[i], id);
+    if (results[i] < 0) continue;
+    rc = insert_envelope(e, &envs[i], id, now);
+    if (rc < 0) {
+      if (own_tx) ob__db_rollback(&e->db);
+      return rc;
+    }
+    committed++;
+  }
+  if (own_tx) {
+    rc = ob__db_commit(&e->db);
+    if (rc < 0) return rc;
+    if (committed > 0 && e->wake) e->wake(e);
+  }
+  return committed;
+}
+
+/* ---- the handling transaction ------------------------------------------ */
+
+enum { ROW_DONE, ROW_DUPLICATE, ROW_RETRY, ROW_FAIL, ROW_NO_HANDLER };
+
+/* Run every consumer of the row's type inside the row's savepoint. Returns a
+** ROW_* verdict, or a negative code when the whole batch must abort. */
+static int run_handlers(ob_engine_t* e, const ob__queue_row_t* r, int64_t now,
+                        ob_tx_t* tx, ob_message_t* msg) {
+  int ran = 0, found = 0;
+  memset(msg, 0, sizeof *msg);
+  msg->id = r->message_id;
+  msg->type = r->type;
+  msg->queue = r->queue;
+  msg->headers = r->headers;
+  msg->body = r->body;
+  msg->body_len = r->body_len;
+  msg->attempts = r->attempts;
+  msg->created_at_ms = r->created_at;
+
+  for (size_t i = 0; i < e->nhandlers; i++) {
+    const ob__handler_t* h = &e->handlers[i];
+    int claimed, rc;
+    if (strcmp(h->type, r->type) != 0) continue;
+    found = 1;
+    claimed = ob__processed_claim(&e->db, h->consumer, r->message_id, now);
+    if (claimed < 0) return claimed;
+    if (claimed == 0) continue;  /* this consumer already handled it */
+    ran = 1;
+    memset(tx, 0, sizeof *tx);
+    tx->e = e;
+    tx->msg = msg;
+    tx->retry_delay_ms = -1;
+    tx->now = now;
+    rc = h->fn(tx, msg, h->arg);
+    if (tx->fatal) return tx->fatal;
+    if (rc == OB_DONE) continue;
+    if (rc == OB_UNRECOVERABLE || tx->verdict == OB_UNRECOVERABLE) {
+      if (tx->reason[0] == '\0')
+        ob__fmt(tx->reason, sizeof tx->reason, "%s: unrecoverable",
+                 h->consumer);
+      return ROW_FAIL;
+    }
+    if (rc < 0) {
+      if (ob__is_fatal(rc)) return rc;
+      ob__fmt(tx->reason, sizeof tx->reason, "%s: %s (%s)", h->consumer,
+               ob_strerror(rc), e->db.errmsg);
+    } else if (tx->reason[0] == '\0') {
+      ob__fmt(tx->reason, sizeof tx->reason, "%s asked for a retry",
+               h->consumer);
+    }
+    return ROW_RETRY;
+  }
+  if (!found) return ROW_NO_HANDLER;
+  return ran ? ROW_DONE : ROW_DUPLICATE;
+}
+
+/* Apply the verdict for one row after its savepoint was rolled back. */
+static int settle_failure(ob_engine_t* e, const ob__queue_row_t* r,
+                          int verdict, const ob_tx_t* tx, int64_t now,
+                          ob_batch_result_t* res) {
+  const char* cls;
+  const char* reason = tx->reason;
+  char buf[OB__REASON_LEN];
+
+  if (verdict == ROW_RETRY) {
+    int64_t delay;
+    const ob_retry_policy_t* p = ob__policy_for(e, r->queue);
+    if (ob__retry_decide(p, r->attempts, tx->forced, tx->retry_delay_ms,
+                         e->opts.clock, &delay) == OB__RETRY_AGAIN) {
+      res->retried++;
+      ob__log(e, OB_LOG_INFO, "message %s (%s): retry %d in %lld ms: %s",
+              r->message_id, r->type, r->attempts + 1, (long long)delay,
+              reason);
+      return ob__queue_reschedule(&e->db, r->rowid, r->attempts + 1,
+                                  now + delay,
+                                  r->first_failed_at ? r->first_failed_at : now,
+                                  reason);
+    }
+    cls = "retries_exhausted";
+    ob__fmt(buf, sizeof buf, "gave up after %d retries: %s", r->attempts,
+             reason);
+    reason = buf;
+  } else if (verdict == ROW_NO_HANDLER) {
+    cls = "no_handler";
+    ob__fmt(buf, sizeof buf, "no handler registered for type '%s'", r->type);
+    reason = buf;
+  } else {
+    cls = "unrecoverable";
+  }
+  res->failed++;
+  ob__log(e, OB_LOG_WARN, "message %s (%s) moved to the failure store: %s",
+          r->message_id, r->type, reason);
+  return ob__failed_insert(&e->db, r, cls, reason, r->attempts, now);
+}
+
+int ob_run_once(ob_engine_t* e, ob_batch_result_t* res_out) {
+  ob_batch_result_t res;
+  ob__queue_row_t* rows;
+  int n, rc, max;
+  int64_t now;
+
+  memset(&res, 0, sizeof res);
+  if (res_out) *res_out = res;
+  if (e == NULL) return OB_EINVAL;
+  if (e->db.in_tx)
+    return ob__db_seterr(&e->db, OB_ESTATE,
+                         "ob_run_once called inside a handler");
+  max = e->opts.batch_size;
+  rows = calloc((size_t)max, sizeof *rows);
+  if (rows == NULL) return ob__db_seterr(&e->db, OB_ENOMEM, "out of memory");
+
+  rc = ob__db_begin(&e->db);
+  if (rc < 0) goto out;
+  now = ob__now(e);
+  n = ob__queue_claim_ready(&e->db, now, max, rows);
+  if (n <= 0) {
+    rc = n;
+    ob__db_rollback(&e->db);
+    goto out;
+  }
+  for (int i = 0; i < n; i++) {
+    ob_tx_t tx;
+    ob_message_t msg;
+    int verdict;
+    /* A stop request between messages: the rest stay queued, untouched. */
+    if (e->stopping && res.claimed > 0) break;
+    res.claimed++;
+    rc = ob__db_savepoint(&e->db);
+    if (rc < 0) goto abort;
+    memset(&tx, 0, sizeof tx);
+    verdict = run_handlers(e, &rows[i], now, &tx, &msg);
+    if (verdict < 0) {
+      rc = verdict;
+      goto abort;
+    }
+    if (verdict == ROW_DONE || verdict == ROW_DUPLICATE) {
+      rc = ob__queue_delete(&e->db, rows[i].rowid);
+      if (rc < 0) goto abort;
+      rc = ob__db_release(&e->db);
+      if (rc < 0) goto abort;
+      if (verdict == ROW_DONE) res.handled++;
+      else {
+        res.duplicates++;
+        ob__log(e, OB_LOG_DEBUG, "message %s (%s): duplicate, acked",
+                rows[i].message_id, rows[i].type);
+      }
+      continue;
+    }
+    /* Undo everything the handlers wrote, then record the outcome. */
+    rc = ob__db_rollback_to(&e->db);
+    if (rc < 0) goto abort;
+    rc = settle_failure(e, &rows[i], verdict, &tx, now, &res);
+    if (rc < 0) goto abort;
+  }
+  rc = ob__db_commit(&e->db);
+  if (rc < 0) {
+    memset(&res, 0, sizeof res);
+    goto out;
+  }
+  if (res_out) *res_out = res;
+  rc = 0;
+  goto out;
+
+abort:
+  ob__log(e, OB_LOG_ERROR, "batch rolled back: %s", e->db.errmsg);
+  ob__db_rollback(&e->db);
+out:
+  for (int i = 0; i < max; i++) ob__queue_row_free(&rows[i]);
+  free(rows);
+  return rc;
+}
+
+int ob_next_due(ob_engine_t* e, int64_t* at_ms) {
+  if (e == NULL || at_ms == NULL) return OB_EINVAL;
+  return ob__queue_next_due(&e->db, at_ms);
+}
+
+void ob_stop(ob_engine_t* e) {
+  if (e != NULL) e->stopping = 1;
+}
+
+/* ---- operations --------------------------------------------------------- */
+
+int ob_failed_list(ob_engine_t* e, int64_t id, const char* type,
+                   int (*cb)(void* arg, const ob_failed_t* f), void* arg) {
+  if (e == NULL) return OB_EINVAL;
+  return ob__failed_list(&e->db, id, type, cb, arg);
+}
+
+int ob_failed_retry(ob_engine_t* e, int64_t id) {
+  int rc;
+  if (e == NULL || id < 0) return OB_EINVAL;
+  rc = ob__failed_retry(&e->db, id, ob__now(e));
+  if (rc > 0 && e->wake) e->wake(e);
+  return rc;
+}
+
+int ob_failed_remove(ob_engine_t* e, int64_t id) {
+  if (e == NULL || id < 0) return OB_EINVAL;
+  return ob__failed_remove(&e->db, id);
+}
+
+int ob_stats(ob_engine_t* e, ob_stats_t* s) {
+  if (e == NULL || s == NULL) return OB_EINVAL;
+  return ob__stats(&e->db, ob__now(e), s);
+}
+
+int ob_check(ob_engine_t* e, void (*cb)(void* arg, const char* v), void* arg) {
+  if (e == NULL) return OB_EINVAL;
+  return ob__check(&e->db, cb, arg);
+}
+
+int ob_gc(ob_engine_t* e, int64_t* deleted) {
+  int64_t n = 0;
+  int rc;
+  if (e == NULL) return OB_EINVAL;
+  rc = ob__retention_sweep(&e->db, ob__now(e) - e->opts.retention_ms,
+                           e->opts.gc_batch, &n);
+  if (deleted) *deleted = n;
+  return rc;
+}

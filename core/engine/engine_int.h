@@ -1,0 +1,81 @@
+/* The engine object, shared by core/engine, core/payout and platform/loop.
+** Not API. */
+#ifndef OB_CORE_ENGINE_INT_H
+#define OB_CORE_ENGINE_INT_H
+
+#include <signal.h>
+
+#include "core/util/uuid.h"
+#include "oncebox.h"
+#include "storage/store.h"
+
+typedef struct ob__handler_s {
+  char* type;
+  char* consumer;
+  ob_handler_cb fn;
+  void* arg;
+} ob__handler_t;
+
+typedef struct ob__queue_policy_s {
+  char* queue;
+  ob_retry_policy_t policy;
+} ob__queue_policy_t;
+
+struct ob__runner_s;
+
+struct ob_engine_s {
+  ob_options_t opts;
+  char* db_path;
+  ob__db_t db;
+  ob__handler_t* handlers;
+  size_t nhandlers;
+  ob__queue_policy_t* policies;
+  size_t npolicies;
+  ob__uuid7_gen_t idgen;
+  /* Set from a signal handler or ob_stop(): stop claiming new messages. */
+  volatile sig_atomic_t stopping;
+  /* The loop integration, owned by platform/loop (NULL when detached). */
+  struct ob__runner_s* runner;
+  /* Called after a commit that queued work, to wake the runner at once. */
+  void (*wake)(ob_engine_t* e);
+  /* Why the last ob_run ended (0: clean stop). */
+  int run_result;
+};
+
+#define OB__REASON_LEN 512
+
+struct ob_tx_s {
+  ob_engine_t* e;
+  const ob_message_t* msg;
+  int verdict;            /* OB_DONE, OB_RETRY, OB_UNRECOVERABLE */
+  int forced;             /* retry ignoring the budget */
+  int64_t retry_delay_ms; /* < 0: policy decides */
+  int fatal;              /* a storage error the handler must not swallow */
+  int64_t now;
+  char reason[OB__REASON_LEN];
+};
+
+static inline int64_t ob__now(const ob_engine_t* e) {
+  return e->opts.clock->now_ms(e->opts.clock->ctx);
+}
+
+/* snprintf that truncates silently on purpose (reasons and messages are
+** bounded by design). */
+void ob__fmt(char* buf, size_t n, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Log through opts.log if level is enabled. */
+void ob__log(ob_engine_t* e, ob_log_level_t level, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Storage errors after which the transaction cannot go on. */
+static inline int ob__is_fatal(int rc) {
+  return rc == OB_ENOSPC || rc == OB_EIO || rc == OB_ECORRUPT ||
+         rc == OB_ENOMEM || rc == OB_EBUSY;
+}
+
+/* The retry policy of a queue (the default when none was set). */
+const ob_retry_policy_t* ob__policy_for(const ob_engine_t* e,
+                                        const char* queue);
+
+#endif

@@ -1,0 +1,555 @@
+/*
+** oncebox: effectively-once message handling on one SQLite database.
+**
+** This header is the whole public API. Anything not declared here is not
+** API and may change without notice. Every declaration documents its
+** contract: what it returns on error, who owns each pointer, when a
+** callback runs.
+**
+** What oncebox guarantees, precisely:
+**   - Effects that live in the engine's database (dedup record, handler rows,
+**     outbox rows, the queue ack) commit in ONE transaction: a message is
+**     either fully handled or not at all, and a redelivered message whose
+**     (consumer, message id) is already recorded is acknowledged without
+**     running the handler again. That is "effectively once" for what the
+**     database owns.
+**   - Everything that crosses a network (outbox publication, external calls)
+**     is at-least-once, made harmless by stable ids. oncebox never claims
+**     exactly-once delivery.
+**
+** Threading: an engine is not thread-safe. Call every function from one
+** thread (the loop thread when attached to a libuv loop).
+**
+** Errors: functions return 0 (OB_OK) on success and a negative OB_E* code
+** on failure; ob_strerror() names the code and ob_errmsg() gives the detail
+** of the engine's last failure.
+*/
+#ifndef ONCEBOX_H
+#define ONCEBOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h> /* strlen, for OB_VTEXT */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define OB_EXTERN __attribute__((visibility("default")))
+#else
+#define OB_EXTERN
+#endif
+
+#define OB_VERSION_MAJOR 0
+#define OB_VERSION_MINOR 1
+#define OB_VERSION_PATCH 0
+#define OB_VERSION_STRING "0.1.0"
+
+/* Returns OB_VERSION_STRING of the linked library. This function can't fail. */
+OB_EXTERN const char* ob_version(void);
+
+/*
+** Error codes. Fixed small negatives owned by oncebox, identical on every
+** device so logs compare across a fleet.
+*/
+#define OB_ERRNO_MAP(XX)                                                     \
+  XX(EINVAL, -1, "invalid argument")                                         \
+  XX(ENOMEM, -2, "out of memory")                                            \
+  XX(EBUSY, -3, "database is locked by another connection")                  \
+  XX(ENOSPC, -4, "disk or database full")                                    \
+  XX(EIO, -5, "I/O error")                                                   \
+  XX(ECORRUPT, -6, "database is corrupt or not an oncebox database")         \
+  XX(EVERSION, -7, "database schema is newer than this oncebox")             \
+  XX(ENOTFOUND, -8, "not found")                                             \
+  XX(ECONSTRAINT, -9, "constraint violated")                                 \
+  XX(ETOOBIG, -10, "value too large")                                        \
+  XX(EPERM, -11, "permission denied")                                        \
+  XX(ESTATE, -12, "operation not allowed in the current state")              \
+  XX(EWAL, -13, "write-ahead logging could not be enabled")                  \
+  XX(EDB, -14, "database error")                                             \
+  XX(EHANDLER, -15, "handler failed")                                        \
+  XX(ENOHANDLER, -16, "no handler registered for this message type")         \
+  XX(EEXIST, -17, "already exists")                                          \
+  XX(ECANCELED, -18, "operation canceled")                                   \
+  XX(ESINK, -19, "outbox sink rejected the event")
+
+typedef enum {
+  OB_OK = 0,
+#define OB__ERR_ENUM(name, code, text) OB_##name = (code),
+  OB_ERRNO_MAP(OB__ERR_ENUM)
+#undef OB__ERR_ENUM
+  OB__ERR_LAST = -64
+} ob_errno_t;
+
+/* Static text for an error code ("unknown error" for an unknown one). Never
+** allocates. This function can't fail. */
+OB_EXTERN const char* ob_strerror(int err);
+/* Static symbolic name ("OB_ENOSPC"). This function can't fail. */
+OB_EXTERN const char* ob_err_name(int err);
+
+/* ---------------------------------------------------------------------------
+** Time and randomness enter through this interface so that every rule
+** (backoff, jitter, retention, id generation) is testable with a fake clock.
+*/
+typedef struct ob_clock_s {
+  void* ctx;
+  /* Wall-clock time in milliseconds since the Unix epoch (UTC). Stored
+  ** timestamps and available_at use it because they must survive restarts. */
+  int64_t (*now_ms)(void* ctx);
+  /* Fill buf with len random bytes. Used for jitter and UUIDv7 randomness. */
+  void (*random)(void* ctx, void* buf, size_t len);
+} ob_clock_t;
+
+/* The real clock: CLOCK_REALTIME and getrandom(2). This function can't fail. */
+OB_EXTERN const ob_clock_t* ob_system_clock(void);
+
+/* ---------------------------------------------------------------------------
+** Retry policy, Symfony Messenger's shape. Defaults (ob_retry_policy_init):
+** max_retries 3, delay_ms 1000, multiplier 2.0, max_delay_ms 0 (no cap),
+** jitter 0.1 (+-10%). The n-th retry (n = 1..max_retries) waits
+** delay_ms * multiplier^(n-1), capped by max_delay_ms when it is > 0, then
+** scaled by a uniform factor in [1 - jitter, 1 + jitter].
+*/
+typedef struct ob_retry_policy_s {
+  int max_retries;
+  int64_t delay_ms;
+  double multiplier;
+  int64_t max_delay_ms;
+  double jitter;
+} ob_retry_policy_t;
+
+/* Fill p with the defaults above. This function can't fail. */
+OB_EXTERN void ob_retry_policy_init(ob_retry_policy_t* p);
+
+/* ---------------------------------------------------------------------------
+** Engine options.
+*/
+typedef enum {
+  OB_SYNC_FULL = 2,   /* default: a committed ack survives power loss */
+  OB_SYNC_NORMAL = 1  /* survives a process crash, NOT power loss: opt-in only */
+} ob_sync_t;
+
+typedef enum {
+  OB_LOG_ERROR = 0,
+  OB_LOG_WARN = 1,
+  OB_LOG_INFO = 2,
+  OB_LOG_DEBUG = 3
+} ob_log_level_t;
+
+typedef void (*ob_log_cb)(void* ctx, ob_log_level_t level, const char* msg);
+
+typedef struct ob_options_s {
+  const char* db_path;          /* required; created 0600 if missing */
+  ob_sync_t synchronous;        /* OB_SYNC_FULL */
+  int busy_timeout_ms;          /* 5000 */
+  int batch_size;               /* messages per transaction (group commit); 1 */
+  int64_t retention_ms;         /* processed_message / published outbox: 30 days */
+  int gc_interval_ms;           /* retention sweep period on a loop; 60000 */
+  int gc_batch;                 /* rows deleted per retention statement; 1000 */
+  int poll_interval_ms;         /* idle re-check for rows other processes add; 1000 */
+  size_t max_body_bytes;        /* enqueue limit; 1 MiB */
+  ob_retry_policy_t retry;      /* default policy of every queue */
+  const ob_clock_t* clock;      /* NULL: ob_system_clock() */
+  ob_log_cb log;                /* NULL: no logging */
+  void* log_ctx;
+  ob_log_level_t log_level;     /* OB_LOG_INFO */
+} ob_options_t;
+
+/* Fill o with defaults (db_path NULL). This function can't fail. */
+OB_EXTERN void ob_options_init(ob_options_t* o);
+
+/* ---------------------------------------------------------------------------
+** Engine lifecycle.
+*/
+typedef struct ob_engine_s ob_engine_t;
+
+/*
+** Open an engine on opts->db_path. The file is created with mode 0600 before
+** SQLite opens it (so -wal and -shm inherit 0600). WAL is enabled and checked
+** to be in effect, synchronous is set (FULL by default), foreign keys are on,
+** and the schema is migrated through PRAGMA user_version.
+**
+** On success *out is the engine and 0 is returned. On failure *out is NULL,
+** nothing is left open and a negative code is returned: OB_EVERSION for a
+** database written by a newer oncebox, OB_ECORRUPT for a file that is not an
+** SQLite database, OB_EWAL if WAL cannot be enabled, OB_EPERM/OB_EIO for file
+** errors. If errbuf is not NULL, up to errlen bytes of detail are written to
+** it (always NUL-terminated) on failure.
+*/
+OB_EXTERN int ob_open(ob_engine_t** out, const ob_options_t* opts,
+                      char* errbuf, size_t errlen);
+
+/*
+** Close the engine: detach from any loop (see ob_detach), roll back nothing
+** (no transaction is ever left open between calls), close the database.
+** ob_close(NULL) is a harmless no-op. If the engine is still attached to a
+** loop whose handles have not been closed yet, ob_close() closes them and
+** runs that loop until they are: call it from outside the loop's callbacks.
+** This function can't fail.
+*/
+OB_EXTERN void ob_close(ob_engine_t* e);
+
+/* Detail of the engine's last failure; "" if none. The string is owned by the
+** engine and valid until the next call on it. */
+OB_EXTERN const char* ob_errmsg(const ob_engine_t* e);
+
+/* The options the engine was opened with (clock resolved). */
+OB_EXTERN const ob_options_t* ob_options(const ob_engine_t* e);
+
+/* Set the retry policy of one queue (default: opts->retry). The policy is
+** copied. Returns OB_EINVAL for a negative field or a NULL/empty name. */
+OB_EXTERN int ob_set_retry_policy(ob_engine_t* e, const char* queue,
+                                  const ob_retry_policy_t* p);
+
+/* ---------------------------------------------------------------------------
+** Messages and handlers.
+*/
+
+/* A message as a handler sees it. All pointers are owned by the engine and
+** valid only during the handler call. body is NOT NUL-terminated in general
+** (it is in practice, but use body_len). */
+typedef struct ob_message_s {
+  const char* id;          /* producer's stable id (a UUID, lower case) */
+  const char* type;        /* message type, e.g. "PaymentCaptured" */
+  const char* queue;       /* local queue name */
+  const char* headers;     /* JSON object text or NULL */
+  const char* body;
+  size_t body_len;
+  int attempts;            /* retries so far: 0 on the first delivery */
+  int64_t created_at_ms;
+} ob_message_t;
+
+/* The handling transaction a handler runs in. Opaque; valid only during the
+** handler call. */
+typedef struct ob_tx_s ob_tx_t;
+
+/* What a handler returns. OB_DONE commits. For the other two, return the
+** value of ob_tx_retry() / ob_tx_fail(), which also record the reason. */
+#define OB_DONE 0
+#define OB_RETRY 1
+#define OB_UNRECOVERABLE 2
+
+/*
+** A handler. Runs inside the engine's transaction, after the dedup claim of
+** (consumer, msg->id) succeeded. Returns OB_DONE, ob_tx_retry(...),
+** ob_tx_fail(...), or a negative OB_E* code (treated as a retry whose reason
+** is the error text; OB_ENOSPC/OB_EIO/OB_ECORRUPT also abort the whole
+** transaction, see ob_run_once). Everything the handler wrote through tx is
+** rolled back unless it returns OB_DONE.
+*/
+typedef int (*ob_handler_cb)(ob_tx_t* tx, const ob_message_t* msg, void* arg);
+
+/*
+** Register handler for messages of type `type` under consumer name
+** `consumer`. Several consumers may handle one type; each handles every
+** message once (the dedup key is (consumer, message id)). Strings are
+** copied. Returns OB_EEXIST if (type, consumer) is already registered,
+** OB_EINVAL for empty names.
+*/
+OB_EXTERN int ob_register(ob_engine_t* e, const char* type,
+                          const char* consumer, ob_handler_cb handler,
+                          void* arg);
+
+/* Register the built-in payout module: message type "PaymentCaptured",
+** consumer "create-merchant-payout-v1". See docs/payout.md. */
+OB_EXTERN int ob_register_payout(ob_engine_t* e);
+
+#define OB_PAYOUT_MESSAGE_TYPE "PaymentCaptured"
+#define OB_PAYOUT_CONSUMER "create-merchant-payout-v1"
+#define OB_PAYOUT_EVENT_TYPE "MerchantPayoutCreated"
+
+/* A message to enqueue. Fields are read during the call only. */
+typedef struct ob_envelope_s {
+  const char* queue;       /* NULL: "default" */
+  const char* id;          /* required: the producer's UUID (any case) */
+  const char* type;        /* required: 1..128 printable ASCII characters */
+  const char* headers;     /* NULL or a JSON object */
+  const char* body;        /* may be NULL when body_len is 0 */
+  size_t body_len;
+  int64_t delay_ms;        /* available after now + delay_ms; >= 0 */
+} ob_envelope_t;
+
+/*
+** Enqueue one message into the local durable queue, in its own durable
+** transaction. The engine never invents an id: env->id must be a UUID
+** (OB_EINVAL otherwise, with the reason in ob_errmsg). The body is stored as
+** given, even if a handler will later reject it: bad input ends in the
+** failure store with a reason, it is never dropped. Bodies over
+** opts.max_body_bytes give OB_ETOOBIG. Enqueueing an id twice stores two
+** deliveries; the dedup guard makes the second a no-op.
+*/
+OB_EXTERN int ob_enqueue(ob_engine_t* e, const ob_envelope_t* env);
+
+/*
+** Enqueue n messages in ONE transaction (one fsync). Each envelope is
+** validated first; results[i] receives 0 or its negative error, and invalid
+** envelopes are skipped while the valid ones commit. Returns the number of
+** envelopes committed (>= 0), or a negative code if the transaction itself
+** failed (then nothing was committed and results[] is unspecified).
+*/
+OB_EXTERN int ob_enqueue_many(ob_engine_t* e, const ob_envelope_t* envs,
+                              size_t n, int* results);
+
+/* ---------------------------------------------------------------------------
+** Inside a handler.
+*/
+
+typedef enum {
+  OB_TYPE_NULL = 0,
+  OB_TYPE_INT = 1,
+  OB_TYPE_REAL = 2,
+  OB_TYPE_TEXT = 3,
+  OB_TYPE_BLOB = 4
+} ob_type_t;
+
+/* A bound parameter or a result column. For TEXT and BLOB, p/n point to the
+** bytes; result bytes are valid only during the row callback. */
+typedef struct ob_value_s {
+  ob_type_t type;
+  int64_t i;
+  double d;
+  const void* p;
+  size_t n;
+} ob_value_t;
+
+#define OB_VNULL ((ob_value_t){OB_TYPE_NULL, 0, 0.0, NULL, 0})
+#define OB_VINT(x) ((ob_value_t){OB_TYPE_INT, (int64_t)(x), 0.0, NULL, 0})
+#define OB_VREAL(x) ((ob_value_t){OB_TYPE_REAL, 0, (double)(x), NULL, 0})
+#define OB_VTEXT(s) ((ob_value_t){OB_TYPE_TEXT, 0, 0.0, (s), strlen(s)})
+#define OB_VTEXTN(s, len) ((ob_value_t){OB_TYPE_TEXT, 0, 0.0, (s), (len)})
+#define OB_VBLOB(b, len) ((ob_value_t){OB_TYPE_BLOB, 0, 0.0, (b), (len)})
+
+/* Row callback: return 0 to continue, non-zero to stop early. */
+typedef int (*ob_row_cb)(void* arg, const ob_value_t* cols, size_t ncols);
+
+/*
+** Run one SQL statement with `?` placeholders in the handling transaction.
+** The statement is prepared once and cached per engine. Parameters are
+** always bound, never spliced into the text. row (may be NULL) is called for
+** each result row. Returns the number of rows changed (>= 0) on success,
+** OB_ECONSTRAINT on a constraint violation (the statement's effect is undone,
+** the transaction stays usable), or another negative code.
+** Statements that start or end transactions are refused with OB_EINVAL.
+*/
+OB_EXTERN int ob_tx_exec(ob_tx_t* tx, const char* sql,
+                         const ob_value_t* params, size_t nparams,
+                         ob_row_cb row, void* arg);
+
+/*
+** Emit an outbox event in the handling transaction: one outbox_event row
+** with a new UUIDv7 id, causation_id = the message id, created_at = now.
+** payload must be valid JSON text (OB_EINVAL otherwise). If id_out is not
+** NULL it receives the event id (37 bytes, NUL-terminated).
+*/
+OB_EXTERN int ob_tx_emit(ob_tx_t* tx, const char* event_type,
+                         const char* aggregate_id, const char* payload,
+                         size_t payload_len, char id_out[37]);
+
+/* Ask for a retry after delay_ms (< 0: the queue's policy decides). reason is
+** copied. Returns OB_RETRY: `return ob_tx_retry(tx, -1, "supplier busy");` */
+OB_EXTERN int ob_tx_retry(ob_tx_t* tx, int64_t delay_ms, const char* reason);
+
+/* Like ob_tx_retry, but ignore the retry budget: retried for ever until the
+** handler stops asking. Never the default; use for "must not give up". */
+OB_EXTERN int ob_tx_retry_forced(ob_tx_t* tx, int64_t delay_ms,
+                                 const char* reason);
+
+/* Give up: the message goes to the failure store with this reason (copied).
+** Returns OB_UNRECOVERABLE: `return ob_tx_fail(tx, "order 42 is gone");` */
+OB_EXTERN int ob_tx_fail(ob_tx_t* tx, const char* reason);
+
+/* The engine clock's now, for timestamps written by handlers. */
+OB_EXTERN int64_t ob_tx_now_ms(const ob_tx_t* tx);
+
+/* A fresh UUIDv7 from the engine's clock (37 bytes incl. NUL). */
+OB_EXTERN void ob_tx_new_id(ob_tx_t* tx, char out[37]);
+
+/* ---------------------------------------------------------------------------
+** Driving the engine.
+*/
+
+/* Outcome counters of ob_run_once. */
+typedef struct ob_batch_result_s {
+  int claimed;      /* queue rows taken into the transaction */
+  int handled;      /* handlers ran and committed (OB_DONE) */
+  int duplicates;   /* acked without running: already processed */
+  int retried;      /* rescheduled with backoff */
+  int failed;       /* moved to the failure store */
+} ob_batch_result_t;
+
+/*
+** Handle up to opts.batch_size ready messages in ONE BEGIN IMMEDIATE
+** transaction, a SAVEPOINT each, so a failing message rolls back alone; the
+** acks of the whole batch become durable with the single COMMIT. For each
+** message and each registered consumer of its type: claim (consumer, id) in
+** processed_message (INSERT .. ON CONFLICT DO NOTHING RETURNING); if already
+** claimed, skip; else run the handler. Then delete the queue row (the ack).
+** A message of a type with no handler fails as unrecoverable.
+**
+** Returns 0 and fills *res (may be NULL) when the batch committed or there
+** was nothing to do (res->claimed == 0). Returns a negative code if the
+** transaction could not commit (OB_ENOSPC, OB_EIO, OB_EBUSY, ...): then
+** nothing of the batch is applied and every message stays in the queue.
+*/
+OB_EXTERN int ob_run_once(ob_engine_t* e, ob_batch_result_t* res);
+
+/*
+** When the next queued message becomes available, as an absolute time of
+** the engine clock, in *at_ms. Returns 0, or OB_ENOTFOUND if the queue is
+** empty.
+*/
+OB_EXTERN int ob_next_due(ob_engine_t* e, int64_t* at_ms);
+
+struct uv_loop_s;
+
+/*
+** Attach the engine to a libuv loop: a timer handles ready messages (never
+** blocking the loop for longer than one transaction per turn), sleeps until
+** the next available_at, re-checks every poll_interval_ms for rows written
+** by other processes, and runs retention every gc_interval_ms. ob_enqueue on
+** this engine wakes it at once. Returns OB_ESTATE if already attached.
+*/
+OB_EXTERN int ob_attach(ob_engine_t* e, struct uv_loop_s* loop);
+
+/*
+** Stop claiming and close the engine's loop handles. done (may be NULL) is
+** called exactly once from the loop after the handles are closed; the engine
+** stays open. Calling it when not attached calls nothing and returns
+** OB_ESTATE.
+*/
+OB_EXTERN int ob_detach(ob_engine_t* e, void (*done)(ob_engine_t*, void*),
+                        void* arg);
+
+typedef enum {
+  OB_RUN_FOREVER = 0,     /* until ob_stop() or a signal */
+  OB_RUN_UNTIL_IDLE = 1   /* until the queue holds no message, ready or delayed */
+} ob_run_mode_t;
+
+/*
+** Run the engine on its own libuv loop until the mode says stop. With
+** handle_signals, SIGTERM and SIGINT stop claiming, let the message in hand
+** finish (commit or roll back) and return 0; a second signal kills the
+** process at once (its open transaction is rolled back by SQLite on the
+** next open). Returns 0 on a clean stop, or the negative code of a storage
+** failure that made handling impossible.
+*/
+OB_EXTERN int ob_run(ob_engine_t* e, ob_run_mode_t mode, int handle_signals);
+
+/* Ask a running ob_run / attached engine to stop claiming; safe from
+** handlers and loop callbacks. This function can't fail. */
+OB_EXTERN void ob_stop(ob_engine_t* e);
+
+/* ---------------------------------------------------------------------------
+** The outbox, seen from a sink (the SQS relay is one; tests use in-process
+** sinks).
+*/
+typedef struct ob_event_s {
+  const char* id;            /* UUIDv7, the stable id of the event */
+  const char* causation_id;  /* id of the message that caused it */
+  const char* event_type;
+  const char* aggregate_id;
+  const char* payload;       /* JSON text */
+  size_t payload_len;
+  int64_t created_at_ms;
+  int attempt_count;         /* failed publication attempts so far */
+} ob_event_t;
+
+/* Publish one event. Return 0 when it is accepted (it is then marked
+** published), or a negative code to retry it later with backoff. */
+typedef int (*ob_sink_cb)(void* arg, const ob_event_t* ev);
+
+/*
+** Hand up to max unpublished, due events to sink in (created_at, id) order;
+** mark each accepted event published_at = now; for a rejected one, increment
+** attempt_count, store last_error and set next_attempt_at by backoff.
+** Publication is at-least-once: if the process dies after the sink accepted
+** and before the mark commits, the event is handed over again.
+** *published (may be NULL) receives the number accepted. Returns 0 or a
+** negative storage error.
+*/
+OB_EXTERN int ob_outbox_drain(ob_engine_t* e, ob_sink_cb sink, void* arg,
+                              size_t max, size_t* published);
+
+/*
+** A ready-made sink for end-to-end tests with no network: arg is another
+** ob_engine_t*; each event is enqueued there as a message with id = event id,
+** type = event type, body = payload, queue "default".
+*/
+OB_EXTERN int ob_sink_enqueue(void* other_engine, const ob_event_t* ev);
+
+/* ---------------------------------------------------------------------------
+** Operations: failure store, statistics, invariants, retention.
+*/
+typedef struct ob_failed_s {
+  int64_t id;                /* failure-store id (for retry/remove) */
+  const char* message_id;
+  const char* queue;
+  const char* type;
+  const char* headers;
+  const char* body;
+  size_t body_len;
+  const char* error_class;   /* "unrecoverable", "retries_exhausted", "no_handler" */
+  const char* reason;
+  int attempts;
+  int64_t first_failed_at_ms;
+  int64_t last_failed_at_ms;
+} ob_failed_t;
+
+/* Visit failed messages (id order; only `type` if not NULL; only `id` if
+** id > 0). cb returns non-zero to stop. Returns the number visited or a
+** negative code. */
+OB_EXTERN int ob_failed_list(ob_engine_t* e, int64_t id, const char* type,
+                             int (*cb)(void* arg, const ob_failed_t* f),
+                             void* arg);
+
+/* Move failed message `id` back to its queue in one transaction, attempts
+** reset to 0 (id 0: all of them). The dedup guard still applies. Returns
+** the number moved, or OB_ENOTFOUND / a negative code. */
+OB_EXTERN int ob_failed_retry(ob_engine_t* e, int64_t id);
+
+/* Delete failed message `id` (0: all). Returns the number removed. */
+OB_EXTERN int ob_failed_remove(ob_engine_t* e, int64_t id);
+
+typedef struct ob_stats_s {
+  int64_t queue_ready;
+  int64_t queue_delayed;
+  int64_t queue_in_hand;      /* leased by a worker right now */
+  int64_t failed;
+  int64_t processed;
+  int64_t payouts;
+  int64_t outbox_unpublished;
+  int64_t outbox_oldest_unpublished_age_ms;  /* 0 if none */
+  int64_t outbox_published;
+} ob_stats_t;
+
+/* Fill *s from one read transaction. Returns 0 or a negative code. */
+OB_EXTERN int ob_stats(ob_engine_t* e, ob_stats_t* s);
+
+/*
+** PRAGMA integrity_check plus the invariants: one payout per payment, one
+** MerchantPayoutCreated outbox row per payout with causation ids matching a
+** processed message, no payout without its dedup record. Each violation is
+** reported through cb (may be NULL) as one line of text. Returns the number
+** of violations (0 = all good) or a negative code if the check could not run.
+*/
+OB_EXTERN int ob_check(ob_engine_t* e,
+                       void (*cb)(void* arg, const char* violation),
+                       void* arg);
+
+/* Delete processed_message rows and published outbox rows older than the
+** retention window, in bounded batches (one short transaction each).
+** *deleted (may be NULL) receives the count. Returns 0 or a negative code. */
+OB_EXTERN int ob_gc(ob_engine_t* e, int64_t* deleted);
+
+/* ---------------------------------------------------------------------------
+** Utilities.
+*/
+
+/* 1 if s is a canonical 8-4-4-4-12 hex UUID (either case), else 0. */
+OB_EXTERN int ob_uuid_valid(const char* s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ONCEBOX_H */

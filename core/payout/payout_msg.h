@@ -1,0 +1,61 @@
+/* The PaymentCaptured message and the MerchantPayoutCreated event: strict
+** parsing and encoding. Pure. */
+#ifndef OB_CORE_PAYOUT_MSG_H
+#define OB_CORE_PAYOUT_MSG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define OB__PAYOUT_MAX_BODY 4096
+/* Largest amount accepted: 2^53 - 1, the interoperable JSON integer range
+** (RFC 8259 section 6); see docs/decisions/0003-amounts.md. */
+#define OB__PAYOUT_MAX_AMOUNT 9007199254740991LL
+
+typedef struct ob__payment_captured_s {
+  char payment_id[37];    /* lower-case canonical UUID */
+  char merchant_id[37];   /* lower-case canonical UUID */
+  int64_t amount_minor;   /* 1 .. OB__PAYOUT_MAX_AMOUNT */
+  char currency[4];       /* three upper-case ASCII letters */
+} ob__payment_captured_t;
+
+/*
+** Parse a PaymentCaptured body {"paymentId","merchantId",
+** "amountInMinorUnits","currency"}. Returns 0 and fills out, or -1 and
+** writes a specific human-readable reason (NUL-terminated, truncated to
+** reason_len) such as:
+**   "body is 5000 bytes, over the 4096-byte limit"
+**   "body is not valid JSON"            "body is not a JSON object"
+**   "missing field paymentId"           "field paymentId must be a string"
+**   "paymentId is not a UUID"           "duplicate field currency"
+**   "amountInMinorUnits must be an integer"
+**   "amountInMinorUnits must be > 0"    "amountInMinorUnits overflows int64"
+**   "amountInMinorUnits exceeds 9007199254740991"
+**   "currency must be three upper-case letters (ISO 4217)"
+** Unknown extra fields are ignored (forward compatibility), duplicates of
+** them too; a known field twice is "duplicate field X", checked first.
+** Then fields in the order of the first line, each for missing, type, value;
+** the first problem is the one reported. Keys and strings are compared
+** after unescaping, byte for byte: "payment\u0049d" is paymentId,
+** "paymentId\u0000" is not.
+** The amount is judged from its exact decimal text, never through a double:
+** any JSON number with an integer value is accepted (1e3 and 1000.0 are
+** 1000, as in JSON Schema's "integer"); 1.5 or 1e-3 "must be an integer";
+** 0 and -0 "must be > 0"; a non-number also "must be an integer".
+** out is written only on success (may be NULL); reason may be NULL and is
+** set to "" on success. Never allocates: the only failure is a rejection.
+*/
+int ob__payment_captured_parse(const char* body, size_t len,
+                               ob__payment_captured_t* out, char* reason,
+                               size_t reason_len);
+
+/*
+** JSON payload of MerchantPayoutCreated:
+** {"payoutId":..,"paymentId":..,"merchantId":..,"amountInMinorUnits":..,
+**  "currency":..}, the amount as a plain integer (never an exponent), strings
+** escaped. payout_id and p must not be NULL. Returns a malloc'd
+** NUL-terminated string the caller frees, or NULL when out of memory.
+*/
+char* ob__payout_event_payload(const char* payout_id,
+                               const ob__payment_captured_t* p);
+
+#endif

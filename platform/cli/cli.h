@@ -1,0 +1,49 @@
+/* The oncebox command-line program: shared pieces. */
+#ifndef OB_CLI_H
+#define OB_CLI_H
+
+#include <stdio.h>
+
+#include "oncebox.h"
+
+/* Exit codes (documented in README.md and `oncebox --help`). */
+#define EXIT_OK 0
+#define EXIT_FAIL 1       /* the operation failed, or check found violations */
+#define EXIT_USAGE 2      /* bad command line */
+#define EXIT_PARTIAL 3    /* some input rejected, the rest committed */
+#define EXIT_DB 4         /* the database cannot be opened or used */
+
+typedef struct cli_s {
+  const char* db_path;       /* --db or $ONCEBOX_DB */
+  ob_log_level_t log_level;  /* --log-level */
+  int sync_normal;           /* --unsafe-sync-normal */
+  int json;                  /* --json (per command) */
+} cli_t;
+
+typedef int (*cli_cmd_fn)(cli_t* cli, int argc, char** argv);
+
+/* Open the engine on cli->db_path with the payout module registered;
+** prints the reason and returns NULL on failure (*exit_code set). */
+ob_engine_t* cli_open(cli_t* cli, int batch, int* exit_code);
+void cli_log(void* ctx, ob_log_level_t level, const char* msg);
+
+/* 1 if argv contains -h/--help (before "--"). */
+int cli_wants_help(int argc, char** argv);
+/* Parse a non-negative integer option value; -1 on error. */
+long long cli_parse_count(const char* s);
+/* Human age: "3.2s", "5m12s", "2h03m", "4d02h". */
+void cli_format_age(int64_t ms, char* out, size_t n);
+/* A one-line progress bar on stderr when it is a terminal. */
+void cli_progress(const char* label, long long done, long long total);
+void cli_progress_end(void);
+
+int cmd_init(cli_t* cli, int argc, char** argv);
+int cmd_enqueue(cli_t* cli, int argc, char** argv);
+int cmd_run(cli_t* cli, int argc, char** argv);
+int cmd_failed(cli_t* cli, int argc, char** argv);
+int cmd_stats(cli_t* cli, int argc, char** argv);
+int cmd_check(cli_t* cli, int argc, char** argv);
+int cmd_gc(cli_t* cli, int argc, char** argv);
+int cmd_demo(cli_t* cli, int argc, char** argv);
+
+#endif

@@ -1,0 +1,109 @@
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "platform/cli/cli.h"
+
+void cli_log(void* ctx, ob_log_level_t level, const char* msg) {
+  static const char* names[] = {"error", "warn", "info", "debug"};
+  struct timespec ts;
+  struct tm tm;
+  char when[32];
+  (void)ctx;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  gmtime_r(&ts.tv_sec, &tm);
+  strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+  fprintf(stderr, "%s.%03ldZ %s %s\n", when, ts.tv_nsec / 1000000,
+          names[level], msg);
+}
+
+ob_engine_t* cli_open(cli_t* cli, int batch, int* exit_code) {
+  ob_options_t o;
+  ob_engine_t* e = NULL;
+  char err[512];
+  int rc;
+
+  if (cli->db_path == NULL || cli->db_path[0] == '\0') {
+    fprintf(stderr, "oncebox: no database: pass --db FILE or set ONCEBOX_DB\n");
+    *exit_code = EXIT_USAGE;
+    return NULL;
+  }
+  ob_options_init(&o);
+  o.db_path = cli->db_path;
+  o.log = cli_log;
+  o.log_level = cli->log_level;
+  if (batch > 0) o.batch_size = batch;
+  if (cli->sync_normal) o.synchronous = OB_SYNC_NORMAL;
+  rc = ob_open(&e, &o, err, sizeof err);
+  if (rc < 0) {
+    fprintf(stderr, "oncebox: cannot open %s: %s (%s)\n", cli->db_path, err,
+            ob_err_name(rc));
+    *exit_code = rc == OB_EINVAL ? EXIT_USAGE : EXIT_DB;
+    return NULL;
+  }
+  rc = ob_register_payout(e);
+  if (rc < 0) {
+    fprintf(stderr, "oncebox: %s\n", ob_strerror(rc));
+    ob_close(e);
+    *exit_code = EXIT_FAIL;
+    return NULL;
+  }
+  *exit_code = EXIT_OK;
+  return e;
+}
+
+int cli_wants_help(int argc, char** argv) {
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--") == 0) return 0;
+    if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) return 1;
+  }
+  return 0;
+}
+
+long long cli_parse_count(const char* s) {
+  char* end;
+  long long v;
+  if (s == NULL || *s == '\0') return -1;
+  errno = 0;
+  v = strtoll(s, &end, 10);
+  if (errno != 0 || *end != '\0' || v < 0) return -1;
+  return v;
+}
+
+void cli_format_age(int64_t ms, char* out, size_t n) {
+  int64_t s = ms / 1000;
+  if (ms < 60000)
+    snprintf(out, n, "%.1fs", (double)ms / 1000.0);
+  else if (s < 3600)
+    snprintf(out, n, "%lldm%02llds", (long long)(s / 60), (long long)(s % 60));
+  else if (s < 86400)
+    snprintf(out, n, "%lldh%02lldm", (long long)(s / 3600),
+             (long long)(s % 3600 / 60));
+  else
+    snprintf(out, n, "%lldd%02lldh", (long long)(s / 86400),
+             (long long)(s % 86400 / 3600));
+}
+
+static int progress_shown;
+
+void cli_progress(const char* label, long long done, long long total) {
+  char bar[31];
+  int fill;
+  if (!isatty(STDERR_FILENO) || total <= 0) return;
+  fill = (int)(done * 30 / total);
+  if (fill > 30) fill = 30;
+  memset(bar, '#', (size_t)fill);
+  memset(bar + fill, '.', (size_t)(30 - fill));
+  bar[30] = '\0';
+  fprintf(stderr, "\r%-10s [%s] %lld/%lld", label, bar, done, total);
+  fflush(stderr);
+  progress_shown = 1;
+}
+
+void cli_progress_end(void) {
+  if (progress_shown) fputc('\n', stderr);
+  progress_shown = 0;
+}

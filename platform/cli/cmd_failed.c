@@ -1,0 +1,269 @@
+/* oncebox failed show|retry|remove: the failure store, in Symfony
+** Messenger's shape (messenger:failed:show/retry/remove). */
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "platform/cli/cli.h"
+
+static void failed_usage(FILE* out) {
+  fprintf(out,
+          "usage: oncebox --db FILE failed show [ID] [--stats] [--type T] [--json]\n"
+          "       oncebox --db FILE failed retry ID...|--all [--force]\n"
+          "       oncebox --db FILE failed remove ID...|--all [--force]\n"
+          "\n"
+          "retry moves messages back to the queue in one transaction with\n"
+          "attempts reset; the dedup guard still applies, so an already\n"
+          "handled message is acked without running again. On a terminal,\n"
+          "retry and remove ask first unless --force; elsewhere --all needs\n"
+          "--force.\n");
+}
+
+static void fmt_time(int64_t ms, char* out, size_t n) {
+  time_t t = (time_t)(ms / 1000);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+typedef struct show_s {
+  int json;
+  int detail;
+  cJSON* arr;
+  /* --stats: counts per type and per error class */
+  cJSON* by_type;
+  cJSON* by_class;
+  int stats;
+} show_t;
+
+static void bump(cJSON* obj, const char* key) {
+  cJSON* n = cJSON_GetObjectItemCaseSensitive(obj, key);
+  if (n == NULL) cJSON_AddNumberToObject(obj, key, 1);
+  else cJSON_SetNumberValue(n, n->valuedouble + 1);
+}
+
+static int show_cb(void* arg, const ob_failed_t* f) {
+  show_t* s = arg;
+  char first[32], last[32];
+  if (s->stats) {
+    bump(s->by_type, f->type);
+    bump(s->by_class, f->error_class);
+    return 0;
+  }
+  fmt_time(f->first_failed_at_ms, first, sizeof first);
+  fmt_time(f->last_failed_at_ms, last, sizeof last);
+  if (s->json) {
+    cJSON* o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "id", (double)f->id);
+    cJSON_AddStringToObject(o, "messageId", f->message_id);
+    cJSON_AddStringToObject(o, "queue", f->queue);
+    cJSON_AddStringToObject(o, "type", f->type);
+    cJSON_AddStringToObject(o, "errorClass", f->error_class);
+    cJSON_AddStringToObject(o, "reason", f->reason);
+    cJSON_AddNumberToObject(o, "attempts", f->attempts);
+    cJSON_AddStringToObject(o, "firstFailedAt", first);
+    cJSON_AddStringToObject(o, "lastFailedAt", last);
+    if (s->detail) {
+      char* body = strndup(f->body, f->body_len);
+      cJSON_AddStringToObject(o, "body", body ? body : "");
+      free(body);
+      if (f->headers) cJSON_AddStringToObject(o, "headers", f->headers);
+    }
+    cJSON_AddItemToArray(s->arr, o);
+    return 0;
+  }
+  if (s->detail) {
+    printf("id:            %lld\n"
+           "message id:    %s\n"
+           "type:          %s\n"
+           "queue:         %s\n"
+           "error class:   %s\n"
+           "reason:        %s\n"
+           "attempts:      %d\n"
+           "first failure: %s\n"
+           "last failure:  %s\n"
+           "headers:       %s\n"
+           "body:          %.*s\n",
+           (long long)f->id, f->message_id, f->type, f->queue, f->error_class,
+           f->reason, f->attempts, first, last, f->headers ? f->headers : "-",
+           (int)(f->body_len > 4096 ? 4096 : f->body_len), f->body);
+    return 0;
+  }
+  printf("%-6lld %-36s %-18s %-17s %s\n", (long long)f->id, f->message_id,
+         f->type, f->error_class, f->reason);
+  return 0;
+}
+
+static int failed_show(ob_engine_t* e, int json, int stats, const char* type,
+                       int64_t id) {
+  show_t s;
+  int n;
+  memset(&s, 0, sizeof s);
+  s.json = json;
+  s.detail = id > 0;
+  s.stats = stats;
+  s.arr = cJSON_CreateArray();
+  s.by_type = cJSON_CreateObject();
+  s.by_class = cJSON_CreateObject();
+  if (!json && !stats && id <= 0)
+    printf("%-6s %-36s %-18s %-17s %s\n", "ID", "MESSAGE ID", "TYPE", "CLASS",
+           "REASON");
+  n = ob_failed_list(e, id, type, show_cb, &s);
+  if (n < 0) {
+    fprintf(stderr, "oncebox failed show: %s\n", ob_errmsg(e));
+  } else if (n == 0 && id > 0) {
+    fprintf(stderr, "oncebox failed show: no failed message with id %lld\n",
+            (long long)id);
+    n = -1;
+  } else if (stats) {
+    if (json) {
+      cJSON* o = cJSON_CreateObject();
+      cJSON_AddNumberToObject(o, "total", n);
+      cJSON_AddItemToObject(o, "byType", s.by_type);
+      cJSON_AddItemToObject(o, "byErrorClass", s.by_class);
+      s.by_type = s.by_class = NULL;
+      char* t = cJSON_Print(o);
+      printf("%s\n", t);
+      free(t);
+      cJSON_Delete(o);
+    } else {
+      cJSON* it;
+      printf("%d failed message(s)\n", n);
+      cJSON_ArrayForEach(it, s.by_type) printf("  type %-24s %d\n", it->string, (int)it->valuedouble);
+      cJSON_ArrayForEach(it, s.by_class) printf("  class %-23s %d\n", it->string, (int)it->valuedouble);
+    }
+  } else if (json) {
+    char* t = cJSON_Print(id > 0 ? cJSON_GetArrayItem(s.arr, 0) : s.arr);
+    printf("%s\n", t);
+    free(t);
+  } else if (id <= 0) {
+    printf("%d failed message(s)\n", n);
+  }
+  cJSON_Delete(s.arr);
+  cJSON_Delete(s.by_type);
+  cJSON_Delete(s.by_class);
+  return n < 0 ? EXIT_FAIL : EXIT_OK;
+}
+
+static int confirm(const char* what) {
+  char answer[16];
+  fprintf(stderr, "%s? [y/N] ", what);
+  if (fgets(answer, sizeof answer, stdin) == NULL) return 0;
+  return answer[0] == 'y' || answer[0] == 'Y';
+}
+
+static int failed_apply(ob_engine_t* e, int retry, int all, int force,
+                        char** ids, int nids) {
+  const char* verb = retry ? "retry" : "remove";
+  int code = EXIT_OK;
+  if (!force) {
+    if (isatty(STDIN_FILENO)) {
+      char q[128];
+      if (all) snprintf(q, sizeof q, "%s ALL failed messages", verb);
+      else snprintf(q, sizeof q, "%s %d failed message(s)", verb, nids);
+      if (!confirm(q)) {
+        fprintf(stderr, "nothing done\n");
+        return EXIT_FAIL;
+      }
+    } else if (all) {
+      fprintf(stderr, "oncebox failed %s --all: add --force when not on a "
+                      "terminal\n", verb);
+      return EXIT_USAGE;
+    }
+  }
+  if (all) {
+    int n = retry ? ob_failed_retry(e, 0) : ob_failed_remove(e, 0);
+    if (n < 0) {
+      fprintf(stderr, "oncebox failed %s: %s\n", verb, ob_errmsg(e));
+      return EXIT_FAIL;
+    }
+    printf("%s: %d message(s)\n", retry ? "requeued" : "removed", n);
+    return EXIT_OK;
+  }
+  for (int i = 0; i < nids; i++) {
+    long long id = cli_parse_count(ids[i]);
+    int n;
+    if (id <= 0) {
+      fprintf(stderr, "oncebox failed %s: '%s' is not an id\n", verb, ids[i]);
+      code = EXIT_USAGE;
+      continue;
+    }
+    n = retry ? ob_failed_retry(e, id) : ob_failed_remove(e, id);
+    if (n < 0) {
+      fprintf(stderr, "oncebox failed %s %lld: %s\n", verb, id, ob_errmsg(e));
+      code = EXIT_FAIL;
+    } else {
+      printf("%s %lld\n", retry ? "requeued" : "removed", id);
+    }
+  }
+  return code;
+}
+
+int cmd_failed(cli_t* cli, int argc, char** argv) {
+  static const struct option opts[] = {
+      {"json", no_argument, NULL, 'j'},
+      {"stats", no_argument, NULL, 's'},
+      {"type", required_argument, NULL, 't'},
+      {"all", no_argument, NULL, 'a'},
+      {"force", no_argument, NULL, 'f'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  const char* sub;
+  const char* type = NULL;
+  int c, code, json = 0, stats = 0, all = 0, force = 0;
+  ob_engine_t* e;
+
+  if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+    failed_usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? EXIT_USAGE : EXIT_OK;
+  }
+  sub = argv[1];
+  if (strcmp(sub, "show") != 0 && strcmp(sub, "retry") != 0 &&
+      strcmp(sub, "remove") != 0) {
+    fprintf(stderr, "oncebox failed: unknown subcommand '%s'\n", sub);
+    failed_usage(stderr);
+    return EXIT_USAGE;
+  }
+  optind = 1;
+  argc--;
+  argv++;
+  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    switch (c) {
+      case 'j': json = 1; break;
+      case 's': stats = 1; break;
+      case 't': type = optarg; break;
+      case 'a': all = 1; break;
+      case 'f': force = 1; break;
+      case 'h': failed_usage(stdout); return EXIT_OK;
+      default: failed_usage(stderr); return EXIT_USAGE;
+    }
+  }
+  if (strcmp(sub, "show") == 0) {
+    long long id = 0;
+    if (optind < argc) {
+      id = cli_parse_count(argv[optind]);
+      if (id <= 0 || optind + 1 < argc) {
+        fprintf(stderr, "oncebox failed show: want at most one numeric ID\n");
+        return EXIT_USAGE;
+      }
+    }
+    e = cli_open(cli, 0, &code);
+    if (e == NULL) return code;
+    code = failed_show(e, json, stats, type, id);
+  } else {
+    if (all == (optind < argc)) {
+      fprintf(stderr, "oncebox failed %s: give IDs or --all\n", sub);
+      return EXIT_USAGE;
+    }
+    e = cli_open(cli, 0, &code);
+    if (e == NULL) return code;
+    code = failed_apply(e, strcmp(sub, "retry") == 0, all, force,
+                        argv + optind, argc - optind);
+  }
+  ob_close(e);
+  return code;
+}

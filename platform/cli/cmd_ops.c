@@ -1,0 +1,139 @@
+/* oncebox stats | check | gc */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "platform/cli/cli.h"
+
+static int has_flag(int argc, char** argv, const char* flag) {
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], flag) == 0) return 1;
+  return 0;
+}
+
+static int only_flags(int argc, char** argv, const char* cmd,
+                      const char* allowed) {
+  for (int i = 1; i < argc; i++) {
+    if (allowed && strcmp(argv[i], allowed) == 0) continue;
+    fprintf(stderr, "oncebox %s: unexpected argument '%s'\n", cmd, argv[i]);
+    return 0;
+  }
+  return 1;
+}
+
+int cmd_stats(cli_t* cli, int argc, char** argv) {
+  ob_engine_t* e;
+  ob_stats_t s;
+  int code, rc, json;
+  char age[32];
+
+  if (cli_wants_help(argc, argv)) {
+    printf("usage: oncebox --db FILE stats [--json]\n\n"
+           "Queue ready/delayed/in hand, failed messages, dedup records,\n"
+           "payouts, outbox unpublished count and oldest unpublished age.\n");
+    return EXIT_OK;
+  }
+  if (!only_flags(argc, argv, "stats", "--json")) return EXIT_USAGE;
+  json = has_flag(argc, argv, "--json");
+  e = cli_open(cli, 0, &code);
+  if (e == NULL) return code;
+  rc = ob_stats(e, &s);
+  if (rc < 0) {
+    fprintf(stderr, "oncebox stats: %s\n", ob_errmsg(e));
+    ob_close(e);
+    return EXIT_FAIL;
+  }
+  if (json) {
+    cJSON* o = cJSON_CreateObject();
+    cJSON* q = cJSON_AddObjectToObject(o, "queue");
+    cJSON_AddNumberToObject(q, "ready", (double)s.queue_ready);
+    cJSON_AddNumberToObject(q, "delayed", (double)s.queue_delayed);
+    cJSON_AddNumberToObject(q, "inHand", (double)s.queue_in_hand);
+    cJSON_AddNumberToObject(o, "failed", (double)s.failed);
+    cJSON_AddNumberToObject(o, "processed", (double)s.processed);
+    cJSON_AddNumberToObject(o, "payouts", (double)s.payouts);
+    cJSON* ob = cJSON_AddObjectToObject(o, "outbox");
+    cJSON_AddNumberToObject(ob, "unpublished", (double)s.outbox_unpublished);
+    cJSON_AddNumberToObject(ob, "published", (double)s.outbox_published);
+    cJSON_AddNumberToObject(ob, "oldestUnpublishedAgeMs",
+                            (double)s.outbox_oldest_unpublished_age_ms);
+    char* t = cJSON_Print(o);
+    printf("%s\n", t);
+    free(t);
+    cJSON_Delete(o);
+  } else {
+    cli_format_age(s.outbox_oldest_unpublished_age_ms, age, sizeof age);
+    printf("queue:     %lld ready, %lld delayed, %lld in hand\n"
+           "failed:    %lld\n"
+           "processed: %lld dedup records\n"
+           "payouts:   %lld\n"
+           "outbox:    %lld unpublished (oldest %s), %lld published\n",
+           (long long)s.queue_ready, (long long)s.queue_delayed,
+           (long long)s.queue_in_hand, (long long)s.failed,
+           (long long)s.processed, (long long)s.payouts,
+           (long long)s.outbox_unpublished,
+           s.outbox_unpublished ? age : "-", (long long)s.outbox_published);
+  }
+  ob_close(e);
+  return EXIT_OK;
+}
+
+static void print_violation(void* arg, const char* v) {
+  (void)arg;
+  printf("VIOLATION: %s\n", v);
+}
+
+int cmd_check(cli_t* cli, int argc, char** argv) {
+  ob_engine_t* e;
+  int code, n;
+  if (cli_wants_help(argc, argv)) {
+    printf("usage: oncebox --db FILE check\n\n"
+           "PRAGMA integrity_check plus the invariants: one payout per\n"
+           "payment, one MerchantPayoutCreated outbox row per payout with a\n"
+           "matching causation id, a dedup record for every payout.\n"
+           "Exit 0 when all hold, 1 with a report otherwise.\n");
+    return EXIT_OK;
+  }
+  if (!only_flags(argc, argv, "check", NULL)) return EXIT_USAGE;
+  e = cli_open(cli, 0, &code);
+  if (e == NULL) return code;
+  n = ob_check(e, print_violation, NULL);
+  if (n < 0) {
+    fprintf(stderr, "oncebox check: could not run: %s\n", ob_errmsg(e));
+    code = EXIT_FAIL;
+  } else if (n > 0) {
+    printf("%d violation(s)\n", n);
+    code = EXIT_FAIL;
+  } else {
+    printf("ok: integrity_check ok, all invariants hold\n");
+    code = EXIT_OK;
+  }
+  ob_close(e);
+  return code;
+}
+
+int cmd_gc(cli_t* cli, int argc, char** argv) {
+  ob_engine_t* e;
+  int code, rc;
+  int64_t n = 0;
+  if (cli_wants_help(argc, argv)) {
+    printf("usage: oncebox --db FILE gc\n\n"
+           "Delete dedup records and published outbox rows older than the\n"
+           "retention window (30 days), in bounded batches. Unpublished\n"
+           "outbox rows are never deleted.\n");
+    return EXIT_OK;
+  }
+  if (!only_flags(argc, argv, "gc", NULL)) return EXIT_USAGE;
+  e = cli_open(cli, 0, &code);
+  if (e == NULL) return code;
+  rc = ob_gc(e, &n);
+  if (rc < 0) {
+    fprintf(stderr, "oncebox gc: %s\n", ob_errmsg(e));
+    code = EXIT_FAIL;
+  } else {
+    printf("deleted %lld row(s)\n", (long long)n);
+  }
+  ob_close(e);
+  return code;
+}

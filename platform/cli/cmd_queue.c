@@ -1,0 +1,315 @@
+/* oncebox init | enqueue | run */
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "platform/cli/cli.h"
+
+int cmd_init(cli_t* cli, int argc, char** argv) {
+  int code;
+  ob_engine_t* e;
+  if (cli_wants_help(argc, argv)) {
+    printf("usage: oncebox --db FILE init\n\n"
+           "Create the database (mode 0600, WAL, schema) or migrate an "
+           "older one.\n");
+    return EXIT_OK;
+  }
+  if (argc > 1) {
+    fprintf(stderr, "oncebox init: unexpected argument '%s'\n", argv[1]);
+    return EXIT_USAGE;
+  }
+  e = cli_open(cli, 0, &code);
+  if (e == NULL) return code;
+  printf("initialized %s\n", cli->db_path);
+  ob_close(e);
+  return EXIT_OK;
+}
+
+/* ---- enqueue ------------------------------------------------------------ */
+
+static void enqueue_usage(FILE* out) {
+  fprintf(out,
+          "usage: oncebox --db FILE enqueue --type T --id UUID --body JSON\n"
+          "                [--queue Q] [--headers JSON] [--delay MS]\n"
+          "       oncebox --db FILE enqueue --ndjson FILE|-\n"
+          "\n"
+          "Add messages to the local durable queue. The id is the producer's\n"
+          "stable id (a UUID); the same id enqueued twice is handled once.\n"
+          "NDJSON: one {\"id\",\"type\",\"body\"[,\"queue\",\"headers\"]} "
+          "object a line;\n"
+          "a bad line is reported with its number and rejected alone, every\n"
+          "good line is committed. Exit 3 if any line was rejected.\n");
+}
+
+#define NDJSON_CHUNK 1000
+#define NDJSON_MAX_LINE (2 * 1024 * 1024)
+
+typedef struct pending_line_s {
+  long long lineno;
+  char* type;
+  char* id;
+  char* queue;
+  char* headers;
+  char* body;
+} pending_line_t;
+
+static void pending_free(pending_line_t* p) {
+  free(p->type); free(p->id); free(p->queue); free(p->headers); free(p->body);
+  memset(p, 0, sizeof *p);
+}
+
+/* Decode one NDJSON line into p; returns NULL or a static reason. */
+static const char* decode_line(const char* line, size_t len,
+                               pending_line_t* p) {
+  cJSON* doc = cJSON_ParseWithLength(line, len);
+  const cJSON *id, *type, *body, *queue, *headers;
+  const char* why = NULL;
+  if (doc == NULL) return "not valid JSON";
+  if (!cJSON_IsObject(doc)) { why = "not a JSON object"; goto out; }
+  id = cJSON_GetObjectItemCaseSensitive(doc, "id");
+  type = cJSON_GetObjectItemCaseSensitive(doc, "type");
+  body = cJSON_GetObjectItemCaseSensitive(doc, "body");
+  queue = cJSON_GetObjectItemCaseSensitive(doc, "queue");
+  headers = cJSON_GetObjectItemCaseSensitive(doc, "headers");
+  if (!cJSON_IsString(id)) { why = "missing string field \"id\""; goto out; }
+  if (!cJSON_IsString(type)) { why = "missing string field \"type\""; goto out; }
+  if (body == NULL) { why = "missing field \"body\""; goto out; }
+  if (queue != NULL && !cJSON_IsString(queue)) { why = "\"queue\" must be a string"; goto out; }
+  if (headers != NULL && !cJSON_IsObject(headers)) { why = "\"headers\" must be an object"; goto out; }
+  if (!ob_uuid_valid(id->valuestring)) { why = "\"id\" is not a UUID"; goto out; }
+  if (type->valuestring[0] == '\0' || strlen(type->valuestring) > 128) {
+    why = "\"type\" must be 1..128 characters";
+    goto out;
+  }
+  p->id = strdup(id->valuestring);
+  p->type = strdup(type->valuestring);
+  /* A string body is stored as its text; any other JSON value as JSON. */
+  p->body = cJSON_IsString(body) ? strdup(body->valuestring)
+                                 : cJSON_PrintUnformatted(body);
+  p->queue = queue ? strdup(queue->valuestring) : NULL;
+  p->headers = headers ? cJSON_PrintUnformatted(headers) : NULL;
+  if (!p->id || !p->type || !p->body || (queue && !p->queue) ||
+      (headers && !p->headers))
+    why = "out of memory";
+out:
+  cJSON_Delete(doc);
+  return why;
+}
+
+static int flush_chunk(ob_engine_t* e, pending_line_t* lines, size_t n,
+                       long long* committed, long long* rejected) {
+  ob_envelope_t envs[NDJSON_CHUNK];
+  int results[NDJSON_CHUNK];
+  int rc;
+  memset(envs, 0, sizeof envs);
+  for (size_t i = 0; i < n; i++) {
+    envs[i].id = lines[i].id;
+    envs[i].type = lines[i].type;
+    envs[i].queue = lines[i].queue;
+    envs[i].headers = lines[i].headers;
+    envs[i].body = lines[i].body;
+    envs[i].body_len = strlen(lines[i].body);
+  }
+  rc = ob_enqueue_many(e, envs, n, results);
+  if (rc < 0) {
+    fprintf(stderr, "oncebox enqueue: lines %lld-%lld not committed: %s\n",
+            lines[0].lineno, lines[n - 1].lineno, ob_errmsg(e));
+    return rc;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (results[i] < 0) {
+      fprintf(stderr, "line %lld: rejected: %s\n", lines[i].lineno,
+              ob_strerror(results[i]));
+      (*rejected)++;
+    }
+  }
+  *committed += rc;
+  return 0;
+}
+
+static int enqueue_ndjson(ob_engine_t* e, const char* path) {
+  FILE* f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+  pending_line_t chunk[NDJSON_CHUNK];
+  size_t nchunk = 0, cap = 0;
+  char* line = NULL;
+  ssize_t len;
+  long long lineno = 0, committed = 0, rejected = 0, total_bytes = 0, done = 0;
+  int rc = 0;
+  struct stat st;
+
+  if (f == NULL) {
+    perror(path);
+    return EXIT_USAGE;
+  }
+  if (f != stdin && fstat(fileno(f), &st) == 0) total_bytes = st.st_size;
+  memset(chunk, 0, sizeof chunk);
+  while ((len = getline(&line, &cap, f)) >= 0) {
+    const char* why;
+    lineno++;
+    done += len;
+    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+      line[--len] = '\0';
+    if (len == 0) continue;  /* blank lines are allowed */
+    if (len > NDJSON_MAX_LINE) {
+      fprintf(stderr, "line %lld: rejected: longer than %d bytes\n", lineno,
+              NDJSON_MAX_LINE);
+      rejected++;
+      continue;
+    }
+    chunk[nchunk].lineno = lineno;
+    why = decode_line(line, (size_t)len, &chunk[nchunk]);
+    if (why != NULL) {
+      fprintf(stderr, "line %lld: rejected: %s\n", lineno, why);
+      pending_free(&chunk[nchunk]);
+      rejected++;
+      continue;
+    }
+    if (++nchunk == NDJSON_CHUNK) {
+      rc = flush_chunk(e, chunk, nchunk, &committed, &rejected);
+      for (size_t i = 0; i < nchunk; i++) pending_free(&chunk[i]);
+      nchunk = 0;
+      if (rc < 0) break;
+      cli_progress("enqueue", done, total_bytes);
+    }
+  }
+  if (rc == 0 && nchunk > 0)
+    rc = flush_chunk(e, chunk, nchunk, &committed, &rejected);
+  for (size_t i = 0; i < nchunk; i++) pending_free(&chunk[i]);
+  cli_progress_end();
+  free(line);
+  if (f != stdin) fclose(f);
+  fprintf(stderr, "enqueued %lld message(s), rejected %lld line(s)\n",
+          committed, rejected);
+  if (rc < 0) return EXIT_FAIL;
+  return rejected > 0 ? EXIT_PARTIAL : EXIT_OK;
+}
+
+int cmd_enqueue(cli_t* cli, int argc, char** argv) {
+  static const struct option opts[] = {
+      {"type", required_argument, NULL, 't'},
+      {"id", required_argument, NULL, 'i'},
+      {"body", required_argument, NULL, 'b'},
+      {"queue", required_argument, NULL, 'q'},
+      {"headers", required_argument, NULL, 'H'},
+      {"delay", required_argument, NULL, 'd'},
+      {"ndjson", required_argument, NULL, 'n'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  ob_envelope_t env;
+  const char* ndjson = NULL;
+  long long delay = 0;
+  int c, code, rc;
+  ob_engine_t* e;
+
+  memset(&env, 0, sizeof env);
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    switch (c) {
+      case 't': env.type = optarg; break;
+      case 'i': env.id = optarg; break;
+      case 'b': env.body = optarg; env.body_len = strlen(optarg); break;
+      case 'q': env.queue = optarg; break;
+      case 'H': env.headers = optarg; break;
+      case 'd':
+        delay = cli_parse_count(optarg);
+        if (delay < 0) {
+          fprintf(stderr, "oncebox enqueue: --delay wants milliseconds >= 0\n");
+          return EXIT_USAGE;
+        }
+        break;
+      case 'n': ndjson = optarg; break;
+      case 'h': enqueue_usage(stdout); return EXIT_OK;
+      default: enqueue_usage(stderr); return EXIT_USAGE;
+    }
+  }
+  if (optind < argc) {
+    fprintf(stderr, "oncebox enqueue: unexpected argument '%s'\n", argv[optind]);
+    return EXIT_USAGE;
+  }
+  if (ndjson == NULL && (env.type == NULL || env.id == NULL || env.body == NULL)) {
+    fprintf(stderr, "oncebox enqueue: --type, --id and --body are required "
+                    "(or --ndjson FILE)\n");
+    return EXIT_USAGE;
+  }
+  env.delay_ms = delay;
+  e = cli_open(cli, 0, &code);
+  if (e == NULL) return code;
+  if (ndjson != NULL) {
+    code = enqueue_ndjson(e, ndjson);
+  } else {
+    rc = ob_enqueue(e, &env);
+    if (rc < 0) {
+      fprintf(stderr, "oncebox enqueue: %s: %s\n", ob_strerror(rc), ob_errmsg(e));
+      code = rc == OB_EINVAL || rc == OB_ETOOBIG ? EXIT_USAGE : EXIT_FAIL;
+    } else {
+      printf("enqueued %s %s\n", env.type, env.id);
+    }
+  }
+  ob_close(e);
+  return code;
+}
+
+/* ---- run ---------------------------------------------------------------- */
+
+int cmd_run(cli_t* cli, int argc, char** argv) {
+  static const struct option opts[] = {
+      {"until-idle", no_argument, NULL, 'u'},
+      {"batch", required_argument, NULL, 'b'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  int c, code, rc, until_idle = 0;
+  long long batch = 1;
+  ob_engine_t* e;
+  ob_stats_t before, after;
+
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    switch (c) {
+      case 'u': until_idle = 1; break;
+      case 'b':
+        batch = cli_parse_count(optarg);
+        if (batch < 1 || batch > 10000) {
+          fprintf(stderr, "oncebox run: --batch wants 1..10000\n");
+          return EXIT_USAGE;
+        }
+        break;
+      case 'h':
+        printf("usage: oncebox --db FILE run [--until-idle] [--batch N]\n\n"
+               "Handle queued messages. --batch N handles up to N messages in\n"
+               "one transaction (group commit, a savepoint each). "
+               "--until-idle\nexits once the queue holds no message, ready or "
+               "delayed.\nSIGTERM/SIGINT: finish the message in hand, exit 0; "
+               "a second\nsignal exits at once.\n");
+        return EXIT_OK;
+      default: return EXIT_USAGE;
+    }
+  }
+  if (optind < argc) {
+    fprintf(stderr, "oncebox run: unexpected argument '%s'\n", argv[optind]);
+    return EXIT_USAGE;
+  }
+  e = cli_open(cli, (int)batch, &code);
+  if (e == NULL) return code;
+  memset(&before, 0, sizeof before);
+  ob_stats(e, &before);
+  rc = ob_run(e, until_idle ? OB_RUN_UNTIL_IDLE : OB_RUN_FOREVER, 1);
+  if (rc < 0) {
+    fprintf(stderr, "oncebox run: stopped: %s: %s\n", ob_strerror(rc),
+            ob_errmsg(e));
+    ob_close(e);
+    return EXIT_FAIL;
+  }
+  if (ob_stats(e, &after) == 0)
+    fprintf(stderr,
+            "stopped: %lld processed records, %lld payouts, %lld failed, "
+            "%lld still queued\n",
+            (long long)(after.processed - before.processed),
+            (long long)(after.payouts - before.payouts),
+            (long long)(after.failed - before.failed),
+            (long long)(after.queue_ready + after.queue_delayed));
+  ob_close(e);
+  return EXIT_OK;
+}

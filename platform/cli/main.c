@@ -1,0 +1,101 @@
+/* oncebox: the command-line program. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "platform/cli/cli.h"
+
+typedef struct command_s {
+  const char* name;
+  cli_cmd_fn fn;
+  const char* summary;
+} command_t;
+
+static const command_t commands[] = {
+    {"init", cmd_init, "create or migrate the database"},
+    {"enqueue", cmd_enqueue, "add messages to the local queue (one, or NDJSON)"},
+    {"run", cmd_run, "handle queued messages (until stopped or idle)"},
+    {"failed", cmd_failed, "show, retry or remove failed messages"},
+    {"stats", cmd_stats, "queue, failure store, ledger and outbox counters"},
+    {"check", cmd_check, "integrity check and invariants"},
+    {"gc", cmd_gc, "delete expired dedup records and published events"},
+    {"demo", cmd_demo, "a day at a terminal: duplicates, a crash, bad input"},
+};
+
+static void usage(FILE* out) {
+  fprintf(out,
+          "usage: oncebox [--db FILE] [--log-level LEVEL] COMMAND [ARGS]\n"
+          "\n"
+          "Effectively-once message handling on one SQLite database.\n"
+          "\n"
+          "Commands:\n");
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+  fprintf(out,
+          "\n"
+          "Global options:\n"
+          "  --db FILE            database file (default: $ONCEBOX_DB)\n"
+          "  --log-level LEVEL    error, warn, info (default) or debug\n"
+          "  --unsafe-sync-normal synchronous=NORMAL: faster, but a power\n"
+          "                       loss may roll back acknowledged messages\n"
+          "  --version            print the version\n"
+          "  -h, --help           this help; COMMAND --help for a command\n"
+          "\n"
+          "Exit codes: 0 ok; 1 failed or violations found; 2 usage error;\n"
+          "3 some input rejected (the rest committed); 4 database unusable.\n");
+}
+
+static int parse_level(const char* s, ob_log_level_t* out) {
+  static const char* names[] = {"error", "warn", "info", "debug"};
+  for (int i = 0; i < 4; i++)
+    if (strcmp(s, names[i]) == 0) {
+      *out = (ob_log_level_t)i;
+      return 0;
+    }
+  return -1;
+}
+
+int main(int argc, char** argv) {
+  cli_t cli;
+  int i = 1;
+
+  memset(&cli, 0, sizeof cli);
+  cli.db_path = getenv("ONCEBOX_DB");
+  cli.log_level = OB_LOG_INFO;
+  while (i < argc && argv[i][0] == '-') {
+    const char* a = argv[i];
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+      usage(stdout);
+      return EXIT_OK;
+    } else if (strcmp(a, "--version") == 0) {
+      printf("oncebox %s\n", ob_version());
+      return EXIT_OK;
+    } else if (strcmp(a, "--db") == 0 && i + 1 < argc) {
+      cli.db_path = argv[++i];
+    } else if (strncmp(a, "--db=", 5) == 0) {
+      cli.db_path = a + 5;
+    } else if (strcmp(a, "--log-level") == 0 && i + 1 < argc) {
+      if (parse_level(argv[++i], &cli.log_level) != 0) {
+        fprintf(stderr, "oncebox: unknown log level '%s'\n", argv[i]);
+        return EXIT_USAGE;
+      }
+    } else if (strcmp(a, "--unsafe-sync-normal") == 0) {
+      cli.sync_normal = 1;
+    } else {
+      fprintf(stderr, "oncebox: unknown option '%s'\n", a);
+      usage(stderr);
+      return EXIT_USAGE;
+    }
+    i++;
+  }
+  if (i >= argc) {
+    usage(stderr);
+    return EXIT_USAGE;
+  }
+  for (size_t c = 0; c < sizeof commands / sizeof commands[0]; c++)
+    if (strcmp(argv[i], commands[c].name) == 0)
+      return commands[c].fn(&cli, argc - i, argv + i);
+  fprintf(stderr, "oncebox: unknown command '%s'\n", argv[i]);
+  usage(stderr);
+  return EXIT_USAGE;
+}

@@ -1,0 +1,242 @@
+/* The engine on a libuv loop: one timer does the handling (one transaction
+** per loop turn, so the loop is never blocked longer than that), another
+** runs retention. Nothing polls busily: when the queue is empty the work
+** timer sleeps until the next available_at or the poll interval. */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "core/engine/engine_int.h"
+
+typedef struct ob__runner_s {
+  ob_engine_t* e;
+  uv_loop_t* loop;
+  uv_timer_t work;
+  uv_timer_t gc;
+  uv_async_t stop_async;
+  int open_handles;
+  int closing;
+  ob_run_mode_t mode;
+  int result;          /* first fatal error that ended an ob_run */
+  int failures;        /* consecutive failed batches, for backoff */
+  void (*done)(ob_engine_t*, void*);
+  void* done_arg;
+} ob__runner_t;
+
+/* The one engine that receives SIGTERM/SIGINT (ob_run with signals). */
+static ob__runner_t* volatile signal_target;
+static struct sigaction saved_term, saved_int;
+
+static void close_cb(uv_handle_t* h) {
+  ob__runner_t* r = h->data;
+  if (--r->open_handles > 0) return;
+  ob_engine_t* e = r->e;
+  void (*done)(ob_engine_t*, void*) = r->done;
+  void* arg = r->done_arg;
+  e->runner = NULL;
+  e->wake = NULL;
+  e->run_result = r->result;
+  free(r);
+  if (done) done(e, arg);
+}
+
+static void begin_close(ob__runner_t* r) {
+  if (r->closing) return;
+  r->closing = 1;
+  if (signal_target == r) signal_target = NULL;
+  uv_close((uv_handle_t*)&r->work, close_cb);
+  uv_close((uv_handle_t*)&r->gc, close_cb);
+  uv_close((uv_handle_t*)&r->stop_async, close_cb);
+}
+
+static void work_cb(uv_timer_t* t);
+
+static void arm(ob__runner_t* r, int64_t delay_ms) {
+  if (r->closing) return;
+  if (delay_ms < 0) delay_ms = 0;
+  uv_timer_start(&r->work, work_cb, (uint64_t)delay_ms, 0);
+}
+
+static void work_cb(uv_timer_t* t) {
+  ob__runner_t* r = t->data;
+  ob_engine_t* e = r->e;
+  ob_batch_result_t res;
+  int64_t at, now, delay;
+  int rc;
+
+  if (e->stopping) {
+    begin_close(r);
+    return;
+  }
+  rc = ob_run_once(e, &res);
+  if (rc < 0) {
+    /* Disk full, I/O error, lock held elsewhere: nothing was applied. Back
+    ** off and try again; an until-idle run reports the failure instead of
+    ** spinning on it. */
+    ob__log(e, OB_LOG_ERROR, "handling failed: %s: %s", ob_strerror(rc),
+            ob_errmsg(e));
+    if (r->mode == OB_RUN_UNTIL_IDLE && rc != OB_EBUSY) {
+      r->result = rc;
+      begin_close(r);
+      return;
+    }
+    if (r->failures < 15) r->failures++;
+    delay = 100LL << (r->failures < 9 ? r->failures : 9);
+    arm(r, delay > 30000 ? 30000 : delay);
+    return;
+  }
+  r->failures = 0;
+  if (e->stopping) {
+    begin_close(r);
+    return;
+  }
+  if (res.claimed > 0) {
+    arm(r, 0);  /* more may be ready: next transaction on the next turn */
+    return;
+  }
+  rc = ob_next_due(e, &at);
+  if (rc == OB_ENOTFOUND) {
+    if (r->mode == OB_RUN_UNTIL_IDLE) {
+      begin_close(r);
+      return;
+    }
+    arm(r, e->opts.poll_interval_ms);
+    return;
+  }
+  if (rc < 0) {
+    arm(r, e->opts.poll_interval_ms);
+    return;
+  }
+  now = ob__now(e);
+  delay = at - now;
+  /* Other processes may enqueue earlier work; look again at least every
+  ** poll interval. */
+  if (delay > e->opts.poll_interval_ms) delay = e->opts.poll_interval_ms;
+  arm(r, delay);
+}
+
+static void gc_cb(uv_timer_t* t) {
+  ob__runner_t* r = t->data;
+  int64_t n = 0;
+  int rc = ob_gc(r->e, &n);
+  if (rc < 0)
+    ob__log(r->e, OB_LOG_WARN, "retention failed: %s", ob_errmsg(r->e));
+  else if (n > 0)
+    ob__log(r->e, OB_LOG_INFO, "retention deleted %lld rows", (long long)n);
+}
+
+static void stop_async_cb(uv_async_t* a) {
+  ob__runner_t* r = a->data;
+  r->e->stopping = 1;
+  begin_close(r);
+}
+
+static void wake(ob_engine_t* e) {
+  ob__runner_t* r = e->runner;
+  if (r != NULL && !r->closing && !e->stopping) arm(r, 0);
+}
+
+int ob_attach(ob_engine_t* e, struct uv_loop_s* loop) {
+  ob__runner_t* r;
+  if (e == NULL || loop == NULL) return OB_EINVAL;
+  if (e->runner != NULL) return OB_ESTATE;
+  r = calloc(1, sizeof *r);
+  if (r == NULL) return OB_ENOMEM;
+  r->e = e;
+  r->loop = loop;
+  uv_timer_init(loop, &r->work);
+  uv_timer_init(loop, &r->gc);
+  uv_async_init(loop, &r->stop_async, stop_async_cb);
+  r->work.data = r->gc.data = r->stop_async.data = r;
+  r->open_handles = 3;
+  e->stopping = 0;
+  e->runner = r;
+  e->wake = wake;
+  arm(r, 0);
+  uv_timer_start(&r->gc, gc_cb, (uint64_t)e->opts.gc_interval_ms,
+                 (uint64_t)e->opts.gc_interval_ms);
+  /* The gc timer alone must not keep a loop alive. */
+  uv_unref((uv_handle_t*)&r->gc);
+  return 0;
+}
+
+int ob_detach(ob_engine_t* e, void (*done)(ob_engine_t*, void*), void* arg) {
+  ob__runner_t* r;
+  if (e == NULL) return OB_EINVAL;
+  r = e->runner;
+  if (r == NULL || r->closing) return OB_ESTATE;
+  r->done = done;
+  r->done_arg = arg;
+  begin_close(r);
+  return 0;
+}
+
+void ob__runner_close_sync(ob_engine_t* e);
+void ob__runner_close_sync(ob_engine_t* e) {
+  ob__runner_t* r = e->runner;
+  uv_loop_t* loop;
+  if (r == NULL) return;
+  loop = r->loop;
+  if (!r->closing) begin_close(r);
+  else r->done = NULL;
+  while (e->runner != NULL) uv_run(loop, UV_RUN_NOWAIT);
+}
+
+/* First SIGTERM/SIGINT: ask the loop to stop after the message in hand, and
+** restore the default action so a second signal ends the process at once
+** (SQLite rolls the open transaction back on the next open). Only
+** async-signal-safe calls here. */
+static void on_signal(int sig) {
+  ob__runner_t* r = signal_target;
+  (void)sig;
+  if (r != NULL) {
+    r->e->stopping = 1;
+    uv_async_send(&r->stop_async);
+  }
+  signal(SIGTERM, SIG_DFL);
+  signal(SIGINT, SIG_DFL);
+}
+
+int ob_run(ob_engine_t* e, ob_run_mode_t mode, int handle_signals) {
+  uv_loop_t loop;
+  ob__runner_t* r;
+  int rc;
+
+  if (e == NULL) return OB_EINVAL;
+  if (e->runner != NULL) return OB_ESTATE;
+  e->run_result = 0;
+  if (uv_loop_init(&loop) != 0) return OB_ENOMEM;
+  rc = ob_attach(e, &loop);
+  if (rc < 0) {
+    uv_loop_close(&loop);
+    return rc;
+  }
+  r = e->runner;
+  r->mode = mode;
+  if (handle_signals) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    signal_target = r;
+    sigaction(SIGTERM, &sa, &saved_term);
+    sigaction(SIGINT, &sa, &saved_int);
+  }
+  uv_run(&loop, UV_RUN_DEFAULT);
+  rc = 0;
+  if (handle_signals) {
+    signal_target = NULL;
+    /* Leave the default action after a signal arrived: a second one must
+    ** still end the process at once during the close below. */
+    if (!e->stopping) {
+      sigaction(SIGTERM, &saved_term, NULL);
+      sigaction(SIGINT, &saved_int, NULL);
+    }
+  }
+  /* r was freed by close_cb, which copied its result into e. */
+  rc = e->run_result;
+  e->run_result = 0;
+  uv_loop_close(&loop);
+  return rc;
+}

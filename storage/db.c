@@ -1,0 +1,235 @@
+/* Opening the database, pragmas, error mapping, transactions and the
+** statement cache. */
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "platform/posix/fs.h"
+#include "storage/store.h"
+
+int ob__db_seterr(ob__db_t* db, int code, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(db->errmsg, sizeof db->errmsg, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+static int map_rc(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_OK: return 0;
+    case SQLITE_NOMEM: return OB_ENOMEM;
+    case SQLITE_BUSY: case SQLITE_LOCKED: return OB_EBUSY;
+    case SQLITE_FULL: return OB_ENOSPC;
+    case SQLITE_IOERR: return OB_EIO;
+    case SQLITE_CORRUPT: case SQLITE_NOTADB: return OB_ECORRUPT;
+    case SQLITE_CONSTRAINT: return OB_ECONSTRAINT;
+    case SQLITE_TOOBIG: return OB_ETOOBIG;
+    case SQLITE_PERM: case SQLITE_READONLY: case SQLITE_AUTH:
+    case SQLITE_CANTOPEN: return OB_EPERM;
+    default: return OB_EDB;
+  }
+}
+
+int ob__db_fail(ob__db_t* db, int rc, const char* what) {
+  int code = map_rc(rc);
+  if (code == 0) code = OB_EDB;
+  /* SQLITE_FULL from max_page_count and from ENOSPC look the same to the
+  ** caller: both mean "free space and it resumes". */
+  ob__db_seterr(db, code, "%s: %s (%s)", what,
+                db->db ? sqlite3_errmsg(db->db) : sqlite3_errstr(rc),
+                sqlite3_errstr(rc));
+  return code;
+}
+
+sqlite3_stmt* ob__db_stmt(ob__db_t* db, ob__stmt_id_t id, const char* sql) {
+  int rc;
+  if (db->stmt[id] != NULL) return db->stmt[id];
+  rc = sqlite3_prepare_v3(db->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
+                          &db->stmt[id], NULL);
+  if (rc != SQLITE_OK) {
+    ob__db_fail(db, rc, "prepare");
+    db->stmt[id] = NULL;
+    return NULL;
+  }
+  return db->stmt[id];
+}
+
+int ob__db_exec_fixed(ob__db_t* db, const char* sql) {
+  char* msg = NULL;
+  int rc = sqlite3_exec(db->db, sql, NULL, NULL, &msg);
+  if (rc != SQLITE_OK) {
+    int code = map_rc(rc);
+    ob__db_seterr(db, code ? code : OB_EDB, "%s: %s (%s)", sql,
+                  msg ? msg : sqlite3_errmsg(db->db), sqlite3_errstr(rc));
+    sqlite3_free(msg);
+    return code ? code : OB_EDB;
+  }
+  return 0;
+}
+
+/* A pragma that returns one text value, e.g. journal_mode. */
+static int pragma_text(ob__db_t* db, const char* sql, char* out, size_t n) {
+  sqlite3_stmt* st = NULL;
+  int rc = sqlite3_prepare_v2(db->db, sql, -1, &st, NULL);
+  if (rc != SQLITE_OK) return ob__db_fail(db, rc, sql);
+  rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    const unsigned char* t = sqlite3_column_text(st, 0);
+    snprintf(out, n, "%s", t ? (const char*)t : "");
+    rc = SQLITE_OK;
+  } else if (rc == SQLITE_DONE) {
+    out[0] = '\0';
+    rc = SQLITE_OK;
+  }
+  sqlite3_finalize(st);
+  return rc == SQLITE_OK ? 0 : ob__db_fail(db, rc, sql);
+}
+
+int ob__db_open(ob__db_t* db, const char* path, ob_sync_t sync,
+                int busy_timeout_ms) {
+  char mode[32];
+  int rc;
+
+  memset(db, 0, sizeof *db);
+  rc = ob__fs_prepare_private_file(path, db->errmsg, sizeof db->errmsg);
+  if (rc < 0) return rc;
+
+  rc = sqlite3_open_v2(path, &db->db,
+                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
+                           SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_EXRESCODE,
+                       NULL);
+  if (rc != SQLITE_OK) {
+    rc = ob__db_fail(db, rc, "open");
+    goto fail;
+  }
+  sqlite3_extended_result_codes(db->db, 1);
+  sqlite3_busy_timeout(db->db, busy_timeout_ms);
+  /* Defensive mode: no writable_schema tricks, no shadow-table writes, even
+  ** if a handler's SQL tries. */
+  sqlite3_db_config(db->db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+  sqlite3_db_config(db->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+
+  /* A file that is not a database fails here, on the first read. */
+  rc = pragma_text(db, "PRAGMA journal_mode=WAL", mode, sizeof mode);
+  if (rc < 0) goto fail;
+  if (strcmp(mode, "wal") != 0) {
+    rc = ob__db_seterr(db, OB_EWAL,
+                       "journal_mode is '%s' after asking for WAL "
+                       "(network file system or read-only directory?)",
+                       mode);
+    goto fail;
+  }
+  rc = ob__db_exec_fixed(db, sync == OB_SYNC_NORMAL
+                                 ? "PRAGMA synchronous=NORMAL"
+                                 : "PRAGMA synchronous=FULL");
+  if (rc < 0) goto fail;
+  rc = ob__db_exec_fixed(db,
+                         "PRAGMA foreign_keys=ON;"
+                         "PRAGMA temp_store=MEMORY;"
+                         "PRAGMA journal_size_limit=4194304;"
+                         "PRAGMA wal_autocheckpoint=1000;");
+  if (rc < 0) goto fail;
+  rc = pragma_text(db, "PRAGMA foreign_keys", mode, sizeof mode);
+  if (rc < 0) goto fail;
+  if (strcmp(mode, "1") != 0) {
+    rc = ob__db_seterr(db, OB_EDB, "foreign_keys could not be enabled");
+    goto fail;
+  }
+  rc = ob__schema_migrate(db);
+  if (rc < 0) goto fail;
+  return 0;
+
+fail:
+  {
+    /* Keep the message: close() must not clobber it. */
+    char msg[OB__ERRMSG_LEN];
+    memcpy(msg, db->errmsg, sizeof msg);
+    ob__db_close(db);
+    memcpy(db->errmsg, msg, sizeof msg);
+  }
+  return rc;
+}
+
+void ob__user_cache_clear(ob__db_t* db) {
+  for (int i = 0; i < OB__USER_STMT_CACHE; i++) {
+    sqlite3_finalize(db->user[i].st);
+    free(db->user[i].sql);
+    db->user[i].st = NULL;
+    db->user[i].sql = NULL;
+  }
+}
+
+void ob__db_close(ob__db_t* db) {
+  if (db->db == NULL) return;
+  for (int i = 0; i < OB__STMT_COUNT; i++) {
+    sqlite3_finalize(db->stmt[i]);
+    db->stmt[i] = NULL;
+  }
+  ob__user_cache_clear(db);
+  if (db->in_tx) sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+  /* Every statement is finalized above, so close cannot return BUSY. */
+  sqlite3_close(db->db);
+  db->db = NULL;
+  db->in_tx = 0;
+}
+
+int ob__db_begin(ob__db_t* db) {
+  int rc = ob__db_exec_fixed(db, "BEGIN IMMEDIATE");
+  if (rc == 0) db->in_tx = 1;
+  return rc;
+}
+
+int ob__db_begin_read(ob__db_t* db) {
+  int rc = ob__db_exec_fixed(db, "BEGIN");
+  if (rc == 0) db->in_tx = 1;
+  return rc;
+}
+
+int ob__db_commit(ob__db_t* db) {
+  int rc = ob__db_exec_fixed(db, "COMMIT");
+  /* A failed COMMIT (disk full, I/O error) may leave the transaction open;
+  ** roll it back so the connection is usable and nothing half-applies. */
+  if (rc < 0) {
+    ob__db_rollback(db);
+    return rc;
+  }
+  db->in_tx = 0;
+  return 0;
+}
+
+void ob__db_rollback(ob__db_t* db) {
+  if (db->db == NULL) return;
+  if (!sqlite3_get_autocommit(db->db))
+    sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+  db->in_tx = 0;
+}
+
+int ob__db_savepoint(ob__db_t* db) {
+  return ob__db_exec_fixed(db, "SAVEPOINT ob_msg");
+}
+
+int ob__db_release(ob__db_t* db) {
+  return ob__db_exec_fixed(db, "RELEASE ob_msg");
+}
+
+int ob__db_rollback_to(ob__db_t* db) {
+  return ob__db_exec_fixed(db, "ROLLBACK TO ob_msg; RELEASE ob_msg");
+}
+
+int ob__db_step_done(ob__db_t* db, sqlite3_stmt* st, const char* what) {
+  int rc = sqlite3_step(st);
+  int changes;
+  if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+    rc = ob__db_fail(db, rc, what);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return rc;
+  }
+  changes = sqlite3_changes(db->db);
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+  return changes;
+}

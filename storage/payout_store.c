@@ -1,0 +1,54 @@
+/* The built-in payout ledger. */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "storage/store.h"
+
+int ob__payout_insert(ob__db_t* db, const char* payout_id,
+                      const char* payment_id, const char* merchant_id,
+                      int64_t amount_minor, const char* currency,
+                      const char* event_id, int64_t now,
+                      char existing_event[37]) {
+  int rc, inserted;
+  sqlite3_stmt* st = ob__db_stmt(
+      db, OB__PAY_INSERT,
+      "INSERT INTO merchant_payout(id, source_payment_id, merchant_id,"
+      " amount_minor, currency, source_event_id, created_at)"
+      " VALUES (?1,?2,?3,?4,?5,?6,?7)"
+      " ON CONFLICT(source_payment_id) DO NOTHING RETURNING 1");
+  if (st == NULL) return OB_EDB;
+  sqlite3_bind_text(st, 1, payout_id, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, payment_id, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 3, merchant_id, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 4, amount_minor);
+  sqlite3_bind_text(st, 5, currency, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 6, event_id, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 7, now);
+  rc = sqlite3_step(st);
+  inserted = rc == SQLITE_ROW;
+  if (rc == SQLITE_ROW) rc = sqlite3_step(st);
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+  if (rc != SQLITE_DONE) return ob__db_fail(db, rc, "payout insert");
+  if (inserted) return 1;
+
+  /* Already paid: name the event that paid it, for the failure reason. The
+  ** lookup is off the hot path (conflicts are rare), so it is not cached. */
+  if (existing_event != NULL) {
+    sqlite3_stmt* q = NULL;
+    existing_event[0] = '\0';
+    rc = sqlite3_prepare_v2(db->db,
+                            "SELECT source_event_id FROM merchant_payout"
+                            " WHERE source_payment_id = ?1",
+                            -1, &q, NULL);
+    if (rc != SQLITE_OK) return ob__db_fail(db, rc, "payout lookup");
+    sqlite3_bind_text(q, 1, payment_id, -1, SQLITE_STATIC);
+    if (sqlite3_step(q) == SQLITE_ROW) {
+      const unsigned char* t = sqlite3_column_text(q, 0);
+      snprintf(existing_event, 37, "%s", t ? (const char*)t : "");
+    }
+    sqlite3_finalize(q);
+  }
+  return 0;
+}

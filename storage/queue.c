@@ -1,0 +1,137 @@
+/* The local durable queue: insert, read ready rows, ack, reschedule. */
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storage/store.h"
+
+int ob__queue_insert(ob__db_t* db, const char* queue, const char* message_id,
+                     const char* type, const char* headers, const void* body,
+                     size_t body_len, int64_t available_at, int64_t now) {
+  sqlite3_stmt* st = ob__db_stmt(
+      db, OB__Q_ENQUEUE,
+      "INSERT INTO queue(queue_name, message_id, type, headers, body,"
+      " available_at, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+  if (st == NULL) return OB_EDB;
+  sqlite3_bind_text(st, 1, queue, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, message_id, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 3, type, -1, SQLITE_STATIC);
+  if (headers) sqlite3_bind_text(st, 4, headers, -1, SQLITE_STATIC);
+  /* zeroblob-safe: an empty body is stored as an empty blob, not NULL. */
+  sqlite3_bind_blob64(st, 5, body_len ? body : "", body_len, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 6, available_at);
+  sqlite3_bind_int64(st, 7, now);
+  int rc = ob__db_step_done(db, st, "enqueue");
+  return rc < 0 ? rc : 0;
+}
+
+static char* dup_col(sqlite3_stmt* st, int i, size_t* len_out) {
+  const void* p;
+  int n;
+  char* out;
+  if (sqlite3_column_type(st, i) == SQLITE_NULL) {
+    if (len_out) *len_out = 0;
+    return NULL;
+  }
+  p = sqlite3_column_blob(st, i);
+  n = sqlite3_column_bytes(st, i);
+  out = malloc((size_t)n + 1);
+  if (out == NULL) return NULL;
+  if (n > 0) memcpy(out, p, (size_t)n);
+  out[n] = '\0';
+  if (len_out) *len_out = (size_t)n;
+  return out;
+}
+
+void ob__queue_row_free(ob__queue_row_t* r) {
+  free(r->queue);
+  free(r->message_id);
+  free(r->type);
+  free(r->headers);
+  free(r->body);
+  memset(r, 0, sizeof *r);
+}
+
+int ob__queue_claim_ready(ob__db_t* db, int64_t now, int max,
+                          ob__queue_row_t* rows) {
+  int n = 0, rc;
+  sqlite3_stmt* st = ob__db_stmt(
+      db, OB__Q_CLAIM_READY,
+      "SELECT id, queue_name, message_id, type, headers, body, attempts,"
+      " first_failed_at, created_at FROM queue"
+      " WHERE available_at <= ?1 AND (lease_until IS NULL OR lease_until <= ?1)"
+      " ORDER BY available_at, id LIMIT ?2");
+  if (st == NULL) return OB_EDB;
+  sqlite3_bind_int64(st, 1, now);
+  sqlite3_bind_int(st, 2, max);
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    ob__queue_row_t* r = &rows[n];
+    memset(r, 0, sizeof *r);
+    r->rowid = sqlite3_column_int64(st, 0);
+    r->queue = dup_col(st, 1, NULL);
+    r->message_id = dup_col(st, 2, NULL);
+    r->type = dup_col(st, 3, NULL);
+    r->headers = dup_col(st, 4, NULL);
+    r->body = dup_col(st, 5, &r->body_len);
+    r->attempts = sqlite3_column_int(st, 6);
+    r->first_failed_at = sqlite3_column_int64(st, 7);
+    r->created_at = sqlite3_column_int64(st, 8);
+    if (!r->queue || !r->message_id || !r->type || !r->body ||
+        (sqlite3_column_type(st, 4) != SQLITE_NULL && !r->headers)) {
+      ob__queue_row_free(r);
+      rc = SQLITE_NOMEM;
+      break;
+    }
+    n++;
+  }
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+  if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+    for (int i = 0; i < n; i++) ob__queue_row_free(&rows[i]);
+    return ob__db_fail(db, rc, "read ready messages");
+  }
+  return n;
+}
+
+int ob__queue_delete(ob__db_t* db, int64_t rowid) {
+  sqlite3_stmt* st =
+      ob__db_stmt(db, OB__Q_DELETE, "DELETE FROM queue WHERE id = ?1");
+  if (st == NULL) return OB_EDB;
+  sqlite3_bind_int64(st, 1, rowid);
+  int rc = ob__db_step_done(db, st, "ack");
+  return rc < 0 ? rc : 0;
+}
+
+int ob__queue_reschedule(ob__db_t* db, int64_t rowid, int attempts,
+                         int64_t available_at, int64_t first_failed_at,
+                         const char* last_error) {
+  sqlite3_stmt* st = ob__db_stmt(
+      db, OB__Q_RESCHEDULE,
+      "UPDATE queue SET attempts = ?2, available_at = ?3, lease_until = NULL,"
+      " first_failed_at = ?4, last_error = ?5 WHERE id = ?1");
+  if (st == NULL) return OB_EDB;
+  sqlite3_bind_int64(st, 1, rowid);
+  sqlite3_bind_int(st, 2, attempts);
+  sqlite3_bind_int64(st, 3, available_at);
+  sqlite3_bind_int64(st, 4, first_failed_at);
+  sqlite3_bind_text(st, 5, last_error, -1, SQLITE_STATIC);
+  int rc = ob__db_step_done(db, st, "reschedule");
+  return rc < 0 ? rc : 0;
+}
+
+int ob__queue_next_due(ob__db_t* db, int64_t* at) {
+  int rc;
+  sqlite3_stmt* st = ob__db_stmt(
+      db, OB__Q_NEXT_DUE,
+      "SELECT min(max(available_at, coalesce(lease_until, 0))) FROM queue");
+  if (st == NULL) return OB_EDB;
+  rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    int null = sqlite3_column_type(st, 0) == SQLITE_NULL;
+    *at = sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    return null ? OB_ENOTFOUND : 0;
+  }
+  sqlite3_reset(st);
+  return ob__db_fail(db, rc, "next due message");
+}

@@ -1,0 +1,52 @@
+/* Retention: bounded deletes so the loop is never blocked for long and the
+** WAL does not balloon. The window must outlast every way a message can come
+** back (SQS retention, failure-store replays, offline days). */
+#include <sqlite3.h>
+
+#include "storage/store.h"
+
+static int sweep_one(ob__db_t* db, const char* sql, int64_t cutoff, int batch,
+                     int64_t* deleted) {
+  sqlite3_stmt* st = NULL;
+  int rc = sqlite3_prepare_v2(db->db, sql, -1, &st, NULL);
+  if (rc != SQLITE_OK) return ob__db_fail(db, rc, "retention");
+  for (;;) {
+    int n;
+    rc = ob__db_begin(db);
+    if (rc < 0) break;
+    sqlite3_bind_int64(st, 1, cutoff);
+    sqlite3_bind_int(st, 2, batch);
+    n = ob__db_step_done(db, st, "retention");
+    if (n < 0) {
+      rc = n;
+      ob__db_rollback(db);
+      break;
+    }
+    rc = ob__db_commit(db);
+    if (rc < 0) break;
+    *deleted += n;
+    if (n < batch) break;
+  }
+  sqlite3_finalize(st);
+  return rc;
+}
+
+int ob__retention_sweep(ob__db_t* db, int64_t cutoff, int batch,
+                        int64_t* deleted) {
+  int rc;
+  *deleted = 0;
+  if (batch <= 0) batch = 1000;
+  /* processed_message is WITHOUT ROWID: select keys through the age index. */
+  rc = sweep_one(db,
+                 "DELETE FROM processed_message WHERE (consumer_name,"
+                 " message_id) IN (SELECT consumer_name, message_id FROM"
+                 " processed_message WHERE processed_at < ?1 LIMIT ?2)",
+                 cutoff, batch, deleted);
+  if (rc < 0) return rc;
+  /* Only published rows: an unpublished outbox row is never deleted. */
+  return sweep_one(db,
+                   "DELETE FROM outbox_event WHERE id IN (SELECT id FROM"
+                   " outbox_event WHERE published_at IS NOT NULL AND"
+                   " published_at < ?1 LIMIT ?2)",
+                   cutoff, batch, deleted);
+}

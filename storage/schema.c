@@ -1,0 +1,160 @@
+/* Schema and migrations, keyed on PRAGMA user_version.
+**
+** Each migration is a fixed script applied in one transaction together with
+** the user_version bump, so a crash mid-migration leaves the old version.
+** Tables are STRICT so a wrong type is an error, not a silent conversion.
+** Timestamps are integer milliseconds since the Unix epoch (UTC). */
+#include <sqlite3.h>
+#include <stdio.h>
+
+#include "storage/store.h"
+
+static const char* const migrations[] = {
+    /* 0 -> 1: the engine's tables. */
+    "CREATE TABLE queue ("
+    "  id INTEGER PRIMARY KEY,"
+    "  queue_name TEXT NOT NULL,"
+    "  message_id TEXT NOT NULL,"
+    "  type TEXT NOT NULL,"
+    "  headers TEXT,"
+    "  body BLOB NOT NULL,"
+    "  available_at INTEGER NOT NULL,"
+    "  lease_until INTEGER,"
+    "  attempts INTEGER NOT NULL DEFAULT 0,"
+    "  first_failed_at INTEGER,"
+    "  last_error TEXT,"
+    "  created_at INTEGER NOT NULL"
+    ") STRICT;"
+    "CREATE INDEX queue_ready ON queue(available_at, id);"
+
+    /* The dedup record. consumer_name is part of the key: two consumers of
+    ** one event each handle it once. */
+    "CREATE TABLE processed_message ("
+    "  consumer_name TEXT NOT NULL,"
+    "  message_id TEXT NOT NULL,"
+    "  processed_at INTEGER NOT NULL,"
+    "  PRIMARY KEY (consumer_name, message_id)"
+    ") STRICT, WITHOUT ROWID;"
+    "CREATE INDEX processed_message_age ON processed_message(processed_at);"
+
+    "CREATE TABLE merchant_payout ("
+    "  id TEXT PRIMARY KEY,"
+    "  source_payment_id TEXT NOT NULL UNIQUE,"
+    "  merchant_id TEXT NOT NULL,"
+    "  amount_minor INTEGER NOT NULL CHECK (amount_minor > 0),"
+    "  currency TEXT NOT NULL CHECK (length(currency) = 3),"
+    "  source_event_id TEXT NOT NULL,"
+    "  created_at INTEGER NOT NULL"
+    ") STRICT;"
+
+    "CREATE TABLE outbox_event ("
+    "  id TEXT PRIMARY KEY,"
+    "  causation_id TEXT NOT NULL,"
+    "  event_type TEXT NOT NULL,"
+    "  aggregate_id TEXT NOT NULL,"
+    "  payload TEXT NOT NULL,"
+    "  created_at INTEGER NOT NULL,"
+    "  published_at INTEGER,"
+    "  attempt_count INTEGER NOT NULL DEFAULT 0,"
+    "  next_attempt_at INTEGER NOT NULL DEFAULT 0,"
+    "  last_error TEXT,"
+    "  claim_token TEXT,"
+    "  claim_until INTEGER,"
+    "  parked_at INTEGER"
+    ") STRICT, WITHOUT ROWID;"
+    /* Only unpublished rows are indexed for the relay: the index stays as
+    ** small as the backlog, not as large as the history. */
+    "CREATE INDEX outbox_unpublished ON outbox_event(created_at, id)"
+    "  WHERE published_at IS NULL;"
+    "CREATE INDEX outbox_published_age ON outbox_event(published_at)"
+    "  WHERE published_at IS NOT NULL;"
+    "CREATE INDEX outbox_causation ON outbox_event(causation_id);"
+
+    "CREATE TABLE failed_message ("
+    "  id INTEGER PRIMARY KEY,"
+    "  queue_name TEXT NOT NULL,"
+    "  message_id TEXT NOT NULL,"
+    "  type TEXT NOT NULL,"
+    "  headers TEXT,"
+    "  body BLOB NOT NULL,"
+    "  error_class TEXT NOT NULL,"
+    "  reason TEXT NOT NULL,"
+    "  attempts INTEGER NOT NULL,"
+    "  first_failed_at INTEGER NOT NULL,"
+    "  last_failed_at INTEGER NOT NULL,"
+    "  created_at INTEGER NOT NULL"
+    ") STRICT;"
+    "CREATE INDEX failed_message_type ON failed_message(type);",
+};
+
+#define MIGRATION_COUNT ((int)(sizeof migrations / sizeof migrations[0]))
+
+_Static_assert(MIGRATION_COUNT == OB__SCHEMA_VERSION,
+               "one migration per schema version");
+
+static int read_int_pragma(ob__db_t* db, const char* sql, int* out) {
+  sqlite3_stmt* st = NULL;
+  int rc = sqlite3_prepare_v2(db->db, sql, -1, &st, NULL);
+  if (rc != SQLITE_OK) return ob__db_fail(db, rc, sql);
+  rc = sqlite3_step(st);
+  *out = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+  sqlite3_finalize(st);
+  return (rc == SQLITE_ROW || rc == SQLITE_DONE) ? 0 : ob__db_fail(db, rc, sql);
+}
+
+int ob__schema_migrate(ob__db_t* db) {
+  int version, app_id, rc;
+  char bump[64];
+
+  rc = read_int_pragma(db, "PRAGMA user_version", &version);
+  if (rc < 0) return rc;
+  if (version > OB__SCHEMA_VERSION)
+    return ob__db_seterr(db, OB_EVERSION,
+                         "database schema version %d is newer than this "
+                         "oncebox (%s) understands (%d); upgrade oncebox",
+                         version, OB_VERSION_STRING, OB__SCHEMA_VERSION);
+  rc = read_int_pragma(db, "PRAGMA application_id", &app_id);
+  if (rc < 0) return rc;
+  if (app_id != 0 && app_id != OB__APPLICATION_ID)
+    return ob__db_seterr(db, OB_ECORRUPT,
+                         "database belongs to another application "
+                         "(application_id 0x%08x)", (unsigned)app_id);
+  if (version == OB__SCHEMA_VERSION) return 0;
+
+  rc = ob__db_begin(db);
+  if (rc < 0) return rc;
+  /* Re-read inside the write lock: another process may have migrated. */
+  rc = read_int_pragma(db, "PRAGMA user_version", &version);
+  if (rc < 0) goto fail;
+  if (version == 0 && app_id == 0) {
+    /* A fresh file must be empty; a non-oncebox database with tables of its
+    ** own is refused rather than extended. */
+    int tables;
+    rc = read_int_pragma(db,
+                         "SELECT count(*) FROM sqlite_schema WHERE type='table'",
+                         &tables);
+    if (rc < 0) goto fail;
+    if (tables > 0) {
+      rc = ob__db_seterr(db, OB_ECORRUPT,
+                         "database already has %d tables and is not an "
+                         "oncebox database", tables);
+      goto fail;
+    }
+  }
+  for (int v = version; v < OB__SCHEMA_VERSION; v++) {
+    rc = ob__db_exec_fixed(db, migrations[v]);
+    if (rc < 0) goto fail;
+  }
+  /* PRAGMA arguments cannot be bound; both values are compile-time integers. */
+  snprintf(bump, sizeof bump, "PRAGMA user_version=%d", OB__SCHEMA_VERSION);
+  rc = ob__db_exec_fixed(db, bump);
+  if (rc < 0) goto fail;
+  snprintf(bump, sizeof bump, "PRAGMA application_id=%d", OB__APPLICATION_ID);
+  rc = ob__db_exec_fixed(db, bump);
+  if (rc < 0) goto fail;
+  return ob__db_commit(db);
+
+fail:
+  ob__db_rollback(db);
+  return rc;
+}

@@ -1,0 +1,133 @@
+/* Statistics and the invariant check: read-only queries. */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "storage/store.h"
+
+/* One integer from a query with optional ?1 = now. */
+static int scalar(ob__db_t* db, const char* sql, int64_t now, int64_t* out) {
+  sqlite3_stmt* st = NULL;
+  int rc = sqlite3_prepare_v2(db->db, sql, -1, &st, NULL);
+  if (rc != SQLITE_OK) return ob__db_fail(db, rc, "stats");
+  if (sqlite3_bind_parameter_count(st) >= 1) sqlite3_bind_int64(st, 1, now);
+  rc = sqlite3_step(st);
+  *out = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+  sqlite3_finalize(st);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return ob__db_fail(db, rc, "stats");
+  return 0;
+}
+
+int ob__stats(ob__db_t* db, int64_t now, ob_stats_t* s) {
+  int rc;
+  int64_t oldest = 0;
+  memset(s, 0, sizeof *s);
+  rc = ob__db_begin_read(db);
+  if (rc < 0) return rc;
+  if ((rc = scalar(db, "SELECT count(*) FROM queue WHERE available_at <= ?1"
+                       " AND (lease_until IS NULL OR lease_until <= ?1)",
+                   now, &s->queue_ready)) < 0 ||
+      (rc = scalar(db, "SELECT count(*) FROM queue WHERE available_at > ?1",
+                   now, &s->queue_delayed)) < 0 ||
+      (rc = scalar(db, "SELECT count(*) FROM queue WHERE lease_until > ?1",
+                   now, &s->queue_in_hand)) < 0 ||
+      (rc = scalar(db, "SELECT count(*) FROM failed_message", now,
+                   &s->failed)) < 0 ||
+      (rc = scalar(db, "SELECT count(*) FROM processed_message", now,
+                   &s->processed)) < 0 ||
+      (rc = scalar(db, "SELECT count(*) FROM merchant_payout", now,
+                   &s->payouts)) < 0 ||
+      (rc = scalar(db, "SELECT count(*) FROM outbox_event"
+                       " WHERE published_at IS NULL", now,
+                   &s->outbox_unpublished)) < 0 ||
+      (rc = scalar(db, "SELECT count(*) FROM outbox_event"
+                       " WHERE published_at IS NOT NULL", now,
+                   &s->outbox_published)) < 0 ||
+      (rc = scalar(db, "SELECT coalesce(min(created_at), 0) FROM outbox_event"
+                       " WHERE published_at IS NULL", now, &oldest)) < 0) {
+    ob__db_rollback(db);
+    return rc;
+  }
+  ob__db_rollback(db);
+  s->outbox_oldest_unpublished_age_ms = oldest > 0 && now > oldest ? now - oldest : 0;
+  return 0;
+}
+
+typedef struct check_s {
+  const char* sql;   /* each row is one violation, column 0 its text */
+} check_t;
+
+/* Each query returns one row per violation. They are written against the
+** documented tables so an operator can run them by hand with sqlite3. */
+static const check_t checks[] = {
+    {"SELECT 'payment ' || source_payment_id || ' has ' || count(*) ||"
+     " ' payouts' FROM merchant_payout GROUP BY source_payment_id"
+     " HAVING count(*) > 1"},
+    {"SELECT 'payout ' || p.id || ' (payment ' || p.source_payment_id ||"
+     " ') has ' || count(o.id) || ' MerchantPayoutCreated outbox rows'"
+     " FROM merchant_payout p LEFT JOIN outbox_event o"
+     " ON o.event_type = 'MerchantPayoutCreated'"
+     " AND o.causation_id = p.source_event_id"
+     " AND o.aggregate_id = p.source_payment_id"
+     " GROUP BY p.id HAVING count(o.id) <> 1"},
+    {"SELECT 'outbox event ' || o.id || ' (MerchantPayoutCreated, cause ' ||"
+     " o.causation_id || ') has no payout' FROM outbox_event o"
+     " WHERE o.event_type = 'MerchantPayoutCreated' AND NOT EXISTS"
+     " (SELECT 1 FROM merchant_payout p WHERE p.source_event_id ="
+     " o.causation_id AND p.source_payment_id = o.aggregate_id)"},
+    /* A payout whose dedup record was already swept by retention is fine;
+    ** one created inside the window without its record is not. */
+    {"SELECT 'payout ' || p.id || ' has no processed_message record for"
+     " event ' || p.source_event_id FROM merchant_payout p"
+     " WHERE p.created_at >= (SELECT coalesce(min(processed_at), 0)"
+     " FROM processed_message) AND NOT EXISTS (SELECT 1 FROM"
+     " processed_message m WHERE m.consumer_name = 'create-merchant-payout-v1'"
+     " AND m.message_id = p.source_event_id)"},
+    {"SELECT 'outbox event ' || id || ' has attempt_count ' || attempt_count"
+     " FROM outbox_event WHERE attempt_count < 0"},
+};
+
+int ob__check(ob__db_t* db, void (*cb)(void* arg, const char* v), void* arg) {
+  sqlite3_stmt* st = NULL;
+  int rc, violations = 0;
+
+  rc = ob__db_begin_read(db);
+  if (rc < 0) return rc;
+  /* The checker is checked too: a failed prepare or step is an error, never
+  ** silently "ok". */
+  rc = sqlite3_prepare_v2(db->db, "PRAGMA integrity_check", -1, &st, NULL);
+  if (rc != SQLITE_OK) goto fail;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    const char* t = (const char*)sqlite3_column_text(st, 0);
+    if (t == NULL || strcmp(t, "ok") != 0) {
+      char line[600];
+      snprintf(line, sizeof line, "integrity_check: %s", t ? t : "(null)");
+      if (cb) cb(arg, line);
+      violations++;
+    }
+  }
+  sqlite3_finalize(st);
+  st = NULL;
+  if (rc != SQLITE_DONE) goto fail;
+
+  for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
+    rc = sqlite3_prepare_v2(db->db, checks[i].sql, -1, &st, NULL);
+    if (rc != SQLITE_OK) goto fail;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+      const char* t = (const char*)sqlite3_column_text(st, 0);
+      if (cb) cb(arg, t ? t : "(violation)");
+      violations++;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (rc != SQLITE_DONE) goto fail;
+  }
+  ob__db_rollback(db);
+  return violations;
+
+fail:
+  rc = ob__db_fail(db, rc, "check");
+  sqlite3_finalize(st);
+  ob__db_rollback(db);
+  return rc;
+}

@@ -1,0 +1,211 @@
+/*
+** storage: every SQL statement of oncebox lives behind this header.
+**
+** Conventions: functions return 0 or a negative OB_E* code and, on error,
+** leave the detail in db->errmsg. Functions that read rows hand out
+** pointers valid only until the next call on the same statement (documented
+** per function). Transactions are explicit: ob__db_begin / commit /
+** rollback and savepoints; no function here opens one implicitly unless it
+** says so.
+*/
+#ifndef OB_STORAGE_STORE_H
+#define OB_STORAGE_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "oncebox.h"
+
+typedef struct sqlite3 sqlite3;
+typedef struct sqlite3_stmt sqlite3_stmt;
+
+/* Internal statements, prepared once (lazily) and reused. */
+typedef enum {
+  OB__Q_ENQUEUE = 0,
+  OB__Q_CLAIM_READY,
+  OB__Q_DELETE,
+  OB__Q_RESCHEDULE,
+  OB__Q_NEXT_DUE,
+  OB__Q_COUNT_ALL,
+  OB__P_CLAIM,
+  OB__O_INSERT,
+  OB__O_DUE,
+  OB__O_MARK_PUBLISHED,
+  OB__O_MARK_FAILED,
+  OB__F_INSERT,
+  OB__PAY_INSERT,
+  OB__STMT_COUNT
+} ob__stmt_id_t;
+
+#define OB__USER_STMT_CACHE 32
+#define OB__ERRMSG_LEN 512
+
+typedef struct ob__user_stmt_s {
+  char* sql;
+  sqlite3_stmt* st;
+  uint64_t last_used;
+} ob__user_stmt_t;
+
+typedef struct ob__db_s {
+  sqlite3* db;
+  sqlite3_stmt* stmt[OB__STMT_COUNT];
+  ob__user_stmt_t user[OB__USER_STMT_CACHE];
+  uint64_t use_clock;
+  int in_tx;
+  char errmsg[OB__ERRMSG_LEN];
+} ob__db_t;
+
+/* Current schema version (PRAGMA user_version). */
+#define OB__SCHEMA_VERSION 1
+/* PRAGMA application_id: "OBX1". */
+#define OB__APPLICATION_ID 0x4f425831
+
+/* ---- db.c: open, pragmas, errors, transactions ------------------------- */
+
+/*
+** Create the file 0600 if missing (via platform), open it, apply pragmas
+** (WAL verified, synchronous, busy_timeout, foreign_keys, trusted_schema
+** off, defensive), migrate. On failure everything is closed and errmsg says
+** why.
+*/
+int ob__db_open(ob__db_t* db, const char* path, ob_sync_t sync,
+                int busy_timeout_ms);
+/* Finalize every statement and close. Safe on a zeroed or failed db. */
+void ob__db_close(ob__db_t* db);
+
+/* Map an SQLite result code to OB_E*, recording "what: detail" in errmsg.
+** Returns the OB_E* code (never 0 for rc != OK). */
+int ob__db_fail(ob__db_t* db, int rc, const char* what);
+/* printf-style errmsg with an explicit code; returns code. */
+int ob__db_seterr(ob__db_t* db, int code, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The cached statement for id, prepared from sql on first use (the SQL text
+** lives next to the code that runs it). Returned reset and unbound; the
+** caller resets it after use. NULL on error (errmsg set). */
+sqlite3_stmt* ob__db_stmt(ob__db_t* db, ob__stmt_id_t id, const char* sql);
+
+int ob__db_begin(ob__db_t* db);        /* BEGIN IMMEDIATE */
+int ob__db_begin_read(ob__db_t* db);   /* BEGIN (deferred) */
+int ob__db_commit(ob__db_t* db);
+void ob__db_rollback(ob__db_t* db);    /* no-op outside a transaction */
+int ob__db_savepoint(ob__db_t* db);    /* SAVEPOINT ob_msg */
+int ob__db_release(ob__db_t* db);      /* RELEASE ob_msg */
+int ob__db_rollback_to(ob__db_t* db);  /* ROLLBACK TO ob_msg; RELEASE ob_msg */
+
+/* Step a bound statement that returns no rows, then reset and clear its
+** bindings. Returns the number of rows changed or a negative code. */
+int ob__db_step_done(ob__db_t* db, sqlite3_stmt* st, const char* what);
+
+/* Run a fixed statement (no parameters), e.g. a PRAGMA. */
+int ob__db_exec_fixed(ob__db_t* db, const char* sql);
+
+/* ---- schema.c ----------------------------------------------------------- */
+
+/* Migrate to OB__SCHEMA_VERSION in one transaction; OB_EVERSION if the file
+** is newer, OB_ECORRUPT if it belongs to another application. */
+int ob__schema_migrate(ob__db_t* db);
+
+/* ---- queue.c ------------------------------------------------------------ */
+
+typedef struct ob__queue_row_s {
+  int64_t rowid;
+  char* queue;
+  char* message_id;
+  char* type;
+  char* headers;       /* may be NULL */
+  char* body;          /* NUL-terminated copy, body_len bytes before it */
+  size_t body_len;
+  int attempts;
+  int64_t first_failed_at;  /* 0 if never failed */
+  int64_t created_at;
+} ob__queue_row_t;
+
+/* Insert one queue row (caller validated the envelope; id normalized). */
+int ob__queue_insert(ob__db_t* db, const char* queue, const char* message_id,
+                     const char* type, const char* headers, const void* body,
+                     size_t body_len, int64_t available_at, int64_t now);
+
+/* Read up to max ready rows (available_at <= now, not leased) in
+** (available_at, id) order into rows[] (malloc'd copies; free each with
+** ob__queue_row_free). Returns the count or a negative code. */
+int ob__queue_claim_ready(ob__db_t* db, int64_t now, int max,
+                          ob__queue_row_t* rows);
+void ob__queue_row_free(ob__queue_row_t* r);
+
+/* The ack: delete the row. */
+int ob__queue_delete(ob__db_t* db, int64_t rowid);
+/* A retry: ONE update of the same row. */
+int ob__queue_reschedule(ob__db_t* db, int64_t rowid, int attempts,
+                         int64_t available_at, int64_t first_failed_at,
+                         const char* last_error);
+/* Earliest available_at (or lease end); OB_ENOTFOUND when empty. */
+int ob__queue_next_due(ob__db_t* db, int64_t* at);
+
+/* ---- processed.c -------------------------------------------------------- */
+
+/* INSERT .. ON CONFLICT DO NOTHING RETURNING. Returns 1 if this call
+** claimed (consumer, id), 0 if it was already processed, < 0 on error. */
+int ob__processed_claim(ob__db_t* db, const char* consumer,
+                        const char* message_id, int64_t now);
+
+/* ---- outbox_store.c ----------------------------------------------------- */
+
+int ob__outbox_insert(ob__db_t* db, const char* id, const char* causation_id,
+                      const char* event_type, const char* aggregate_id,
+                      const char* payload, size_t payload_len, int64_t now);
+
+/* Visit up to max unpublished rows due at now in (created_at, id) order.
+** cb returns 0 to go on, non-zero to stop. Pointers in ev are valid during
+** cb only. Returns the number visited or a negative code. The statement is
+** reset before this returns, so cb must not call ob__outbox_due itself. */
+int ob__outbox_due(ob__db_t* db, int64_t now, size_t max,
+                   int (*cb)(void* arg, const ob_event_t* ev), void* arg);
+
+int ob__outbox_mark_published(ob__db_t* db, const char* id, int64_t now);
+int ob__outbox_mark_failed(ob__db_t* db, const char* id,
+                           int64_t next_attempt_at, const char* error);
+
+/* ---- failed.c ----------------------------------------------------------- */
+
+/* Move a queue row to failed_message (insert + delete, caller's tx). */
+int ob__failed_insert(ob__db_t* db, const ob__queue_row_t* r,
+                      const char* error_class, const char* reason,
+                      int attempts, int64_t now);
+int ob__failed_list(ob__db_t* db, int64_t id, const char* type,
+                    int (*cb)(void* arg, const ob_failed_t* f), void* arg);
+/* Back to the queue (own transaction). Returns number moved. */
+int ob__failed_retry(ob__db_t* db, int64_t id, int64_t now);
+int ob__failed_remove(ob__db_t* db, int64_t id);
+
+/* ---- payout_store.c ----------------------------------------------------- */
+
+/* Insert a payout guarded by UNIQUE(source_payment_id). Returns 1 if
+** inserted, 0 if the payment already has a payout (then *existing_event
+** receives the event id that paid it, up to 37 bytes), < 0 on error. */
+int ob__payout_insert(ob__db_t* db, const char* payout_id,
+                      const char* payment_id, const char* merchant_id,
+                      int64_t amount_minor, const char* currency,
+                      const char* event_id, int64_t now,
+                      char existing_event[37]);
+
+/* ---- stats.c ------------------------------------------------------------ */
+
+int ob__stats(ob__db_t* db, int64_t now, ob_stats_t* s);
+int ob__check(ob__db_t* db, void (*cb)(void* arg, const char* v), void* arg);
+
+/* ---- retention.c -------------------------------------------------------- */
+
+/* Delete rows older than cutoff in batches of `batch`, one short
+** transaction per batch. *deleted gets the total. */
+int ob__retention_sweep(ob__db_t* db, int64_t cutoff, int batch,
+                        int64_t* deleted);
+
+/* ---- user_sql.c --------------------------------------------------------- */
+
+/* Prepare-or-reuse, bind, step, report rows. See ob_tx_exec. */
+int ob__user_exec(ob__db_t* db, const char* sql, const ob_value_t* params,
+                  size_t nparams, ob_row_cb row, void* arg);
+void ob__user_cache_clear(ob__db_t* db);
+
+#endif

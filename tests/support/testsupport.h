@@ -1,0 +1,34 @@
+/* Test support: a fake clock with a seeded random source, temporary
+** directories that clean up after themselves. Shared by every test. */
+#ifndef OB_TESTSUPPORT_H
+#define OB_TESTSUPPORT_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#include "oncebox.h"
+
+/* A controllable clock: now_ms returns `now`, random is xorshift64* seeded
+** by `seed` (same seed, same bytes). */
+typedef struct fake_clock_s {
+  ob_clock_t clock;   /* pass &fc.clock to ob_options_t.clock */
+  int64_t now;
+  uint64_t state;
+} fake_clock_t;
+
+void fake_clock_init(fake_clock_t* fc, int64_t now_ms, uint64_t seed);
+void fake_clock_advance(fake_clock_t* fc, int64_t ms);
+
+/* Create a fresh private directory under $TMPDIR (or /tmp); returns a
+** malloc'd path. Aborts the test process on failure. */
+char* ts_mkdtemp(const char* tag);
+/* rm -rf the directory created by ts_mkdtemp and free the path. */
+void ts_rmdir(char* path);
+/* malloc'd "dir/name". */
+char* ts_path(const char* dir, const char* name);
+
+/* Directory of the shared test data (../shared next to the source tree),
+** from $OB_SHARED_DIR; NULL if it does not exist. */
+const char* ts_shared_dir(void);
+
+#endif
