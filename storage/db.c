@@ -88,8 +88,23 @@ static int pragma_text(ob__db_t* db, const char* sql, char* out, size_t n) {
   return rc == SQLITE_OK ? 0 : ob__db_fail(db, rc, sql);
 }
 
+/* PRAGMA max_page_count takes no bound parameter; the value is an integer
+** computed here, never text from outside. */
+static int apply_size_cap(ob__db_t* db, int64_t max_bytes) {
+  char sql[64], page[32];
+  long long page_size, pages;
+  int rc = pragma_text(db, "PRAGMA page_size", page, sizeof page);
+  if (rc < 0) return rc;
+  page_size = atoll(page);
+  if (page_size <= 0) page_size = 4096;
+  pages = (long long)(max_bytes / page_size);
+  if (pages < 16) pages = 16;
+  snprintf(sql, sizeof sql, "PRAGMA max_page_count=%lld", pages);
+  return ob__db_exec_fixed(db, sql);
+}
+
 int ob__db_open(ob__db_t* db, const char* path, ob_sync_t sync,
-                int busy_timeout_ms) {
+                int busy_timeout_ms, int64_t max_bytes) {
   char mode[32];
   int rc;
 
@@ -140,6 +155,7 @@ int ob__db_open(ob__db_t* db, const char* path, ob_sync_t sync,
   }
   rc = ob__schema_migrate(db);
   if (rc < 0) goto fail;
+  if (max_bytes > 0 && (rc = apply_size_cap(db, max_bytes)) < 0) goto fail;
   return 0;
 
 fail:

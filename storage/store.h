@@ -69,7 +69,7 @@ typedef struct ob__db_s {
 ** why.
 */
 int ob__db_open(ob__db_t* db, const char* path, ob_sync_t sync,
-                int busy_timeout_ms);
+                int busy_timeout_ms, int64_t max_bytes);
 /* Finalize every statement and close. Safe on a zeroed or failed db. */
 void ob__db_close(ob__db_t* db);
 

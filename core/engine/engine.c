@@ -63,6 +63,7 @@ int ob_open(ob_engine_t** out, const ob_options_t* opts, char* errbuf,
       opts->busy_timeout_ms < 0 || opts->retention_ms < 0 ||
       opts->gc_batch < 1 || opts->poll_interval_ms < 1 ||
       opts->gc_interval_ms < 1 || opts->max_body_bytes == 0 ||
+      opts->max_db_bytes < 0 ||
       ob__retry_policy_check(&opts->retry) != 0 ||
       (opts->synchronous != OB_SYNC_FULL &&
        opts->synchronous != OB_SYNC_NORMAL)) {
@@ -86,7 +87,7 @@ int ob_open(ob_engine_t** out, const ob_options_t* opts, char* errbuf,
   }
   e->opts.db_path = e->db_path;
   rc = ob__db_open(&e->db, e->db_path, opts->synchronous,
-                   opts->busy_timeout_ms);
+                   opts->busy_timeout_ms, opts->max_db_bytes);
   if (rc < 0) {
     set_err(errbuf, errlen, e->db.errmsg);
     free(e->db_path);

@@ -149,6 +149,9 @@ typedef struct ob_options_s {
   int gc_batch;                 /* rows deleted per retention statement; 1000 */
   int poll_interval_ms;         /* idle re-check for rows other processes add; 1000 */
   size_t max_body_bytes;        /* enqueue limit; 1 MiB */
+  int64_t max_db_bytes;         /* size cap of the database file; 0: none.
+                                ** Writes past it fail with OB_ENOSPC and
+                                ** nothing is half-applied, as on a full disk */
   ob_retry_policy_t retry;      /* default policy of every queue */
   const ob_clock_t* clock;      /* NULL: ob_system_clock() */
   ob_log_cb log;                /* NULL: no logging */

@@ -1,0 +1,122 @@
+/* A real engine on a real SQLite file in a temporary directory, with a fake
+** clock. Shared by the engine tests. */
+#ifndef OB_ENGINE_FIXTURE_H
+#define OB_ENGINE_FIXTURE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "oncebox.h"
+#include "tests/support/testsupport.h"
+
+typedef struct fixture_s {
+  char* dir;
+  char* db_path;
+  fake_clock_t clock;
+  ob_options_t opts;
+  ob_engine_t* e;
+} fixture_t;
+
+/* 2026-11-30T00:00:00Z */
+#define FX_T0 1796083200000LL
+
+static inline void fx_open(fixture_t* f) {
+  char err[512];
+  int rc = ob_open(&f->e, &f->opts, err, sizeof err);
+  if (rc != 0) fail_msg("ob_open: %s (%s)", err, ob_err_name(rc));
+}
+
+static inline fixture_t* fx_new(int batch) {
+  fixture_t* f = calloc(1, sizeof *f);
+  f->dir = ts_mkdtemp("engine");
+  f->db_path = ts_path(f->dir, "t.db");
+  fake_clock_init(&f->clock, FX_T0, 42);
+  ob_options_init(&f->opts);
+  f->opts.db_path = f->db_path;
+  f->opts.clock = &f->clock.clock;
+  f->opts.batch_size = batch;
+  fx_open(f);
+  return f;
+}
+
+static inline void fx_free(fixture_t* f) {
+  ob_close(f->e);
+  free(f->db_path);
+  ts_rmdir(f->dir);
+  free(f);
+}
+
+static inline void fx_reopen(fixture_t* f) {
+  ob_close(f->e);
+  f->e = NULL;
+  fx_open(f);
+}
+
+/* One integer from a query on a separate read-only connection: the test
+** inspects what is durable on disk, not the engine's view. */
+static inline long long fx_count(fixture_t* f, const char* sql) {
+  sqlite3* db;
+  sqlite3_stmt* st;
+  long long v = -1;
+  assert_int_equal(sqlite3_open_v2(f->db_path, &db, SQLITE_OPEN_READONLY, NULL),
+                   SQLITE_OK);
+  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+    fail_msg("prepare %s: %s", sql, sqlite3_errmsg(db));
+  if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return v;
+}
+
+static inline int fx_enqueue(fixture_t* f, const char* type, const char* id,
+                             const char* body) {
+  ob_envelope_t env;
+  memset(&env, 0, sizeof env);
+  env.type = type;
+  env.id = id;
+  env.body = body;
+  env.body_len = body ? strlen(body) : 0;
+  return ob_enqueue(f->e, &env);
+}
+
+/* A valid PaymentCaptured body for payment number n. */
+static inline const char* fx_payment(int n, char buf[256]) {
+  snprintf(buf, 256,
+           "{\"paymentId\":\"5c4080b1-b5d2-4e91-8de8-%012d\","
+           "\"merchantId\":\"3727331a-b533-4c6e-a0f8-48532237307b\","
+           "\"amountInMinorUnits\":12500,\"currency\":\"EUR\"}",
+           n);
+  return buf;
+}
+
+/* Event id number n. */
+static inline const char* fx_event(int n, char buf[37]) {
+  snprintf(buf, 37, "0190b6d8-3ae7-7ca2-a653-%012d", n);
+  return buf;
+}
+
+/* Run batches until nothing is ready; returns the summed result. */
+static inline ob_batch_result_t fx_drain(fixture_t* f) {
+  ob_batch_result_t sum, r;
+  memset(&sum, 0, sizeof sum);
+  for (;;) {
+    int rc = ob_run_once(f->e, &r);
+    if (rc != 0) fail_msg("ob_run_once: %s: %s", ob_strerror(rc), ob_errmsg(f->e));
+    if (r.claimed == 0) break;
+    sum.claimed += r.claimed;
+    sum.handled += r.handled;
+    sum.duplicates += r.duplicates;
+    sum.retried += r.retried;
+    sum.failed += r.failed;
+  }
+  return sum;
+}
+
+#endif

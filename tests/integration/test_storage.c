@@ -1,0 +1,271 @@
+/* Opening, permissions, schema versions, full disk, retention, the invariant
+** check: on real files. */
+#include "tests/integration/engine_fixture.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define PAY OB_PAYOUT_MESSAGE_TYPE
+
+static int mode_of(const char* path) {
+  struct stat st;
+  if (stat(path, &st) != 0) return -1;
+  return (int)(st.st_mode & 0777);
+}
+
+/* db, -wal and -shm are 0600 whatever the umask. */
+static void check_modes_under_umask(mode_t mask) {
+  mode_t old = umask(mask);
+  fixture_t* f = fx_new(1);
+  char id[37], body[256], *wal, *shm;
+  ob_register_payout(f->e);
+  fx_enqueue(f, PAY, fx_event(1, id), fx_payment(1, body));
+  fx_drain(f);
+  wal = ts_path(f->dir, "t.db-wal");
+  shm = ts_path(f->dir, "t.db-shm");
+  assert_int_equal(mode_of(f->db_path), 0600);
+  assert_int_equal(mode_of(wal), 0600);
+  assert_int_equal(mode_of(shm), 0600);
+  free(wal);
+  free(shm);
+  fx_free(f);
+  umask(old);
+}
+
+static void test_file_modes(void** state) {
+  (void)state;
+  check_modes_under_umask(022);
+  check_modes_under_umask(000);
+}
+
+static void test_pragmas_in_effect(void** state) {
+  fixture_t* f = fx_new(1);
+  (void)state;
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM pragma_journal_mode WHERE"
+                               " journal_mode = 'wal'"),
+                   1);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), 1);
+  assert_int_equal(fx_count(f, "PRAGMA application_id"), 0x4f425831);
+  /* STRICT tables refuse a wrong type instead of converting it. */
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM pragma_table_list WHERE"
+                               " name = 'queue' AND strict = 1"),
+                   1);
+  fx_free(f);
+}
+
+static void set_user_version(const char* path, const char* sql) {
+  sqlite3* db;
+  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_close(db);
+}
+
+static void test_newer_schema_refused(void** state) {
+  fixture_t* f = fx_new(1);
+  ob_engine_t* e = NULL;
+  char err[512];
+  (void)state;
+  ob_close(f->e);
+  f->e = NULL;
+  set_user_version(f->db_path, "PRAGMA user_version=99");
+  assert_int_equal(ob_open(&e, &f->opts, err, sizeof err), OB_EVERSION);
+  assert_null(e);
+  assert_non_null(strstr(err, "schema version 99 is newer"));
+  fx_free(f);
+}
+
+static void test_not_a_database(void** state) {
+  char* dir = ts_mkdtemp("notdb");
+  char* path = ts_path(dir, "x.db");
+  ob_options_t o;
+  ob_engine_t* e = NULL;
+  char err[512];
+  int fd = open(path, O_CREAT | O_WRONLY, 0600);
+  (void)state;
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, "this is not sqlite at all, just text........", 44), 44);
+  close(fd);
+  ob_options_init(&o);
+  o.db_path = path;
+  assert_int_equal(ob_open(&e, &o, err, sizeof err), OB_ECORRUPT);
+  assert_null(e);
+  /* Someone else's database is refused, not extended. */
+  unlink(path);
+  set_user_version(path, "CREATE TABLE customers(id INTEGER)");
+  assert_int_equal(ob_open(&e, &o, err, sizeof err), OB_ECORRUPT);
+  assert_non_null(strstr(err, "not an oncebox database"));
+  /* Missing directory: a clear error. */
+  o.db_path = "/nonexistent-dir/oncebox.db";
+  assert_int_equal(ob_open(&e, &o, err, sizeof err), OB_ENOTFOUND);
+  assert_non_null(strstr(err, "/nonexistent-dir/oncebox.db"));
+  o.db_path = NULL;
+  assert_int_equal(ob_open(&e, &o, err, sizeof err), OB_EINVAL);
+  free(path);
+  ts_rmdir(dir);
+}
+
+/* (f) A full database: a clear error, nothing half-applied or lost, and
+** handling resumes once there is room again. */
+static void test_full_disk_then_resume(void** state) {
+  fixture_t* f = fx_new(1);
+  char id[37], body[256];
+  int i, rc = 0, queued = 0;
+  (void)state;
+  ob_close(f->e);
+  f->opts.max_db_bytes = 160 * 1024;
+  fx_open(f);
+  ob_register_payout(f->e);
+  /* Fill the queue until the cap says no. */
+  for (i = 0; i < 100000; i++) {
+    ob_envelope_t env;
+    char big[2048];
+    memset(&env, 0, sizeof env);
+    fx_payment(i, body);
+    snprintf(big, sizeof big, "%s", body);
+    env.type = PAY;
+    env.id = fx_event(i, id);
+    env.body = big;
+    env.body_len = strlen(big);
+    rc = ob_enqueue(f->e, &env);
+    if (rc != 0) break;
+    queued++;
+  }
+  assert_int_equal(rc, OB_ENOSPC);
+  assert_non_null(strstr(ob_errmsg(f->e), "full"));
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM queue"), queued);
+  /* Handling needs room for payouts and outbox rows: it fails cleanly. */
+  ob_batch_result_t r;
+  rc = ob_run_once(f->e, &r);
+  /* The first few may still fit in freed pages; run until it fails. */
+  while (rc == 0 && r.claimed > 0) rc = ob_run_once(f->e, &r);
+  assert_int_equal(rc, OB_ENOSPC);
+  long long payouts = fx_count(f, "SELECT count(*) FROM merchant_payout");
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM queue") + payouts, queued);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event"), payouts);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM processed_message"), payouts);
+  assert_int_equal(ob_check(f->e, NULL, NULL), 0);
+  /* Space returns. */
+  ob_close(f->e);
+  f->opts.max_db_bytes = 0;
+  fx_open(f);
+  ob_register_payout(f->e);
+  r = fx_drain(f);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM merchant_payout"), queued);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM queue"), 0);
+  assert_int_equal(ob_check(f->e, NULL, NULL), 0);
+  fx_free(f);
+}
+
+/* Retention deletes old dedup records and old published events in bounded
+** batches; an unpublished event is never deleted, whatever its age. */
+static int accept_all(void* arg, const ob_event_t* ev) {
+  (void)ev;
+  ++*(int*)arg;
+  return 0;
+}
+
+static void test_retention(void** state) {
+  fixture_t* f = fx_new(1);
+  char id[37], body[256];
+  int published = 0;
+  size_t n;
+  int64_t deleted;
+  (void)state;
+  ob_close(f->e);
+  f->opts.gc_batch = 7;  /* several batches */
+  fx_open(f);
+  ob_register_payout(f->e);
+  for (int i = 0; i < 40; i++) fx_enqueue(f, PAY, fx_event(i, id), fx_payment(i, body));
+  fx_drain(f);
+  /* Publish half of the events. */
+  assert_int_equal(ob_outbox_drain(f->e, accept_all, &published, 20, &n), 0);
+  assert_int_equal(n, 20);
+  fake_clock_advance(&f->clock, 29LL * 24 * 3600 * 1000);
+  assert_int_equal(ob_gc(f->e, &deleted), 0);
+  assert_int_equal(deleted, 0);
+  fake_clock_advance(&f->clock, 2LL * 24 * 3600 * 1000);
+  assert_int_equal(ob_gc(f->e, &deleted), 0);
+  assert_int_equal(deleted, 40 + 20);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM processed_message"), 0);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event WHERE"
+                               " published_at IS NULL"),
+                   20);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event"), 20);
+  /* A redelivery after the dedup record expired still pays once: the payout
+  ** row itself remembers which event paid it. */
+  fx_enqueue(f, PAY, fx_event(3, id), fx_payment(3, body));
+  ob_batch_result_t r = fx_drain(f);
+  assert_int_equal(r.failed, 0);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM merchant_payout"), 40);
+  fx_free(f);
+}
+
+static void collect(void* arg, const char* v) {
+  int* n = arg;
+  (*n)++;
+  print_message("violation: %s\n", v);
+}
+
+/* The checker catches what it is meant to catch. */
+static void test_check_reports_violations(void** state) {
+  fixture_t* f = fx_new(1);
+  char id[37], body[256];
+  int n = 0;
+  sqlite3* db;
+  (void)state;
+  ob_register_payout(f->e);
+  for (int i = 0; i < 3; i++) fx_enqueue(f, PAY, fx_event(i, id), fx_payment(i, body));
+  fx_drain(f);
+  assert_int_equal(ob_check(f->e, collect, &n), 0);
+  assert_int_equal(sqlite3_open(f->db_path, &db), SQLITE_OK);
+  /* An outbox row lost, and a payout without its dedup record. */
+  assert_int_equal(sqlite3_exec(db,
+                                "DELETE FROM outbox_event WHERE id IN"
+                                " (SELECT id FROM outbox_event WHERE causation_id ="
+                                " '0190b6d8-3ae7-7ca2-a653-000000000000');"
+                                "DELETE FROM processed_message WHERE message_id ="
+                                " '0190b6d8-3ae7-7ca2-a653-000000000002';",
+                                NULL, NULL, NULL),
+                   SQLITE_OK);
+  sqlite3_close(db);
+  n = 0;
+  assert_int_equal(ob_check(f->e, collect, &n), 2);
+  assert_int_equal(n, 2);
+  fx_free(f);
+}
+
+static void test_stats(void** state) {
+  fixture_t* f = fx_new(1);
+  char id[37], body[256];
+  ob_stats_t s;
+  (void)state;
+  ob_register_payout(f->e);
+  for (int i = 0; i < 5; i++) fx_enqueue(f, PAY, fx_event(i, id), fx_payment(i, body));
+  fx_enqueue(f, PAY, fx_event(99, id), "garbage");
+  fx_drain(f);
+  fx_enqueue(f, PAY, fx_event(100, id), fx_payment(100, body));
+  fake_clock_advance(&f->clock, 1500);
+  assert_int_equal(ob_stats(f->e, &s), 0);
+  assert_int_equal(s.queue_ready, 1);
+  assert_int_equal(s.failed, 1);
+  assert_int_equal(s.processed, 5);
+  assert_int_equal(s.payouts, 5);
+  assert_int_equal(s.outbox_unpublished, 5);
+  assert_int_equal(s.outbox_oldest_unpublished_age_ms, 1500);
+  fx_free(f);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_file_modes),
+      cmocka_unit_test(test_pragmas_in_effect),
+      cmocka_unit_test(test_newer_schema_refused),
+      cmocka_unit_test(test_not_a_database),
+      cmocka_unit_test(test_full_disk_then_resume),
+      cmocka_unit_test(test_retention),
+      cmocka_unit_test(test_check_reports_violations),
+      cmocka_unit_test(test_stats),
+  };
+  return cmocka_run_group_tests_name("storage", tests, NULL, NULL);
+}
