@@ -1,0 +1,215 @@
+/* The engine on a libuv loop: attached to the caller's loop, woken by
+** enqueue, run until idle, stopped by signals. Real clock, real loop. */
+#include "tests/integration/engine_fixture.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <uv.h>
+
+#define PAY OB_PAYOUT_MESSAGE_TYPE
+
+static fixture_t* fx_new_real(int batch) {
+  fixture_t* f = fx_new(batch);
+  ob_close(f->e);
+  f->opts.clock = NULL;  /* real time for real timers */
+  f->opts.poll_interval_ms = 50;
+  fx_open(f);
+  return f;
+}
+
+typedef struct ctx_s {
+  fixture_t* f;
+  uv_timer_t timer;
+  int enqueued;
+  int detached;
+} ctx_t;
+
+static void detached_cb(ob_engine_t* e, void* arg) {
+  (void)e;
+  ((ctx_t*)arg)->detached++;
+}
+
+/* Enqueue from a loop callback; the engine wakes at once and handles it;
+** then detach, and the loop ends. */
+static void tick(uv_timer_t* t) {
+  ctx_t* c = t->data;
+  char id[37], body[256];
+  ob_stats_t st;
+  if (c->enqueued < 20) {
+    fx_enqueue(c->f, PAY, fx_event(c->enqueued, id), fx_payment(c->enqueued, body));
+    c->enqueued++;
+    return;
+  }
+  assert_int_equal(ob_stats(c->f->e, &st), 0);
+  if (st.payouts < 20) return;
+  uv_timer_stop(t);
+  uv_close((uv_handle_t*)t, NULL);
+  assert_int_equal(ob_detach(c->f->e, detached_cb, c), 0);
+}
+
+static void test_attach_to_caller_loop(void** state) {
+  fixture_t* f = fx_new_real(1);
+  uv_loop_t loop;
+  ctx_t c;
+  (void)state;
+  memset(&c, 0, sizeof c);
+  c.f = f;
+  ob_register_payout(f->e);
+  assert_int_equal(uv_loop_init(&loop), 0);
+  assert_int_equal(ob_attach(f->e, &loop), 0);
+  assert_int_equal(ob_attach(f->e, &loop), OB_ESTATE);
+  uv_timer_init(&loop, &c.timer);
+  c.timer.data = &c;
+  uv_timer_start(&c.timer, tick, 1, 5);
+  assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(c.detached, 1);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM merchant_payout"), 20);
+  assert_int_equal(ob_detach(f->e, NULL, NULL), OB_ESTATE);
+  assert_int_equal(uv_loop_close(&loop), 0);
+  fx_free(f);
+}
+
+/* ob_close on an attached engine closes its handles itself. */
+static void test_close_while_attached(void** state) {
+  fixture_t* f = fx_new_real(1);
+  uv_loop_t loop;
+  (void)state;
+  assert_int_equal(uv_loop_init(&loop), 0);
+  assert_int_equal(ob_attach(f->e, &loop), 0);
+  ob_close(f->e);
+  f->e = NULL;
+  assert_int_equal(uv_loop_close(&loop), 0);
+  fx_free(f);
+}
+
+/* --until-idle waits for delayed messages, then returns. */
+static void test_until_idle_waits_for_delayed(void** state) {
+  fixture_t* f = fx_new_real(4);
+  char id[37], body[256];
+  ob_envelope_t env;
+  (void)state;
+  ob_register_payout(f->e);
+  for (int i = 0; i < 10; i++) fx_enqueue(f, PAY, fx_event(i, id), fx_payment(i, body));
+  memset(&env, 0, sizeof env);
+  env.type = PAY;
+  env.id = fx_event(10, id);
+  env.body = fx_payment(10, body);
+  env.body_len = strlen(body);
+  env.delay_ms = 300;
+  assert_int_equal(ob_enqueue(f->e, &env), 0);
+  assert_int_equal(ob_run(f->e, OB_RUN_UNTIL_IDLE, 0), 0);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM merchant_payout"), 11);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM queue"), 0);
+  fx_free(f);
+}
+
+/* Handlers that tell the parent, through a pipe, that they are in hand. */
+static int in_hand_fd = -1;
+static int sleep_us = 20000;
+
+static int slow_handler(ob_tx_t* tx, const ob_message_t* m, void* arg) {
+  ob_value_t p[1];
+  (void)arg;
+  if (in_hand_fd >= 0 && write(in_hand_fd, "x", 1) != 1) return OB_EIO;
+  usleep((useconds_t)sleep_us);
+  p[0] = OB_VTEXT(m->id);
+  if (ob_tx_exec(tx, "CREATE TABLE IF NOT EXISTS done(id TEXT PRIMARY KEY)",
+                 NULL, 0, NULL, NULL) < 0)
+    return OB_EIO;
+  return ob_tx_exec(tx, "INSERT INTO done(id) VALUES (?)", p, 1, NULL, NULL) < 0
+             ? OB_EIO
+             : OB_DONE;
+}
+
+static pid_t start_slow_worker(fixture_t* f, int pipe_w) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    ob_engine_t* e = NULL;
+    in_hand_fd = pipe_w;
+    if (ob_open(&e, &f->opts, NULL, 0) != 0) _exit(10);
+    ob_register(e, "Slow", "slow", slow_handler, NULL);
+    int rc = ob_run(e, OB_RUN_FOREVER, 1);
+    ob_close(e);
+    _exit(rc == 0 ? 0 : 11);
+  }
+  return pid;
+}
+
+/* Wait until the worker is inside its k-th handler call. */
+static void wait_in_hand(int fd, int k) {
+  char c;
+  for (int i = 0; i < k; i++) assert_int_equal(read(fd, &c, 1), 1);
+}
+
+/* SIGTERM while a message is in hand: it is finished and committed, no new
+** message is claimed, and the process exits 0. */
+static void test_sigterm_finishes_message_in_hand(void** state) {
+  fixture_t* f = fx_new_real(1);
+  char id[37];
+  int status, fds[2];
+  pid_t pid;
+  (void)state;
+  for (int i = 0; i < 200; i++) fx_enqueue(f, "Slow", fx_event(i, id), "{}");
+  ob_close(f->e);
+  f->e = NULL;
+  assert_int_equal(pipe(fds), 0);
+  sleep_us = 100000;
+  pid = start_slow_worker(f, fds[1]);
+  wait_in_hand(fds[0], 3);  /* two done, the third in hand */
+  assert_int_equal(kill(pid, SIGTERM), 0);
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM done"), 3);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM queue"), 197);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM processed_message"), 3);
+  close(fds[0]);
+  close(fds[1]);
+  fx_open(f);
+  fx_free(f);
+}
+
+/* A second signal ends the process at once: the batch in hand is rolled
+** back by SQLite, effects and acks together. */
+static void test_second_signal_exits_at_once(void** state) {
+  fixture_t* f = fx_new_real(50);
+  char id[37];
+  int status, fds[2];
+  pid_t pid;
+  (void)state;
+  for (int i = 0; i < 100; i++) fx_enqueue(f, "Slow", fx_event(i, id), "{}");
+  ob_close(f->e);
+  f->e = NULL;
+  assert_int_equal(pipe(fds), 0);
+  sleep_us = 2000000;
+  pid = start_slow_worker(f, fds[1]);
+  wait_in_hand(fds[0], 1);
+  kill(pid, SIGTERM);
+  usleep(1000);
+  kill(pid, SIGTERM);
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFSIGNALED(status));
+  assert_int_equal(WTERMSIG(status), SIGTERM);
+  close(fds[0]);
+  close(fds[1]);
+  fx_open(f);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM sqlite_schema WHERE"
+                               " name = 'done'"),
+                   0);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM queue"), 100);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM processed_message"), 0);
+  assert_int_equal(ob_check(f->e, NULL, NULL), 0);
+  fx_free(f);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_attach_to_caller_loop),
+      cmocka_unit_test(test_close_while_attached),
+      cmocka_unit_test(test_until_idle_waits_for_delayed),
+      cmocka_unit_test(test_sigterm_finishes_message_in_hand),
+      cmocka_unit_test(test_second_signal_exits_at_once),
+  };
+  return cmocka_run_group_tests_name("loop", tests, NULL, NULL);
+}
