@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# The oncebox program end to end: every command, its exit codes, --json, and
+# bad input. Usage: test_cli.sh PATH/TO/oncebox
+set -u
+OB=${1:?usage: test_cli.sh PATH/TO/oncebox}
+T=$(mktemp -d "${TMPDIR:-/tmp}/oncebox-cli-XXXXXX")
+trap 'rm -rf "$T"' EXIT
+DB="$T/t.db"
+pass=0
+fail=0
+
+check() {  # check NAME EXPECTED_EXIT COMMAND...
+  local name=$1 want=$2
+  shift 2
+  "$@" >"$T/out" 2>"$T/err"
+  local got=$?
+  if [ "$got" = "$want" ]; then
+    pass=$((pass + 1))
+  else
+    fail=$((fail + 1))
+    echo "FAIL $name: exit $got, want $want"
+    sed 's/^/  out: /' "$T/out" | head -20
+    sed 's/^/  err: /' "$T/err" | head -20
+  fi
+}
+
+contains() {  # contains NAME FILE TEXT
+  if grep -qF -- "$3" "$T/$2"; then
+    pass=$((pass + 1))
+  else
+    fail=$((fail + 1))
+    echo "FAIL $1: $2 lacks '$3'"
+    sed 's/^/  /' "$T/$2" | head -20
+  fi
+}
+
+equals() {  # equals NAME GOT WANT
+  if [ "$2" = "$3" ]; then pass=$((pass + 1)); else
+    fail=$((fail + 1)); echo "FAIL $1: got '$2', want '$3'"; fi
+}
+
+P1='{"paymentId":"5c4080b1-b5d2-4e91-8de8-ec0e119d7647","merchantId":"3727331a-b533-4c6e-a0f8-48532237307b","amountInMinorUnits":12500,"currency":"EUR"}'
+E1=0190b6d8-3ae7-7ca2-a653-6ff2d5a6f230
+
+check "no command" 2 "$OB"
+check "--help" 0 "$OB" --help
+contains "--help lists exit codes" out "Exit codes"
+check "--version" 0 "$OB" --version
+check "unknown command" 2 "$OB" --db "$DB" frobnicate
+check "no db" 2 env -u ONCEBOX_DB "$OB" stats
+for c in init enqueue run failed stats check gc demo; do
+  check "$c --help" 0 "$OB" "$c" --help
+  contains "$c --help shows usage" out "usage: oncebox"
+done
+
+check "init" 0 "$OB" --db "$DB" init
+equals "db mode" "$(stat -c %a "$DB")" 600
+check "enqueue" 0 "$OB" --db "$DB" enqueue --type PaymentCaptured --id "$E1" --body "$P1"
+check "enqueue again (redelivery)" 0 "$OB" --db "$DB" enqueue --type PaymentCaptured --id "$E1" --body "$P1"
+check "enqueue non-uuid" 2 "$OB" --db "$DB" enqueue --type PaymentCaptured --id order-42 --body "$P1"
+contains "non-uuid reason" err "is not a UUID"
+check "enqueue missing body" 2 "$OB" --db "$DB" enqueue --type PaymentCaptured --id "$E1"
+
+# NDJSON: good lines commit, bad lines are reported by number, exit 3.
+cat >"$T/in.ndjson" <<NDJ
+{"id":"0190b6d8-3ae7-7ca2-a653-000000000001","type":"PaymentCaptured","body":{"paymentId":"5c4080b1-b5d2-4e91-8de8-000000000001","merchantId":"3727331a-b533-4c6e-a0f8-48532237307b","amountInMinorUnits":100,"currency":"EUR"}}
+this line is not json
+{"id":"not-a-uuid","type":"PaymentCaptured","body":{}}
+
+{"id":"0190b6d8-3ae7-7ca2-a653-000000000002","type":"PaymentCaptured","body":{"paymentId":"5c4080b1-b5d2-4e91-8de8-000000000002","merchantId":"3727331a-b533-4c6e-a0f8-48532237307b","amountInMinorUnits":-5,"currency":"EUR"}}
+{"type":"PaymentCaptured","body":{}}
+NDJ
+check "ndjson partial" 3 "$OB" --db "$DB" enqueue --ndjson "$T/in.ndjson"
+contains "ndjson line 2" err "line 2: rejected: not valid JSON"
+contains "ndjson line 3" err 'line 3: rejected: "id" is not a UUID'
+contains "ndjson line 6" err 'line 6: rejected: missing string field "id"'
+contains "ndjson summary" err "enqueued 2 message(s), rejected 3 line(s)"
+check "ndjson stdin" 0 sh -c "head -1 '$T/in.ndjson' | '$OB' --db '$DB' enqueue --ndjson -"
+
+check "stats" 0 "$OB" --db "$DB" stats
+contains "stats ready" out "queue:     5 ready"
+check "run until idle" 0 "$OB" --db "$DB" --log-level error run --until-idle --batch 4
+check "stats json" 0 "$OB" --db "$DB" stats --json
+equals "payouts" "$(grep -o '"payouts":[[:space:]]*[0-9]*' "$T/out" | grep -o '[0-9]*$')" 2
+equals "failed" "$(grep -o '"failed":[[:space:]]*[0-9]*' "$T/out" | grep -o '[0-9]*$')" 1
+
+check "failed show" 0 "$OB" --db "$DB" failed show
+contains "failed show reason" out "amountInMinorUnits must be > 0"
+check "failed show id" 0 "$OB" --db "$DB" failed show 1
+contains "failed show detail" out "error class:   unrecoverable"
+check "failed show json" 0 "$OB" --db "$DB" failed show --json
+contains "failed show json field" out '"errorClass":'
+check "failed show stats" 0 "$OB" --db "$DB" failed show --stats
+contains "failed stats" out "1 failed message(s)"
+check "failed show missing" 1 "$OB" --db "$DB" failed show 99
+check "failed retry --all without force" 2 "$OB" --db "$DB" failed retry --all </dev/null
+check "failed retry" 0 "$OB" --db "$DB" failed retry 1 </dev/null
+check "run again" 0 "$OB" --db "$DB" --log-level error run --until-idle
+check "failed after replay" 0 "$OB" --db "$DB" failed show --json
+check "failed remove --all" 0 "$OB" --db "$DB" failed remove --all --force
+contains "removed" out "removed: 1 message(s)"
+check "check ok" 0 "$OB" --db "$DB" check
+contains "check ok text" out "all invariants hold"
+check "gc" 0 "$OB" --db "$DB" gc
+
+# check reports a violation and exits 1.
+sqlite3 "$DB" "DELETE FROM outbox_event" 2>/dev/null && {
+  check "check violation" 1 "$OB" --db "$DB" check
+  contains "violation text" out "VIOLATION: payout"
+}
+
+# A database from a newer oncebox is refused with exit 4.
+cp "$DB" "$T/new.db"
+sqlite3 "$T/new.db" "PRAGMA user_version=99" && {
+  check "newer schema" 4 "$OB" --db "$T/new.db" stats
+  contains "newer schema reason" err "newer than this oncebox"
+}
+
+# run stops on SIGTERM with exit 0.
+"$OB" --db "$DB" --log-level error run >/dev/null 2>&1 &
+pid=$!
+sleep 0.5
+kill -TERM $pid
+wait $pid
+equals "run SIGTERM exit" "$?" 0
+
+check "demo" 0 "$OB" demo --payments 300
+contains "demo says done" out "every payment paid exactly once"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Install what oncebox needs to build and to run every test, on Debian 12 as
+# root. Safe to run twice.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+
+pkgs=(build-essential cmake pkg-config
+      libsqlite3-dev sqlite3 libuv1-dev libmbedtls-dev libcjson-dev
+      libcmocka-dev node-llhttp
+      openssl socat faketime ca-certificates)
+# Node may come from elsewhere than Debian (it does on our machines).
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  pkgs+=(nodejs npm)
+fi
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
+    || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# JavaScript peers used by the interoperability tests (the AWS SDK's signer).
+for d in "$here"/tests/interop; do
+  if [ -f "$d/package-lock.json" ] && [ ! -d "$d/node_modules" ]; then
+    (cd "$d" && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+done
