@@ -88,7 +88,9 @@ int ob_outbox_drain(ob_engine_t* e, ob_sink_cb sink, void* arg, size_t max,
     } else {
       int64_t d = ob__retry_jitter(
           &outbox_backoff,
-          ob__retry_base_delay(&outbox_backoff, p->ev.attempt_count + 1),
+          ob__retry_base_delay(&outbox_backoff, p->ev.attempt_count < 1000
+                                                     ? p->ev.attempt_count + 1
+                                                     : 1000),
           e->opts.clock);
       rc = ob__outbox_mark_failed(&e->db, p->ev.id, now + d,
                                   ob_strerror(p->rc));

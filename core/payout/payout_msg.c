@@ -1,1 +1,278 @@
-/* being written */
+/* PaymentCaptured parsing and MerchantPayoutCreated encoding.
+**
+** The parser walks the raw text instead of a cJSON tree, for three reasons:
+**   - cJSON keeps a number only as a double, so 9007199254740990.5 would
+**     read as an integer; the amount is judged from its exact decimal text.
+**   - cJSON strings are C strings, so a key "paymentId\u0000x" would read as
+**     paymentId; here decoded bytes are compared with their length.
+**   - no allocation, so "out of memory" can't pass for a bad message.
+** ob__json_valid checks the whole body first, so the walk can rely on
+** well-formed JSON and never reads past the end. */
+#include "core/payout/payout_msg.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util/json_check.h"
+#include "core/util/uuid.h"
+
+enum { F_PAYMENT, F_MERCHANT, F_AMOUNT, F_CURRENCY, F_COUNT };
+
+static const char* const field_name[F_COUNT] = {
+  "paymentId", "merchantId", "amountInMinorUnits", "currency"
+};
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static int fail(char* reason, size_t reason_len, const char* fmt, ...) {
+  va_list ap;
+  if (reason != NULL && reason_len > 0) {
+    va_start(ap, fmt);
+    vsnprintf(reason, reason_len, fmt, ap);
+    va_end(ap);
+  }
+  return -1;
+}
+
+static const char* skip_ws(const char* p) {
+  while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+  return p;
+}
+
+static int hex4(const char* p) {
+  int v = 0, i;
+  for (i = 0; i < 4; i++) {
+    char c = p[i];
+    v = v << 4 | (c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+  }
+  return v;
+}
+
+/* Decode the (valid) JSON string whose opening quote is at p into buf,
+** NUL-terminated. Returns the decoded length, or cap if it needs cap bytes
+** or more. A \u escape of a non-ASCII character decodes to the byte 0xFF:
+** every comparison here is with ASCII text, which that byte never matches.
+** \u0000 decodes to a NUL byte counted in the length. */
+static size_t str_decode(const char* p, char* buf, size_t cap) {
+  size_t n = 0;
+  for (p++; *p != '"'; p++) {
+    int c = (unsigned char)*p;
+    if (c == '\\') {
+      switch (c = *++p) {
+        case 'b': c = '\b'; break;
+        case 'f': c = '\f'; break;
+        case 'n': c = '\n'; break;
+        case 'r': c = '\r'; break;
+        case 't': c = '\t'; break;
+        case 'u':
+          c = hex4(p + 1);
+          if (c >= 0x80) c = 0xFF;
+          p += 4;
+          break;
+        default: break; /* '"', '\\' and '/' stand for themselves */
+      }
+    }
+    if (n + 1 >= cap) return cap;
+    buf[n++] = (char)c;
+  }
+  buf[n] = '\0';
+  return n;
+}
+
+/* Find where each known field's value starts; val[] must be zeroed. The body
+** is a valid JSON object. Unknown members are skipped. Returns the index of
+** the first known field seen twice, or -1. */
+static int find_fields(const char* body, size_t len, const char* val[]) {
+  const char* end = body + len;
+  const char* p = skip_ws(body) + 1; /* past '{' */
+  p = skip_ws(p);
+  if (*p == '}') return -1;
+  for (;;) {
+    char key[24];
+    size_t kn = str_decode(p, key, sizeof key);
+    const char* v;
+    int f;
+    p += ob__json_scan(p, (size_t)(end - p)); /* the key, as a value */
+    p++;                                      /* ':' */
+    v = skip_ws(p);
+    p += ob__json_scan(p, (size_t)(end - p));
+    for (f = 0; f < F_COUNT; f++) {
+      if (kn != strlen(field_name[f]) || memcmp(key, field_name[f], kn) != 0)
+        continue;
+      if (val[f] != NULL) return f;
+      val[f] = v;
+    }
+    if (*p == '}') return -1;
+    p = skip_ws(p + 1); /* past ',' */
+  }
+}
+
+#define AMOUNT_NOT_INT "amountInMinorUnits must be an integer"
+
+/* Judge the amount from its exact decimal text at p. Any number whose value
+** is an integer counts (1e3, 1000.0: JSON has one number type, and JSON
+** Schema's "integer" means the same). Returns NULL and sets *out, or the
+** reason. */
+static const char* amount_parse(const char* p, int64_t* out) {
+  const char *ip, *fp = NULL;
+  size_t ni, nf = 0, total, k, first, last;
+  int64_t exp = 0, e10;
+  uint64_t v = 0;
+  int neg = 0, eneg = 0;
+
+  if (*p == '-') {
+    neg = 1;
+    p++;
+  }
+  if (*p < '0' || *p > '9') return AMOUNT_NOT_INT; /* string, bool, ... */
+  for (ip = p; *p >= '0' && *p <= '9'; p++) {}
+  ni = (size_t)(p - ip);
+  if (*p == '.') {
+    for (fp = ++p; *p >= '0' && *p <= '9'; p++) {}
+    nf = (size_t)(p - fp);
+  }
+  if (*p == 'e' || *p == 'E') {
+    p++;
+    if (*p == '+' || *p == '-') eneg = *p++ == '-';
+    /* Clamp: the body is at most 4 KiB, so |exp| beyond 10^6 decides
+    ** nothing more. */
+    for (; *p >= '0' && *p <= '9'; p++)
+      if (exp < 1000000) exp = exp * 10 + (*p - '0');
+    if (eneg) exp = -exp;
+  }
+
+  /* value = digits(ip ++ fp) * 10^(exp - nf); strip zeros on both ends. */
+  total = ni + nf;
+#define DIGIT(i) ((i) < ni ? ip[(i)] : fp[(i) - ni])
+  for (first = 0; first < total && DIGIT(first) == '0'; first++) {}
+  if (first == total) return "amountInMinorUnits must be > 0"; /* 0, -0.0 */
+  for (last = total - 1; DIGIT(last) == '0'; last--) {}
+  e10 = exp - (int64_t)nf + (int64_t)(total - 1 - last);
+  if (e10 < 0) return AMOUNT_NOT_INT;
+  /* 19 digits or fewer: below 10^19, fits in uint64. More: beyond int64. */
+  if ((int64_t)(last - first + 1) + e10 > 19)
+    return "amountInMinorUnits overflows int64";
+  for (k = first; k <= last; k++) v = v * 10 + (uint64_t)(DIGIT(k) - '0');
+#undef DIGIT
+  while (e10-- > 0) v *= 10;
+  if (v > (uint64_t)INT64_MAX + (neg ? 1u : 0u))
+    return "amountInMinorUnits overflows int64";
+  if (neg) return "amountInMinorUnits must be > 0";
+  if (v > (uint64_t)OB__PAYOUT_MAX_AMOUNT)
+    return "amountInMinorUnits exceeds 9007199254740991";
+  *out = (int64_t)v;
+  return NULL;
+}
+
+int ob__payment_captured_parse(const char* body, size_t len,
+                               ob__payment_captured_t* out, char* reason,
+                               size_t reason_len) {
+  const char* val[F_COUNT] = {NULL};
+  const char* why;
+  ob__payment_captured_t r;
+  char buf[40];
+  int f;
+
+  if (len > OB__PAYOUT_MAX_BODY)
+    return fail(reason, reason_len, "body is %zu bytes, over the %d-byte limit",
+                len, OB__PAYOUT_MAX_BODY);
+  if (body == NULL || !ob__json_valid(body, len))
+    return fail(reason, reason_len, "body is not valid JSON");
+  if (*skip_ws(body) != '{')
+    return fail(reason, reason_len, "body is not a JSON object");
+  if ((f = find_fields(body, len, val)) >= 0)
+    return fail(reason, reason_len, "duplicate field %s", field_name[f]);
+
+  /* Fields in declaration order; the first problem is the one reported. */
+  memset(&r, 0, sizeof r);
+  for (f = 0; f < F_COUNT; f++) {
+    const char* name = field_name[f];
+    if (val[f] == NULL)
+      return fail(reason, reason_len, "missing field %s", name);
+    if (f == F_AMOUNT) {
+      if ((why = amount_parse(val[f], &r.amount_minor)) != NULL)
+        return fail(reason, reason_len, "%s", why);
+      continue;
+    }
+    if (*val[f] != '"')
+      return fail(reason, reason_len, "field %s must be a string", name);
+    if (f == F_CURRENCY) {
+      if (str_decode(val[f], buf, sizeof buf) != 3 || buf[0] < 'A' ||
+          buf[0] > 'Z' || buf[1] < 'A' || buf[1] > 'Z' || buf[2] < 'A' ||
+          buf[2] > 'Z')
+        return fail(reason, reason_len,
+                    "currency must be three upper-case letters (ISO 4217)");
+      memcpy(r.currency, buf, 4);
+      continue;
+    }
+    if (str_decode(val[f], buf, sizeof buf) != OB_UUID_STRLEN ||
+        ob__uuid_normalize(buf, f == F_PAYMENT ? r.payment_id
+                                               : r.merchant_id) != 0)
+      return fail(reason, reason_len, "%s is not a UUID", name);
+  }
+  if (out != NULL) *out = r;
+  if (reason != NULL && reason_len > 0) reason[0] = '\0';
+  return 0;
+}
+
+/* Append s (raw) to buf at *n; with buf NULL only count. */
+static void put_raw(char* buf, size_t* n, const char* s) {
+  size_t len = strlen(s);
+  if (buf != NULL) memcpy(buf + *n, s, len);
+  *n += len;
+}
+
+/* Append at most max bytes of s as a quoted, escaped JSON string. */
+static void put_str(char* buf, size_t* n, const char* s, size_t max) {
+  static const char hex[] = "0123456789abcdef";
+  size_t i;
+  char e[7];
+  put_raw(buf, n, "\"");
+  for (i = 0; i < max && s[i] != '\0'; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c == '"' || c == '\\') {
+      e[0] = '\\', e[1] = (char)c, e[2] = '\0';
+    } else if (c < 0x20) {
+      memcpy(e, "\\u00", 4);
+      e[4] = hex[c >> 4], e[5] = hex[c & 15], e[6] = '\0';
+    } else {
+      e[0] = (char)c, e[1] = '\0';
+    }
+    put_raw(buf, n, e);
+  }
+  put_raw(buf, n, "\"");
+}
+
+static size_t payload(char* buf, const char* payout_id,
+                      const ob__payment_captured_t* p) {
+  char amount[24];
+  size_t n = 0;
+  /* Not cJSON: it prints 9007199254740991 as 9.00719925474099e+15. */
+  snprintf(amount, sizeof amount, "%" PRId64, p->amount_minor);
+  put_raw(buf, &n, "{\"payoutId\":");
+  put_str(buf, &n, payout_id, SIZE_MAX);
+  put_raw(buf, &n, ",\"paymentId\":");
+  put_str(buf, &n, p->payment_id, OB_UUID_STRLEN);
+  put_raw(buf, &n, ",\"merchantId\":");
+  put_str(buf, &n, p->merchant_id, OB_UUID_STRLEN);
+  put_raw(buf, &n, ",\"amountInMinorUnits\":");
+  put_raw(buf, &n, amount);
+  put_raw(buf, &n, ",\"currency\":");
+  put_str(buf, &n, p->currency, 3);
+  put_raw(buf, &n, "}");
+  return n;
+}
+
+char* ob__payout_event_payload(const char* payout_id,
+                               const ob__payment_captured_t* p) {
+  size_t n = payload(NULL, payout_id, p);
+  char* buf = malloc(n + 1);
+  if (buf == NULL) return NULL;
+  payload(buf, payout_id, p);
+  buf[n] = '\0';
+  return buf;
+}
