@@ -80,24 +80,47 @@ int cmd_stats(cli_t* cli, int argc, char** argv) {
 }
 
 static void print_violation(void* arg, const char* v) {
-  (void)arg;
-  printf("VIOLATION: %s\n", v);
+  cJSON* list = arg;
+  if (list != NULL) cJSON_AddItemToArray(list, cJSON_CreateString(v));
+  else printf("VIOLATION: %s\n", v);
+}
+
+static void print_json(cJSON* o) {
+  char* t = cJSON_Print(o);
+  if (t) printf("%s\n", t);
+  free(t);
+  cJSON_Delete(o);
 }
 
 int cmd_check(cli_t* cli, int argc, char** argv) {
   ob_engine_t* e;
   int code, n;
   if (cli_wants_help(argc, argv)) {
-    printf("usage: oncebox --db FILE check\n\n"
+    printf("usage: oncebox --db FILE check [--json]\n\n"
            "PRAGMA integrity_check plus the invariants: one payout per\n"
            "payment, one MerchantPayoutCreated outbox row per payout with a\n"
            "matching causation id, a dedup record for every payout.\n"
            "Exit 0 when all hold, 1 with a report otherwise.\n");
     return EXIT_OK;
   }
-  if (!only_flags(argc, argv, "check", NULL)) return EXIT_USAGE;
+  if (!only_flags(argc, argv, "check", "--json")) return EXIT_USAGE;
   e = cli_open(cli, 0, &code);
   if (e == NULL) return code;
+  if (has_flag(argc, argv, "--json")) {
+    cJSON* o = cJSON_CreateObject();
+    cJSON* list = cJSON_AddArrayToObject(o, "violations");
+    n = ob_check(e, print_violation, list);
+    if (n < 0) {
+      cJSON_Delete(o);
+      fprintf(stderr, "oncebox check: could not run: %s\n", ob_errmsg(e));
+      ob_close(e);
+      return EXIT_FAIL;
+    }
+    cJSON_AddBoolToObject(o, "ok", n == 0);
+    print_json(o);
+    ob_close(e);
+    return n == 0 ? EXIT_OK : EXIT_FAIL;
+  }
   n = ob_check(e, print_violation, NULL);
   if (n < 0) {
     fprintf(stderr, "oncebox check: could not run: %s\n", ob_errmsg(e));
@@ -118,19 +141,23 @@ int cmd_gc(cli_t* cli, int argc, char** argv) {
   int code, rc;
   int64_t n = 0;
   if (cli_wants_help(argc, argv)) {
-    printf("usage: oncebox --db FILE gc\n\n"
+    printf("usage: oncebox --db FILE gc [--json]\n\n"
            "Delete dedup records and published outbox rows older than the\n"
            "retention window (30 days), in bounded batches. Unpublished\n"
            "outbox rows are never deleted.\n");
     return EXIT_OK;
   }
-  if (!only_flags(argc, argv, "gc", NULL)) return EXIT_USAGE;
+  if (!only_flags(argc, argv, "gc", "--json")) return EXIT_USAGE;
   e = cli_open(cli, 0, &code);
   if (e == NULL) return code;
   rc = ob_gc(e, &n);
   if (rc < 0) {
     fprintf(stderr, "oncebox gc: %s\n", ob_errmsg(e));
     code = EXIT_FAIL;
+  } else if (has_flag(argc, argv, "--json")) {
+    cJSON* o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "deleted", (double)n);
+    print_json(o);
   } else {
     printf("deleted %lld row(s)\n", (long long)n);
   }

@@ -101,12 +101,18 @@ check "failed remove --all" 0 "$OB" --db "$DB" failed remove --all --force
 contains "removed" out "removed: 1 message(s)"
 check "check ok" 0 "$OB" --db "$DB" check
 contains "check ok text" out "all invariants hold"
+check "check json" 0 "$OB" --db "$DB" check --json
+contains "check json ok" out '"ok":	true'
 check "gc" 0 "$OB" --db "$DB" gc
+check "gc json" 0 "$OB" --db "$DB" gc --json
+contains "gc json" out '"deleted":'
 
 # check reports a violation and exits 1.
 sqlite3 "$DB" "DELETE FROM outbox_event" 2>/dev/null && {
   check "check violation" 1 "$OB" --db "$DB" check
   contains "violation text" out "VIOLATION: payout"
+  check "check json violation" 1 "$OB" --db "$DB" check --json
+  contains "check json false" out '"ok":	false'
 }
 
 # A database from a newer oncebox is refused with exit 4.

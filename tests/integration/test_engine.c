@@ -528,6 +528,78 @@ static void test_bodies_round_trip(void** state) {
   fx_free(f);
 }
 
+/* Every malformed PaymentCaptured ends in the failure store with its own
+** specific reason, nothing applied. */
+static void test_malformed_bodies_reach_failure_store(void** state) {
+  static const struct {
+    const char* body;
+    const char* reason;
+  } cases[] = {
+      {"not json", "body is not valid JSON"},
+      {"[1,2]", "body is not a JSON object"},
+      {"{\"merchantId\":\"3727331a-b533-4c6e-a0f8-48532237307b\","
+       "\"amountInMinorUnits\":1,\"currency\":\"EUR\"}",
+       "missing field paymentId"},
+      {"{\"paymentId\":5,\"merchantId\":\"3727331a-b533-4c6e-a0f8-48532237307b\","
+       "\"amountInMinorUnits\":1,\"currency\":\"EUR\"}",
+       "field paymentId must be a string"},
+      {"{\"paymentId\":\"pay-1\",\"merchantId\":\"3727331a-b533-4c6e-a0f8-48532237307b\","
+       "\"amountInMinorUnits\":1,\"currency\":\"EUR\"}",
+       "paymentId is not a UUID"},
+      {"{\"paymentId\":\"5c4080b1-b5d2-4e91-8de8-ec0e119d7647\","
+       "\"merchantId\":\"3727331a-b533-4c6e-a0f8-48532237307b\","
+       "\"amountInMinorUnits\":0,\"currency\":\"EUR\"}",
+       "amountInMinorUnits must be > 0"},
+      {"{\"paymentId\":\"5c4080b1-b5d2-4e91-8de8-ec0e119d7647\","
+       "\"merchantId\":\"3727331a-b533-4c6e-a0f8-48532237307b\","
+       "\"amountInMinorUnits\":-1,\"currency\":\"EUR\"}",
+       "amountInMinorUnits must be > 0"},
+      {"{\"paymentId\":\"5c4080b1-b5d2-4e91-8de8-ec0e119d7647\","
+       "\"merchantId\":\"3727331a-b533-4c6e-a0f8-48532237307b\","
+       "\"amountInMinorUnits\":12.5,\"currency\":\"EUR\"}",
+       "amountInMinorUnits must be an integer"},
+      {"{\"paymentId\":\"5c4080b1-b5d2-4e91-8de8-ec0e119d7647\","
+       "\"merchantId\":\"3727331a-b533-4c6e-a0f8-48532237307b\","
+       "\"amountInMinorUnits\":9223372036854775808,\"currency\":\"EUR\"}",
+       "amountInMinorUnits overflows int64"},
+      {"{\"paymentId\":\"5c4080b1-b5d2-4e91-8de8-ec0e119d7647\","
+       "\"merchantId\":\"3727331a-b533-4c6e-a0f8-48532237307b\","
+       "\"amountInMinorUnits\":1,\"currency\":\"eur\"}",
+       "currency must be three upper-case letters (ISO 4217)"},
+      {"{\"paymentId\":\"5c4080b1-b5d2-4e91-8de8-ec0e119d7647\","
+       "\"merchantId\":\"3727331a-b533-4c6e-a0f8-48532237307b\","
+       "\"amountInMinorUnits\":1,\"currency\":\"EUR\",\"currency\":\"USD\"}",
+       "duplicate field currency"},
+  };
+  const size_t n = sizeof cases / sizeof cases[0];
+  fixture_t* f = fx_new(4);
+  char id[37], sql[512], big[5000];
+  (void)state;
+  ob_register_payout(f->e);
+  for (size_t i = 0; i < n; i++)
+    assert_int_equal(fx_enqueue(f, PAY, fx_event((int)i, id), cases[i].body), 0);
+  memset(big, ' ', sizeof big - 3);
+  memcpy(big + sizeof big - 3, "{}", 3);
+  assert_int_equal(fx_enqueue(f, PAY, fx_event(99, id), big), 0);
+  ob_batch_result_t r = fx_drain(f);
+  assert_int_equal(r.failed, (int)n + 1);
+  for (size_t i = 0; i < n; i++) {
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM failed_message WHERE message_id ="
+             " '0190b6d8-3ae7-7ca2-a653-%012d' AND error_class ="
+             " 'unrecoverable' AND reason = '%s'",
+             (int)i, cases[i].reason);
+    if (fx_count(f, sql) != 1) fail_msg("case %zu: want reason '%s'", i, cases[i].reason);
+  }
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM failed_message WHERE reason ="
+                               " 'body is 4999 bytes, over the 4096-byte limit'"),
+                   1);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM merchant_payout"), 0);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event"), 0);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM processed_message"), 0);
+  fx_free(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_same_event_twice),
@@ -545,6 +617,7 @@ int main(void) {
       cmocka_unit_test(test_handler_sql_rules),
       cmocka_unit_test(test_enqueue_validation),
       cmocka_unit_test(test_bodies_round_trip),
+      cmocka_unit_test(test_malformed_bodies_reach_failure_store),
   };
   return cmocka_run_group_tests_name("engine", tests, NULL, NULL);
 }
