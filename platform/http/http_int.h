@@ -1,0 +1,305 @@
+/*
+** Internals of the HTTP client, shared by its files (not for other layers):
+**   url.c       URL parsing
+**   tls.c       mbedTLS engine on memory buffers (no sockets; unit-testable)
+**   response.c  llhttp-based response parser with header/body caps
+**   conn.c      one connection: DNS, TCP, TLS handshake, byte pumping, pool
+**   client.c    client object, requests, completion delivery
+**   errors.c    error table
+*/
+#ifndef OB_PLATFORM_HTTP_INT_H
+#define OB_PLATFORM_HTTP_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <llhttp.h>
+#include <mbedtls/ctr_drbg.h>
+#include <mbedtls/entropy.h>
+#include <mbedtls/ssl.h>
+#include <mbedtls/x509_crt.h>
+#include <uv.h>
+
+#include "platform/http/http_client.h"
+
+#define OB__CONTAINER_OF(ptr, type, field) \
+  ((type*)(void*)((char*)(ptr)-offsetof(type, field)))
+
+/* ---- intrusive circular list (libuv's QUEUE idea, typed) ---------------- */
+typedef struct ob__hlink_s {
+  struct ob__hlink_s* prev;
+  struct ob__hlink_s* next;
+} ob__hlink_t;
+
+static inline void ob__hlist_init(ob__hlink_t* h) { h->prev = h->next = h; }
+static inline int ob__hlist_empty(const ob__hlink_t* h) { return h->next == h; }
+static inline void ob__hlist_push(ob__hlink_t* h, ob__hlink_t* n) {
+  n->prev = h->prev;
+  n->next = h;
+  h->prev->next = n;
+  h->prev = n;
+}
+static inline void ob__hlist_remove(ob__hlink_t* n) {
+  n->prev->next = n->next;
+  n->next->prev = n->prev;
+  n->prev = n->next = n;
+}
+
+/* ---- url.c -------------------------------------------------------------- */
+#define OB__HTTP_HOST_MAX 255
+
+typedef struct ob__http_url_s {
+  int tls;                          /* https */
+  char host[OB__HTTP_HOST_MAX + 1]; /* lower-cased; IPv6 without brackets */
+  uint16_t port;                    /* explicit or 443 / 80 */
+  const char* target;               /* into the parsed string: "/p?q" or "" */
+  size_t target_len;                /* fragment excluded */
+} ob__http_url_t;
+
+/* Parse an absolute http(s) URL. No userinfo, no whitespace, control or
+** non-ASCII bytes. Returns 0 or OB_HTTP_E_URL. */
+int ob__http_url_parse(const char* url, ob__http_url_t* out);
+
+/* ---- tls.c -------------------------------------------------------------- */
+/* Shared, read-only per client: RNG, CA chain, mbedTLS config. */
+typedef struct ob__tls_conf_s {
+  mbedtls_entropy_context entropy;
+  mbedtls_ctr_drbg_context drbg;
+  mbedtls_x509_crt ca;
+  mbedtls_ssl_config conf;
+  int ca_count;
+} ob__tls_conf_t;
+
+/* Seed the DRBG, load ca_file (OB_HTTP_E_TLS_CA if it yields nothing) and
+** build the client config (TLS 1.2 only, VERIFY_REQUIRED). Reads the file
+** synchronously: call at startup, not from a hot loop callback. On failure
+** everything is freed. */
+int ob__tls_conf_init(ob__tls_conf_t* tc, const char* ca_file, char* err,
+                      size_t errlen);
+void ob__tls_conf_free(ob__tls_conf_t* tc);
+
+typedef struct ob__bytes_s {
+  uint8_t* p;
+  size_t off; /* read position */
+  size_t len; /* end of data */
+  size_t cap;
+} ob__bytes_t;
+
+/* "Call again": returned by handshake/read/write when the engine needs more
+** ciphertext in, or the outgoing buffer drained. Not an error code. */
+#define OB__TLS_AGAIN (-999)
+#define OB__TLS_OUT_CAP (64 * 1024)   /* bound on queued outgoing ciphertext */
+#define OB__TLS_IN_CAP (1024 * 1024)  /* bound on unconsumed incoming ciphertext */
+
+/* One TLS session over two byte queues; it never touches a socket. */
+typedef struct ob__tls_s {
+  mbedtls_ssl_context ssl;
+  ob__bytes_t in;   /* ciphertext received, not yet consumed by mbedTLS */
+  ob__bytes_t out;  /* ciphertext to send; at most out_cap bytes */
+  size_t out_cap;
+  int eof;          /* the peer closed its side */
+  int ready;        /* init succeeded with a hostname */
+  int handshake_done;
+  int failed;       /* sticky error code */
+  char host[OB__HTTP_HOST_MAX + 1];
+  char detail[400];
+} ob__tls_t;
+
+/* Prepare a session for hostname. Refuses (OB_HTTP_E_TLS_NO_HOSTNAME) a NULL
+** or empty hostname: without one mbedTLS 2.28 accepts any certificate.
+** out_cap 0 means OB__TLS_OUT_CAP. ob__tls_free() is safe after any return. */
+int ob__tls_init(ob__tls_t* t, ob__tls_conf_t* tc, const char* hostname,
+                 size_t out_cap);
+/* Append received ciphertext (copied). 0, OB_ENOMEM, or OB_HTTP_E_IO when
+** more than OB__TLS_IN_CAP would be pending. */
+int ob__tls_feed(ob__tls_t* t, const void* data, size_t len);
+/* The transport reached EOF. */
+void ob__tls_feed_eof(ob__tls_t* t);
+/* Advance the handshake: 0 done, OB__TLS_AGAIN, or a negative OB_HTTP_E_*
+** (detail in t->detail). Refuses to start without a hostname. */
+int ob__tls_handshake(ob__tls_t* t);
+/* Decrypt: > 0 bytes, 0 the peer closed (close_notify or EOF),
+** OB__TLS_AGAIN, or a negative error. */
+int ob__tls_read(ob__tls_t* t, void* buf, size_t len);
+/* Encrypt: > 0 bytes consumed, OB__TLS_AGAIN (outgoing buffer full: drain
+** it, then call again with the SAME arguments, as mbedtls_ssl_write wants),
+** or a negative error. */
+int ob__tls_write(ob__tls_t* t, const void* buf, size_t len);
+/* Queue a close_notify alert (best effort). */
+void ob__tls_close_notify(ob__tls_t* t);
+/* Pending outgoing ciphertext length. */
+static inline size_t ob__tls_out_len(const ob__tls_t* t) { return t->out.len; }
+/* Move the pending ciphertext to the caller: *buf (malloc'd, caller frees)
+** and *len; the engine's queue is left empty. */
+void ob__tls_take_out(ob__tls_t* t, uint8_t** buf, size_t* len);
+void ob__tls_free(ob__tls_t* t);
+
+/* ---- response.c --------------------------------------------------------- */
+typedef struct ob__http_limits_s {
+  size_t max_header_bytes;
+  size_t max_headers;
+  size_t max_body_bytes;
+} ob__http_limits_t;
+
+typedef struct ob__http_hdr_s {
+  size_t name_off;
+  size_t value_off;
+} ob__http_hdr_t;
+
+#define OB__HTTP_MAX_INTERIM 8 /* 1xx responses tolerated before the final */
+
+typedef struct ob__http_parser_s {
+  llhttp_t llh;
+  ob__http_limits_t lim;
+  int head_request;
+  int err;              /* sticky OB_HTTP_E_* */
+  char detail[192];
+  char* hbuf;           /* header arena: "name\0value\0"... */
+  size_t hlen, hcap;
+  ob__http_hdr_t* hdrs;
+  size_t nhdrs, hdrs_cap;
+  int hstate;           /* 0 between headers, 1 in a name, 2 in a value */
+  size_t head_bytes;    /* status line + header lines as counted */
+  size_t raw_head;      /* bytes fed before the header section ended */
+  int status;
+  int interim_count;
+  int is_interim;
+  int headers_done;
+  int complete;
+  int keep_alive;
+  int started;          /* at least one byte arrived */
+  uint8_t* body;
+  size_t body_len, body_cap;
+  ob_http_header_t* view;
+} ob__http_parser_t;
+
+void ob__http_parser_init(ob__http_parser_t* p, const ob__http_limits_t* lim,
+                          int head_request);
+/* Feed bytes. 0: need more; 1: response complete and *used bytes of data
+** belong to it (the rest does not); negative: OB_HTTP_E_* (p->detail). */
+int ob__http_parser_feed(ob__http_parser_t* p, const char* data, size_t len,
+                         size_t* used);
+/* The peer closed: 1 if that ends the response (body delimited by close),
+** else a negative code (OB_HTTP_E_EOF for a truncated response). */
+int ob__http_parser_eof(ob__http_parser_t* p);
+/* Fill res (status, headers once complete, body) from p; pointers stay
+** valid until ob__http_parser_free. 0 or OB_ENOMEM. */
+int ob__http_parser_response(ob__http_parser_t* p, ob_http_response_t* res);
+void ob__http_parser_free(ob__http_parser_t* p);
+
+/* ---- conn.c / client.c -------------------------------------------------- */
+typedef struct ob__http_conn_s ob__http_conn_t;
+typedef struct ob__http_op_s ob__http_op_t;
+
+enum {
+  OB__CONN_RESOLVING = 1,
+  OB__CONN_CONNECTING,
+  OB__CONN_HANDSHAKE,
+  OB__CONN_READY,
+  OB__CONN_CLOSING
+};
+
+#define OB__HTTP_KEY_MAX (OB__HTTP_HOST_MAX + 24)
+#define OB__HTTP_RBUF (64 * 1024)
+#define OB__HTTP_DETAIL 448
+
+struct ob__http_conn_s {
+  ob_http_client_t* client;
+  ob__hlink_t link;       /* client->conns */
+  ob__hlink_t idle_link;  /* client->idle while pooled */
+  int idle;
+  int state;
+  char key[OB__HTTP_KEY_MAX];
+  char host[OB__HTTP_HOST_MAX + 1];
+  uint16_t port;
+  int use_tls;
+  char peer[80];          /* "127.0.0.1:443", for details */
+  ob__http_op_t* op;      /* request using the connection, or NULL */
+  int handles_open;
+  uv_timer_t timer;       /* connect timeout, then idle timeout */
+  uv_tcp_t tcp;
+  int tcp_init;
+  int retrying;           /* closing tcp to try the next address */
+  struct ob__http_gai_s* gai;
+  struct addrinfo* ai_head;
+  struct addrinfo* ai_next;
+  struct sockaddr_storage lit; /* literal address (no lookup) */
+  int have_lit;
+  uv_connect_t connect_req;
+  ob__tls_t tls;
+  int tls_init;
+  uv_write_t wreq;        /* at most one write in flight */
+  uint8_t* wbuf;
+  int writing;
+  size_t tx_off;          /* bytes of op->sendbuf handed on */
+  char rbuf[OB__HTTP_RBUF];
+};
+
+struct ob__http_op_s {
+  ob_http_client_t* client;
+  ob_http_req_t* req;
+  ob_http_cb cb;
+  ob__hlink_t link;       /* client->ops while active, client->done after */
+  int state;              /* OB__OP_ACTIVE, OB__OP_DONE */
+  ob__http_url_t url;     /* target not valid after submit */
+  char key[OB__HTTP_KEY_MAX];
+  int idempotent;
+  int fresh_only;         /* after a stale pooled connection: no reuse */
+  uint8_t* sendbuf;
+  size_t sendlen;
+  uint64_t timeout_ms;
+  ob__http_conn_t* conn;
+  uv_timer_t deadline;
+  ob__http_parser_t parser;
+  int result;
+  char detail[OB__HTTP_DETAIL];
+  int reused, retried, request_sent;
+};
+
+enum { OB__OP_ACTIVE = 1, OB__OP_DONE };
+
+struct ob_http_client_s {
+  uv_loop_t* loop;
+  ob_http_config_t cfg;
+  ob_http_resolve_t* resolve; /* owned copies */
+  size_t nresolve;
+  ob__tls_conf_t tls;
+  uv_idle_t defer;            /* delivers completions on the next tick */
+  ob__hlink_t ops;            /* active requests */
+  ob__hlink_t done;           /* completed, callback pending */
+  ob__hlink_t conns;          /* every connection not yet freed */
+  ob__hlink_t idle;           /* pooled connections, oldest first */
+  size_t nidle;
+  size_t nops_alive;          /* ops not yet freed */
+  size_t nconns_alive;
+  size_t ngai;                /* lookups in the threadpool */
+  int closing;
+  int final_close;
+  ob_http_close_cb close_cb;
+  void* close_arg;
+  ob_http_stats_t stats;
+};
+
+/* conn.c: open a connection for op (which it reports to), to op->url. */
+int ob__http_conn_open(ob_http_client_t* c, ob__http_op_t* op,
+                       ob__http_conn_t** out);
+/* Take a pooled connection for key (most recently used first), or NULL. */
+ob__http_conn_t* ob__http_pool_take(ob_http_client_t* c, const char* key);
+/* Start sending op->sendbuf on a ready connection attached to op. */
+void ob__http_conn_start(ob__http_conn_t* conn);
+/* All of op->sendbuf has been handed to the socket. */
+int ob__http_conn_sent_all(const ob__http_conn_t* conn);
+/* The op is done with conn: pool it if reusable, else close it. */
+void ob__http_conn_release(ob__http_conn_t* conn, int reusable);
+/* Close (async; freed later). graceful: send close_notify if TLS is up. */
+void ob__http_conn_close(ob__http_conn_t* conn, int graceful);
+
+/* client.c: events from a connection to its op. */
+void ob__http_op_on_ready(ob__http_op_t* op);
+void ob__http_op_on_data(ob__http_op_t* op, const char* data, size_t len);
+/* conn has already been detached and closed when this runs. */
+void ob__http_op_on_error(ob__http_op_t* op, int err, const char* detail);
+/* Called whenever a connection or lookup is freed. */
+void ob__http_client_maybe_closed(ob_http_client_t* c);
+
+#endif
