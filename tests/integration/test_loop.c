@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <time.h>
 #include <uv.h>
 
 #define PAY OB_PAYOUT_MESSAGE_TYPE
@@ -112,7 +113,10 @@ static int slow_handler(ob_tx_t* tx, const ob_message_t* m, void* arg) {
   ob_value_t p[1];
   (void)arg;
   if (in_hand_fd >= 0 && write(in_hand_fd, "x", 1) != 1) return OB_EIO;
-  usleep((useconds_t)sleep_us);
+  /* Sleep the whole time even when a signal interrupts: the message stays
+  ** in hand until it is done. */
+  struct timespec ts = {sleep_us / 1000000, (sleep_us % 1000000) * 1000L};
+  while (nanosleep(&ts, &ts) != 0) {}
   p[0] = OB_VTEXT(m->id);
   if (ob_tx_exec(tx, "CREATE TABLE IF NOT EXISTS done(id TEXT PRIMARY KEY)",
                  NULL, 0, NULL, NULL) < 0)
@@ -170,6 +174,25 @@ static void test_sigterm_finishes_message_in_hand(void** state) {
   fx_free(f);
 }
 
+/* Wait until pid no longer catches SIGTERM (the first one was handled and
+** the default action restored), reading SigCgt from /proc. Two signals
+** sent back to back could otherwise merge into one while pending. */
+static void wait_sigterm_default(pid_t pid) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  for (int tries = 0; tries < 5000; tries++) {
+    FILE* fp = fopen(path, "r");
+    unsigned long long mask = ~0ULL;
+    assert_non_null(fp);
+    while (fgets(line, sizeof line, fp))
+      if (sscanf(line, "SigCgt: %llx", &mask) == 1) break;
+    fclose(fp);
+    if (!(mask & (1ULL << (SIGTERM - 1)))) return;
+    usleep(1000);
+  }
+  fail_msg("worker never handled the first SIGTERM");
+}
+
 /* A second signal ends the process at once: the batch in hand is rolled
 ** back by SQLite, effects and acks together. */
 static void test_second_signal_exits_at_once(void** state) {
@@ -186,7 +209,7 @@ static void test_second_signal_exits_at_once(void** state) {
   pid = start_slow_worker(f, fds[1]);
   wait_in_hand(fds[0], 1);
   kill(pid, SIGTERM);
-  usleep(1000);
+  wait_sigterm_default(pid);
   kill(pid, SIGTERM);
   assert_int_equal(waitpid(pid, &status, 0), pid);
   assert_true(WIFSIGNALED(status));
