@@ -85,6 +85,19 @@ static const char* const migrations[] = {
     "  created_at INTEGER NOT NULL"
     ") STRICT;"
     "CREATE INDEX failed_message_type ON failed_message(type);",
+
+    /* 1 -> 2: the outbox relay. Per-aggregate ordering looks for an earlier
+    ** unpublished row of the same aggregate; relay_status is what `stats`
+    ** reports about connectivity, written only when it changes. */
+    "CREATE INDEX outbox_unpublished_aggregate ON outbox_event(aggregate_id,"
+    "  created_at, id) WHERE published_at IS NULL;"
+    "CREATE TABLE relay_status ("
+    "  name TEXT PRIMARY KEY,"
+    "  online INTEGER NOT NULL,"
+    "  last_publish_at INTEGER,"
+    "  last_error TEXT,"
+    "  updated_at INTEGER NOT NULL"
+    ") STRICT;",
 };
 
 #define MIGRATION_COUNT ((int)(sizeof migrations / sizeof migrations[0]))

@@ -20,7 +20,7 @@ static int scalar(ob__db_t* db, const char* sql, int64_t now, int64_t* out) {
 
 int ob__stats(ob__db_t* db, int64_t now, ob_stats_t* s) {
   int rc;
-  int64_t oldest = 0;
+  int64_t oldest = 0, online = -1;
   memset(s, 0, sizeof *s);
   rc = ob__db_begin_read(db);
   if (rc < 0) return rc;
@@ -44,12 +44,21 @@ int ob__stats(ob__db_t* db, int64_t now, ob_stats_t* s) {
                        " WHERE published_at IS NOT NULL", now,
                    &s->outbox_published)) < 0 ||
       (rc = scalar(db, "SELECT coalesce(min(created_at), 0) FROM outbox_event"
-                       " WHERE published_at IS NULL", now, &oldest)) < 0) {
+                       " WHERE published_at IS NULL", now, &oldest)) < 0 ||
+      (rc = scalar(db, "SELECT count(*) FROM outbox_event WHERE"
+                       " parked_at IS NOT NULL AND published_at IS NULL", now,
+                   &s->outbox_parked)) < 0 ||
+      (rc = scalar(db, "SELECT coalesce(max(last_publish_at), 0) FROM"
+                       " relay_status", now, &s->last_publish_at_ms)) < 0 ||
+      (rc = scalar(db, "SELECT coalesce((SELECT online FROM relay_status"
+                       " ORDER BY updated_at DESC LIMIT 1), -1)", now,
+                   &online)) < 0) {
     ob__db_rollback(db);
     return rc;
   }
   ob__db_rollback(db);
   s->outbox_oldest_unpublished_age_ms = oldest > 0 && now > oldest ? now - oldest : 0;
+  s->relay_online = (int)online;
   return 0;
 }
 

@@ -34,6 +34,13 @@ typedef enum {
   OB__O_MARK_FAILED,
   OB__F_INSERT,
   OB__PAY_INSERT,
+  OB__R_CLAIM,
+  OB__R_CLAIM_ORDERED,
+  OB__R_MARK_PUBLISHED,
+  OB__R_MARK_FAILED,
+  OB__R_NEXT_DUE,
+  OB__R_NEXT_DUE_ORDERED,
+  OB__R_STATUS,
   OB__STMT_COUNT
 } ob__stmt_id_t;
 
@@ -56,7 +63,7 @@ typedef struct ob__db_s {
 } ob__db_t;
 
 /* Current schema version (PRAGMA user_version). */
-#define OB__SCHEMA_VERSION 1
+#define OB__SCHEMA_VERSION 2
 /* PRAGMA application_id: "OBX1". */
 #define OB__APPLICATION_ID 0x4f425831
 
@@ -200,6 +207,66 @@ int ob__check(ob__db_t* db, void (*cb)(void* arg, const char* v), void* arg);
 ** transaction per batch. *deleted gets the total. */
 int ob__retention_sweep(ob__db_t* db, int64_t cutoff, int batch,
                         int64_t* deleted);
+
+/* ---- relay_store.c ------------------------------------------------------ */
+
+typedef struct ob__relay_row_s {
+  char* id;
+  char* causation_id;
+  char* event_type;
+  char* aggregate_id;
+  char* payload;
+  size_t payload_len;
+  int64_t created_at;
+  int attempt_count;
+} ob__relay_row_t;
+
+/*
+** Claim up to max publishable rows for relay `token` until lease_until, in
+** ONE short write transaction of its own. Publishable: unpublished, not
+** parked, due (next_attempt_at <= now), not claimed by a live lease. With
+** `ordered`, a row is publishable only if no earlier unpublished row of its
+** aggregate exists (so a parked row holds back its aggregate, and at most
+** one row per aggregate is in flight). rows[] is filled in (created_at, id)
+** order with malloc'd copies (free with ob__relay_row_free). Returns the
+** count or a negative code.
+*/
+int ob__relay_claim(ob__db_t* db, const char* token, int64_t now,
+                    int64_t lease_until, int max, int ordered,
+                    ob__relay_row_t* rows);
+void ob__relay_row_free(ob__relay_row_t* r);
+
+/* In the caller's transaction. Both check the claim token: a relay whose
+** lease expired and was taken over changes nothing. Return 1 if the row was
+** updated, 0 if the claim was lost, < 0 on error. mark_failed parks the row
+** when its attempt count reaches park_after (> 0). */
+int ob__relay_mark_published(ob__db_t* db, const char* id, const char* token,
+                             int64_t now);
+int ob__relay_mark_failed(ob__db_t* db, const char* id, const char* token,
+                          int64_t next_attempt_at, const char* error,
+                          int park_after, int64_t now);
+/* Drop every claim of token (clean shutdown). Own transaction. */
+int ob__relay_release(ob__db_t* db, const char* token);
+/* Parked rows become publishable again, attempts reset. Own transaction.
+** Returns the number of rows. */
+int ob__relay_retry_parked(ob__db_t* db, int64_t now);
+/* When a row becomes publishable next (OB_ENOTFOUND: nothing waiting). */
+int ob__relay_next_due(ob__db_t* db, int64_t now, int ordered, int64_t* at);
+/* Record connectivity and the last successful publication. Caller's
+** transaction or autocommit. last_publish_at 0 keeps the stored value. */
+int ob__relay_status_set(ob__db_t* db, const char* name, int online,
+                         int64_t last_publish_at, const char* last_error,
+                         int64_t now);
+
+typedef enum {
+  OB__OUTBOX_ALL = 0,
+  OB__OUTBOX_UNPUBLISHED = 1,
+  OB__OUTBOX_PARKED = 2
+} ob__outbox_filter_t;
+
+/* Visit outbox rows (newest last), at most limit. */
+int ob__outbox_list(ob__db_t* db, int filter, size_t limit,
+                    int (*cb)(void* arg, const ob_outbox_row_t* r), void* arg);
 
 /* ---- user_sql.c --------------------------------------------------------- */
 

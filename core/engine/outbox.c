@@ -120,3 +120,18 @@ int ob_sink_enqueue(void* other_engine, const ob_event_t* ev) {
   env.body_len = ev->payload_len;
   return ob_enqueue((ob_engine_t*)other_engine, &env);
 }
+
+int ob_outbox_list(ob_engine_t* e, int filter, size_t limit,
+                   int (*cb)(void* arg, const ob_outbox_row_t* r), void* arg) {
+  if (e == NULL || filter < OB_OUTBOX_ALL || filter > OB_OUTBOX_PARKED)
+    return OB_EINVAL;
+  return ob__outbox_list(&e->db, filter, limit, cb, arg);
+}
+
+int ob_outbox_retry_parked(ob_engine_t* e) {
+  int n;
+  if (e == NULL) return OB_EINVAL;
+  n = ob__relay_retry_parked(&e->db, ob__now(e));
+  if (n > 0 && e->wake) e->wake(e);
+  return n;
+}

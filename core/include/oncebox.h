@@ -474,6 +474,38 @@ typedef int (*ob_sink_cb)(void* arg, const ob_event_t* ev);
 OB_EXTERN int ob_outbox_drain(ob_engine_t* e, ob_sink_cb sink, void* arg,
                               size_t max, size_t* published);
 
+/* One outbox row as an operator sees it (ob_outbox_list). Pointers are valid
+** during the callback only. Times are 0 when not set. */
+typedef struct ob_outbox_row_s {
+  const char* id;
+  const char* causation_id;
+  const char* event_type;
+  const char* aggregate_id;
+  const char* payload;
+  size_t payload_len;
+  int64_t created_at_ms;
+  int64_t published_at_ms;
+  int64_t next_attempt_at_ms;
+  int64_t parked_at_ms;
+  int attempt_count;
+  const char* last_error;    /* NULL if none */
+} ob_outbox_row_t;
+
+#define OB_OUTBOX_ALL 0
+#define OB_OUTBOX_UNPUBLISHED 1
+#define OB_OUTBOX_PARKED 2
+
+/* Visit up to limit outbox rows matching filter (OB_OUTBOX_*), oldest first.
+** cb returns non-zero to stop. Returns the number visited or a negative
+** code. */
+OB_EXTERN int ob_outbox_list(ob_engine_t* e, int filter, size_t limit,
+                             int (*cb)(void* arg, const ob_outbox_row_t* r),
+                             void* arg);
+
+/* Make every parked outbox row publishable again (attempts reset), in one
+** transaction. Returns the number of rows or a negative code. */
+OB_EXTERN int ob_outbox_retry_parked(ob_engine_t* e);
+
 /*
 ** A ready-made sink for end-to-end tests with no network: arg is another
 ** ob_engine_t*; each event is enqueued there as a message with id = event id,
@@ -524,6 +556,9 @@ typedef struct ob_stats_s {
   int64_t outbox_unpublished;
   int64_t outbox_oldest_unpublished_age_ms;  /* 0 if none */
   int64_t outbox_published;
+  int64_t outbox_parked;       /* gave up after the attempt limit */
+  int64_t last_publish_at_ms;  /* last successful publication; 0: never */
+  int relay_online;            /* 1 online, 0 offline, -1 no relay has run */
 } ob_stats_t;
 
 /* Fill *s from one read transaction. Returns 0 or a negative code. */

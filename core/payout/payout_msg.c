@@ -38,77 +38,9 @@ static int fail(char* reason, size_t reason_len, const char* fmt, ...) {
   return -1;
 }
 
-static const char* skip_ws(const char* p) {
-  while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
-  return p;
-}
-
-static int hex4(const char* p) {
-  int v = 0, i;
-  for (i = 0; i < 4; i++) {
-    char c = p[i];
-    v = v << 4 | (c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
-  }
-  return v;
-}
-
-/* Decode the (valid) JSON string whose opening quote is at p into buf,
-** NUL-terminated. Returns the decoded length, or cap if it needs cap bytes
-** or more. A \u escape of a non-ASCII character decodes to the byte 0xFF:
-** every comparison here is with ASCII text, which that byte never matches.
-** \u0000 decodes to a NUL byte counted in the length. */
-static size_t str_decode(const char* p, char* buf, size_t cap) {
-  size_t n = 0;
-  for (p++; *p != '"'; p++) {
-    int c = (unsigned char)*p;
-    if (c == '\\') {
-      switch (c = *++p) {
-        case 'b': c = '\b'; break;
-        case 'f': c = '\f'; break;
-        case 'n': c = '\n'; break;
-        case 'r': c = '\r'; break;
-        case 't': c = '\t'; break;
-        case 'u':
-          c = hex4(p + 1);
-          if (c >= 0x80) c = 0xFF;
-          p += 4;
-          break;
-        default: break; /* '"', '\\' and '/' stand for themselves */
-      }
-    }
-    if (n + 1 >= cap) return cap;
-    buf[n++] = (char)c;
-  }
-  buf[n] = '\0';
-  return n;
-}
-
-/* Find where each known field's value starts; val[] must be zeroed. The body
-** is a valid JSON object. Unknown members are skipped. Returns the index of
-** the first known field seen twice, or -1. */
+/* Find where each known field's value starts; val[] must be zeroed. */
 static int find_fields(const char* body, size_t len, const char* val[]) {
-  const char* end = body + len;
-  const char* p = skip_ws(body) + 1; /* past '{' */
-  p = skip_ws(p);
-  if (*p == '}') return -1;
-  for (;;) {
-    char key[24];
-    size_t kn = str_decode(p, key, sizeof key);
-    const char* v;
-    int f;
-    p += ob__json_scan(p, (size_t)(end - p)); /* the key, as a value */
-    p++;                                      /* ':' */
-    v = skip_ws(p);
-    p += ob__json_scan(p, (size_t)(end - p));
-    for (f = 0; f < F_COUNT; f++) {
-      if (kn != strlen(field_name[f]) || memcmp(key, field_name[f], kn) != 0)
-        continue;
-      if (val[f] != NULL) return f;
-      val[f] = v;
-    }
-    if (*p == '}') return -1;
-    p = skip_ws(p + 1); /* past ',' */
-  }
+  return ob__json_members(body, len, field_name, F_COUNT, val);
 }
 
 #define AMOUNT_NOT_INT "amountInMinorUnits must be an integer"
@@ -182,7 +114,7 @@ int ob__payment_captured_parse(const char* body, size_t len,
                 len, OB__PAYOUT_MAX_BODY);
   if (body == NULL || !ob__json_valid(body, len))
     return fail(reason, reason_len, "body is not valid JSON");
-  if (*skip_ws(body) != '{')
+  if (*ob__json_skip_ws(body) != '{')
     return fail(reason, reason_len, "body is not a JSON object");
   if ((f = find_fields(body, len, val)) >= 0)
     return fail(reason, reason_len, "duplicate field %s", field_name[f]);
@@ -201,7 +133,7 @@ int ob__payment_captured_parse(const char* body, size_t len,
     if (*val[f] != '"')
       return fail(reason, reason_len, "field %s must be a string", name);
     if (f == F_CURRENCY) {
-      if (str_decode(val[f], buf, sizeof buf) != 3 || buf[0] < 'A' ||
+      if (ob__json_str_decode(val[f], buf, sizeof buf) != 3 || buf[0] < 'A' ||
           buf[0] > 'Z' || buf[1] < 'A' || buf[1] > 'Z' || buf[2] < 'A' ||
           buf[2] > 'Z')
         return fail(reason, reason_len,
@@ -209,7 +141,7 @@ int ob__payment_captured_parse(const char* body, size_t len,
       memcpy(r.currency, buf, 4);
       continue;
     }
-    if (str_decode(val[f], buf, sizeof buf) != OB_UUID_STRLEN ||
+    if (ob__json_str_decode(val[f], buf, sizeof buf) != OB_UUID_STRLEN ||
         ob__uuid_normalize(buf, f == F_PAYMENT ? r.payment_id
                                                : r.merchant_id) != 0)
       return fail(reason, reason_len, "%s is not a UUID", name);

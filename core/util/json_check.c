@@ -8,6 +8,8 @@
 ** refuses unpaired surrogate escapes, as cJSON (and I-JSON, RFC 7493) do. */
 #include "core/util/json_check.h"
 
+#include <string.h>
+
 typedef struct {
   const unsigned char* p;
   const unsigned char* end;
@@ -215,3 +217,77 @@ int ob__json_is_object(const char* text, size_t len) {
     i++;
   return text[i] == '{';
 }
+
+/* ---- reading validated documents ---------------------------------------- */
+
+const char* ob__json_skip_ws(const char* p) {
+  while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+  return p;
+}
+
+static int hex4(const char* p) {
+  int v = 0, i;
+  for (i = 0; i < 4; i++) {
+    char c = p[i];
+    v = v << 4 | (c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+  }
+  return v;
+}
+
+/* Decode the (valid) JSON string whose opening quote is at p into buf,
+** NUL-terminated. Returns the decoded length, or cap if it needs cap bytes
+** or more. A \u escape of a non-ASCII character decodes to the byte 0xFF:
+** every comparison here is with ASCII text, which that byte never matches.
+** \u0000 decodes to a NUL byte counted in the length. */
+size_t ob__json_str_decode(const char* p, char* buf, size_t cap) {
+  size_t n = 0;
+  for (p++; *p != '"'; p++) {
+    int c = (unsigned char)*p;
+    if (c == '\\') {
+      switch (c = *++p) {
+        case 'b': c = '\b'; break;
+        case 'f': c = '\f'; break;
+        case 'n': c = '\n'; break;
+        case 'r': c = '\r'; break;
+        case 't': c = '\t'; break;
+        case 'u':
+          c = hex4(p + 1);
+          if (c >= 0x80) c = 0xFF;
+          p += 4;
+          break;
+        default: break; /* '"', '\\' and '/' stand for themselves */
+      }
+    }
+    if (n + 1 >= cap) return cap;
+    buf[n++] = (char)c;
+  }
+  buf[n] = '\0';
+  return n;
+}
+
+int ob__json_members(const char* body, size_t len, const char* const* names,
+                     int count, const char* val[]) {
+  const char* end = body + len;
+  const char* p = ob__json_skip_ws(body) + 1; /* past '{' */
+  p = ob__json_skip_ws(p);
+  if (*p == '}') return -1;
+  for (;;) {
+    char key[64];
+    size_t kn = ob__json_str_decode(p, key, sizeof key);
+    const char* v;
+    int f;
+    p += ob__json_scan(p, (size_t)(end - p)); /* the key, as a value */
+    p++;                                      /* ':' */
+    v = ob__json_skip_ws(p);
+    p += ob__json_scan(p, (size_t)(end - p));
+    for (f = 0; f < count; f++) {
+      if (kn != strlen(names[f]) || memcmp(key, names[f], kn) != 0)
+        continue;
+      if (val[f] != NULL) return f;
+      val[f] = v;
+    }
+    if (*p == '}') return -1;
+    p = ob__json_skip_ws(p + 1); /* past ',' */
+  }
+}
+

@@ -24,4 +24,24 @@ int ob__json_is_object(const char* text, size_t len);
 ** caller step over the members of a document it has validated. */
 size_t ob__json_scan(const char* text, size_t len);
 
+/* Readers of a document that ob__json_valid accepted (they do not check
+** again). */
+
+/* Skip JSON whitespace. */
+const char* ob__json_skip_ws(const char* p);
+
+/* Decode the JSON string whose opening quote is at p into buf,
+** NUL-terminated. Returns the decoded length, or cap if it needs cap bytes
+** or more. A \u escape of a non-ASCII character decodes to the byte 0xFF:
+** callers compare with ASCII text, which that byte never matches. \u0000
+** decodes to a NUL byte counted in the length. */
+size_t ob__json_str_decode(const char* p, char* buf, size_t cap);
+
+/* In a valid JSON object text[0..len), find where the value of each of the
+** `count` ASCII member names starts (val[] must be zeroed; names up to 63
+** bytes). Unknown members are skipped. Returns the index of the first name
+** seen twice, or -1. */
+int ob__json_members(const char* text, size_t len, const char* const* names,
+                     int count, const char* val[]);
+
 #endif

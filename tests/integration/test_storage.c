@@ -45,7 +45,7 @@ static void test_pragmas_in_effect(void** state) {
   assert_int_equal(fx_count(f, "SELECT count(*) FROM pragma_journal_mode WHERE"
                                " journal_mode = 'wal'"),
                    1);
-  assert_int_equal(fx_count(f, "PRAGMA user_version"), 1);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), 2);
   assert_int_equal(fx_count(f, "PRAGMA application_id"), 0x4f425831);
   /* STRICT tables refuse a wrong type instead of converting it. */
   assert_int_equal(fx_count(f, "SELECT count(*) FROM pragma_table_list WHERE"
@@ -72,6 +72,31 @@ static void test_newer_schema_refused(void** state) {
   assert_int_equal(ob_open(&e, &f->opts, err, sizeof err), OB_EVERSION);
   assert_null(e);
   assert_non_null(strstr(err, "schema version 99 is newer"));
+  fx_free(f);
+}
+
+/* A version-1 database (before the relay) is migrated in place, its rows
+** kept. */
+static void test_migrates_version_1(void** state) {
+  fixture_t* f = fx_new(1);
+  char id[37], body[256];
+  (void)state;
+  ob_register_payout(f->e);
+  fx_enqueue(f, PAY, fx_event(1, id), fx_payment(1, body));
+  fx_drain(f);
+  ob_close(f->e);
+  f->e = NULL;
+  set_user_version(f->db_path,
+                   "DROP INDEX outbox_unpublished_aggregate;"
+                   "DROP TABLE relay_status; PRAGMA user_version=1");
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), 1);
+  fx_open(f);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), 2);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM relay_status"), 0);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM merchant_payout"), 1);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM sqlite_schema WHERE name ="
+                               " 'outbox_unpublished_aggregate'"),
+                   1);
   fx_free(f);
 }
 
@@ -261,6 +286,7 @@ int main(void) {
       cmocka_unit_test(test_file_modes),
       cmocka_unit_test(test_pragmas_in_effect),
       cmocka_unit_test(test_newer_schema_refused),
+      cmocka_unit_test(test_migrates_version_1),
       cmocka_unit_test(test_not_a_database),
       cmocka_unit_test(test_full_disk_then_resume),
       cmocka_unit_test(test_retention),

@@ -1,0 +1,272 @@
+/* The outbox relay's rows: leases, marks, parking, connectivity status.
+** Several relay processes may share one database: every claim carries a
+** token and a lease, and every mark checks the token. */
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storage/store.h"
+
+static char* dup_text(sqlite3_stmt* st, int i, size_t* len) {
+  const unsigned char* t = sqlite3_column_text(st, i);
+  int n = sqlite3_column_bytes(st, i);
+  char* out;
+  if (t == NULL) return NULL;
+  out = malloc((size_t)n + 1);
+  if (out == NULL) return NULL;
+  memcpy(out, t, (size_t)n);
+  out[n] = '\0';
+  if (len) *len = (size_t)n;
+  return out;
+}
+
+void ob__relay_row_free(ob__relay_row_t* r) {
+  free(r->id);
+  free(r->causation_id);
+  free(r->event_type);
+  free(r->aggregate_id);
+  free(r->payload);
+  memset(r, 0, sizeof *r);
+}
+
+static int row_cmp(const void* a, const void* b) {
+  const ob__relay_row_t* x = a;
+  const ob__relay_row_t* y = b;
+  if (x->created_at != y->created_at) return x->created_at < y->created_at ? -1 : 1;
+  return strcmp(x->id, y->id);
+}
+
+/* The publishable set, shared by claim and next_due. ?1 = now. */
+#define PUBLISHABLE                                                          \
+  "published_at IS NULL AND parked_at IS NULL"                               \
+  " AND (claim_until IS NULL OR claim_until <= ?1)"
+#define NO_EARLIER_OF_AGGREGATE                                              \
+  " AND NOT EXISTS (SELECT 1 FROM outbox_event p"                            \
+  " WHERE p.aggregate_id = o.aggregate_id AND p.published_at IS NULL"        \
+  " AND (p.created_at < o.created_at OR (p.created_at = o.created_at"        \
+  " AND p.id < o.id)))"
+
+int ob__relay_claim(ob__db_t* db, const char* token, int64_t now,
+                    int64_t lease_until, int max, int ordered,
+                    ob__relay_row_t* rows) {
+  static const char* const sql[2] = {
+      "UPDATE outbox_event SET claim_token = ?2, claim_until = ?3"
+      " WHERE id IN (SELECT id FROM outbox_event o WHERE " PUBLISHABLE
+      " AND next_attempt_at <= ?1 ORDER BY created_at, id LIMIT ?4)"
+      " RETURNING id, causation_id, event_type, aggregate_id, payload,"
+      " created_at, attempt_count",
+      "UPDATE outbox_event SET claim_token = ?2, claim_until = ?3"
+      " WHERE id IN (SELECT id FROM outbox_event o WHERE " PUBLISHABLE
+      " AND next_attempt_at <= ?1" NO_EARLIER_OF_AGGREGATE
+      " ORDER BY created_at, id LIMIT ?4)"
+      " RETURNING id, causation_id, event_type, aggregate_id, payload,"
+      " created_at, attempt_count"};
+  sqlite3_stmt* st;
+  int rc, n = 0;
+
+  rc = ob__db_begin(db);
+  if (rc < 0) return rc;
+  st = ob__db_stmt(db, ordered ? OB__R_CLAIM_ORDERED : OB__R_CLAIM,
+                   sql[ordered ? 1 : 0]);
+  if (st == NULL) {
+    ob__db_rollback(db);
+    return OB_EDB;
+  }
+  sqlite3_bind_int64(st, 1, now);
+  sqlite3_bind_text(st, 2, token, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 3, lease_until);
+  sqlite3_bind_int(st, 4, max);
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    ob__relay_row_t* r = &rows[n];
+    memset(r, 0, sizeof *r);
+    r->id = dup_text(st, 0, NULL);
+    r->causation_id = dup_text(st, 1, NULL);
+    r->event_type = dup_text(st, 2, NULL);
+    r->aggregate_id = dup_text(st, 3, NULL);
+    r->payload = dup_text(st, 4, &r->payload_len);
+    r->created_at = sqlite3_column_int64(st, 5);
+    r->attempt_count = sqlite3_column_int(st, 6);
+    n++;
+    if (!r->id || !r->causation_id || !r->event_type || !r->aggregate_id ||
+        !r->payload) {
+      rc = SQLITE_NOMEM;
+      break;
+    }
+  }
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+  if (rc != SQLITE_DONE) {
+    for (int i = 0; i < n; i++) ob__relay_row_free(&rows[i]);
+    rc = ob__db_fail(db, rc, "relay claim");
+    ob__db_rollback(db);
+    return rc;
+  }
+  rc = ob__db_commit(db);
+  if (rc < 0) {
+    for (int i = 0; i < n; i++) ob__relay_row_free(&rows[i]);
+    return rc;
+  }
+  /* RETURNING gives no order guarantee. */
+  qsort(rows, (size_t)n, sizeof *rows, row_cmp);
+  return n;
+}
+
+int ob__relay_mark_published(ob__db_t* db, const char* id, const char* token,
+                             int64_t now) {
+  sqlite3_stmt* st = ob__db_stmt(
+      db, OB__R_MARK_PUBLISHED,
+      "UPDATE outbox_event SET published_at = ?3, claim_token = NULL,"
+      " claim_until = NULL, last_error = NULL"
+      " WHERE id = ?1 AND claim_token = ?2 AND published_at IS NULL");
+  if (st == NULL) return OB_EDB;
+  sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, token, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 3, now);
+  return ob__db_step_done(db, st, "relay mark published");
+}
+
+int ob__relay_mark_failed(ob__db_t* db, const char* id, const char* token,
+                          int64_t next_attempt_at, const char* error,
+                          int park_after, int64_t now) {
+  sqlite3_stmt* st = ob__db_stmt(
+      db, OB__R_MARK_FAILED,
+      "UPDATE outbox_event SET attempt_count = attempt_count + 1,"
+      " next_attempt_at = ?3, last_error = ?4, claim_token = NULL,"
+      " claim_until = NULL, parked_at = CASE WHEN ?5 > 0 AND"
+      " attempt_count + 1 >= ?5 THEN ?6 ELSE NULL END"
+      " WHERE id = ?1 AND claim_token = ?2 AND published_at IS NULL");
+  if (st == NULL) return OB_EDB;
+  sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, token, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 3, next_attempt_at);
+  sqlite3_bind_text(st, 4, error, -1, SQLITE_STATIC);
+  sqlite3_bind_int(st, 5, park_after);
+  sqlite3_bind_int64(st, 6, now);
+  return ob__db_step_done(db, st, "relay mark failed");
+}
+
+/* One write statement in its own transaction; returns rows changed. */
+static int exec_own_tx(ob__db_t* db, const char* sql, const char* text,
+                       int64_t value, const char* what) {
+  sqlite3_stmt* st = NULL;
+  int rc, n;
+  rc = ob__db_begin(db);
+  if (rc < 0) return rc;
+  rc = sqlite3_prepare_v2(db->db, sql, -1, &st, NULL);
+  if (rc != SQLITE_OK) {
+    rc = ob__db_fail(db, rc, what);
+    ob__db_rollback(db);
+    return rc;
+  }
+  if (text) sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
+  else sqlite3_bind_int64(st, 1, value);
+  n = ob__db_step_done(db, st, what);
+  sqlite3_finalize(st);
+  if (n < 0) {
+    ob__db_rollback(db);
+    return n;
+  }
+  rc = ob__db_commit(db);
+  return rc < 0 ? rc : n;
+}
+
+int ob__relay_release(ob__db_t* db, const char* token) {
+  return exec_own_tx(db,
+                     "UPDATE outbox_event SET claim_token = NULL,"
+                     " claim_until = NULL WHERE claim_token = ?1",
+                     token, 0, "relay release");
+}
+
+int ob__relay_retry_parked(ob__db_t* db, int64_t now) {
+  return exec_own_tx(db,
+                     "UPDATE outbox_event SET parked_at = NULL,"
+                     " attempt_count = 0, next_attempt_at = ?1"
+                     " WHERE parked_at IS NOT NULL AND published_at IS NULL",
+                     NULL, now, "outbox retry-parked");
+}
+
+int ob__relay_next_due(ob__db_t* db, int64_t now, int ordered, int64_t* at) {
+  static const char* const sql[2] = {
+      "SELECT min(max(next_attempt_at, coalesce(claim_until, 0)))"
+      " FROM outbox_event o WHERE published_at IS NULL AND parked_at IS NULL",
+      "SELECT min(max(next_attempt_at, coalesce(claim_until, 0)))"
+      " FROM outbox_event o WHERE published_at IS NULL AND parked_at IS NULL"
+      NO_EARLIER_OF_AGGREGATE};
+  sqlite3_stmt* st;
+  int rc;
+  (void)now;
+  st = ob__db_stmt(db, ordered ? OB__R_NEXT_DUE_ORDERED : OB__R_NEXT_DUE,
+                   sql[ordered ? 1 : 0]);
+  if (st == NULL) return OB_EDB;
+  rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    int null = sqlite3_column_type(st, 0) == SQLITE_NULL;
+    *at = sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    return null ? OB_ENOTFOUND : 0;
+  }
+  sqlite3_reset(st);
+  return ob__db_fail(db, rc, "relay next due");
+}
+
+int ob__relay_status_set(ob__db_t* db, const char* name, int online,
+                         int64_t last_publish_at, const char* last_error,
+                         int64_t now) {
+  sqlite3_stmt* st = ob__db_stmt(
+      db, OB__R_STATUS,
+      "INSERT INTO relay_status(name, online, last_publish_at, last_error,"
+      " updated_at) VALUES (?1, ?2, nullif(?3, 0), ?4, ?5)"
+      " ON CONFLICT(name) DO UPDATE SET online = excluded.online,"
+      " last_publish_at = coalesce(excluded.last_publish_at,"
+      " relay_status.last_publish_at), last_error = excluded.last_error,"
+      " updated_at = excluded.updated_at");
+  if (st == NULL) return OB_EDB;
+  sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+  sqlite3_bind_int(st, 2, online);
+  sqlite3_bind_int64(st, 3, last_publish_at);
+  if (last_error) sqlite3_bind_text(st, 4, last_error, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 5, now);
+  int rc = ob__db_step_done(db, st, "relay status");
+  return rc < 0 ? rc : 0;
+}
+
+int ob__outbox_list(ob__db_t* db, int filter, size_t limit,
+                    int (*cb)(void* arg, const ob_outbox_row_t* r), void* arg) {
+  sqlite3_stmt* st = NULL;
+  int rc, n = 0;
+  rc = sqlite3_prepare_v2(
+      db->db,
+      "SELECT id, causation_id, event_type, aggregate_id, payload, created_at,"
+      " coalesce(published_at, 0), next_attempt_at, coalesce(parked_at, 0),"
+      " attempt_count, last_error FROM outbox_event"
+      " WHERE ?1 = 0 OR (?1 = 1 AND published_at IS NULL)"
+      " OR (?1 = 2 AND parked_at IS NOT NULL AND published_at IS NULL)"
+      " ORDER BY created_at, id LIMIT ?2",
+      -1, &st, NULL);
+  if (rc != SQLITE_OK) return ob__db_fail(db, rc, "outbox list");
+  sqlite3_bind_int(st, 1, filter);
+  sqlite3_bind_int64(st, 2, (sqlite3_int64)(limit > INT64_MAX ? INT64_MAX : limit));
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    ob_outbox_row_t r;
+    r.id = (const char*)sqlite3_column_text(st, 0);
+    r.causation_id = (const char*)sqlite3_column_text(st, 1);
+    r.event_type = (const char*)sqlite3_column_text(st, 2);
+    r.aggregate_id = (const char*)sqlite3_column_text(st, 3);
+    r.payload = (const char*)sqlite3_column_text(st, 4);
+    r.payload_len = (size_t)sqlite3_column_bytes(st, 4);
+    r.created_at_ms = sqlite3_column_int64(st, 5);
+    r.published_at_ms = sqlite3_column_int64(st, 6);
+    r.next_attempt_at_ms = sqlite3_column_int64(st, 7);
+    r.parked_at_ms = sqlite3_column_int64(st, 8);
+    r.attempt_count = sqlite3_column_int(st, 9);
+    r.last_error = (const char*)sqlite3_column_text(st, 10);
+    n++;
+    if (cb && cb(arg, &r) != 0) {
+      rc = SQLITE_DONE;
+      break;
+    }
+  }
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE) return ob__db_fail(db, rc, "outbox list");
+  return n;
+}
