@@ -24,7 +24,7 @@ typedef struct fixture_s {
   ob_engine_t* e;
 } fixture_t;
 
-/* 2026-11-30T00:00:00Z */
+/* 2026-12-01T00:00:00Z */
 #define FX_T0 1796083200000LL
 
 static inline void fx_open(fixture_t* f) {
