@@ -28,7 +28,8 @@ int ob__failed_insert(ob__db_t* db, const ob__queue_row_t* r,
   sqlite3_bind_int64(st, 11, r->created_at);
   rc = ob__db_step_done(db, st, "failure store insert");
   if (rc < 0) return rc;
-  return ob__queue_delete(db, r->rowid);
+  /* rowid 0: a message from outside (SQS) that never had a queue row. */
+  return r->rowid > 0 ? ob__queue_delete(db, r->rowid) : 0;
 }
 
 static const char* col_text(sqlite3_stmt* st, int i) {

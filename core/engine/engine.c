@@ -331,7 +331,7 @@ static int run_handlers(ob_engine_t* e, const ob__queue_row_t* r, int64_t now,
 /* Apply the verdict for one row after its savepoint was rolled back. */
 static int settle_failure(ob_engine_t* e, const ob__queue_row_t* r,
                           int verdict, const ob_tx_t* tx, int64_t now,
-                          ob_batch_result_t* res) {
+                          ob_batch_result_t* res, int64_t* retry_delay) {
   const char* cls;
   const char* reason = tx->reason;
   char buf[OB__REASON_LEN];
@@ -345,6 +345,12 @@ static int settle_failure(ob_engine_t* e, const ob__queue_row_t* r,
       ob__log(e, OB_LOG_INFO, "message %s (%s): retry %d in %lld ms: %s",
               r->message_id, r->type, r->attempts + 1, (long long)delay,
               reason);
+      /* A message from outside (SQS) has no queue row: its transport
+      ** redelivers it after the delay. */
+      if (r->rowid == 0) {
+        *retry_delay = delay;
+        return 0;
+      }
       return ob__queue_reschedule(&e->db, r->rowid, r->attempts + 1,
                                   now + delay,
                                   r->first_failed_at ? r->first_failed_at : now,
@@ -365,6 +371,66 @@ static int settle_failure(ob_engine_t* e, const ob__queue_row_t* r,
   ob__log(e, OB_LOG_WARN, "message %s (%s) moved to the failure store: %s",
           r->message_id, r->type, reason);
   return ob__failed_insert(&e->db, r, cls, reason, r->attempts, now);
+}
+
+/* One message inside the open transaction, in a savepoint of its own: run
+** its consumers, then ack (delete the queue row), reschedule, or move it to
+** the failure store. Returns < 0 when the whole transaction must abort. */
+static int process_row(ob_engine_t* e, const ob__queue_row_t* r, int64_t now,
+                       ob_batch_result_t* res, int64_t* retry_delay) {
+  ob_tx_t tx;
+  ob_message_t msg;
+  int verdict, rc;
+
+  res->claimed++;
+  rc = ob__db_savepoint(&e->db);
+  if (rc < 0) return rc;
+  memset(&tx, 0, sizeof tx);
+  verdict = run_handlers(e, r, now, &tx, &msg);
+  if (verdict < 0) return verdict;
+  if (verdict == ROW_DONE || verdict == ROW_DUPLICATE) {
+    if (r->rowid > 0 && (rc = ob__queue_delete(&e->db, r->rowid)) < 0) return rc;
+    rc = ob__db_release(&e->db);
+    if (rc < 0) return rc;
+    if (verdict == ROW_DONE) {
+      res->handled++;
+    } else {
+      res->duplicates++;
+      ob__log(e, OB_LOG_DEBUG, "message %s (%s): duplicate, acked",
+              r->message_id, r->type);
+    }
+    return 0;
+  }
+  /* Undo everything the handlers wrote, then record the outcome. */
+  rc = ob__db_rollback_to(&e->db);
+  if (rc < 0) return rc;
+  return settle_failure(e, r, verdict, &tx, now, res, retry_delay);
+}
+
+int ob__handle_external(ob_engine_t* e, const ob__queue_row_t* r,
+                        ob_batch_result_t* res, int64_t* retry_delay) {
+  int rc;
+  int64_t now;
+  memset(res, 0, sizeof *res);
+  *retry_delay = -1;
+  if (e->db.in_tx)
+    return ob__db_seterr(&e->db, OB_ESTATE, "handling inside a handler");
+  rc = ob__db_begin(&e->db);
+  if (rc < 0) return rc;
+  now = ob__now(e);
+  rc = process_row(e, r, now, res, retry_delay);
+  if (rc < 0) {
+    ob__db_rollback(&e->db);
+    memset(res, 0, sizeof *res);
+    *retry_delay = -1;
+    return rc;
+  }
+  rc = ob__db_commit(&e->db);
+  if (rc < 0) {
+    memset(res, 0, sizeof *res);
+    *retry_delay = -1;
+  }
+  return rc;
 }
 
 int ob_run_once(ob_engine_t* e, ob_batch_result_t* res_out) {
@@ -393,37 +459,9 @@ int ob_run_once(ob_engine_t* e, ob_batch_result_t* res_out) {
     goto out;
   }
   for (int i = 0; i < n; i++) {
-    ob_tx_t tx;
-    ob_message_t msg;
-    int verdict;
     /* A stop request between messages: the rest stay queued, untouched. */
     if (e->stopping && res.claimed > 0) break;
-    res.claimed++;
-    rc = ob__db_savepoint(&e->db);
-    if (rc < 0) goto abort;
-    memset(&tx, 0, sizeof tx);
-    verdict = run_handlers(e, &rows[i], now, &tx, &msg);
-    if (verdict < 0) {
-      rc = verdict;
-      goto abort;
-    }
-    if (verdict == ROW_DONE || verdict == ROW_DUPLICATE) {
-      rc = ob__queue_delete(&e->db, rows[i].rowid);
-      if (rc < 0) goto abort;
-      rc = ob__db_release(&e->db);
-      if (rc < 0) goto abort;
-      if (verdict == ROW_DONE) res.handled++;
-      else {
-        res.duplicates++;
-        ob__log(e, OB_LOG_DEBUG, "message %s (%s): duplicate, acked",
-                rows[i].message_id, rows[i].type);
-      }
-      continue;
-    }
-    /* Undo everything the handlers wrote, then record the outcome. */
-    rc = ob__db_rollback_to(&e->db);
-    if (rc < 0) goto abort;
-    rc = settle_failure(e, &rows[i], verdict, &tx, now, &res);
+    rc = process_row(e, &rows[i], now, &res, NULL);
     if (rc < 0) goto abort;
   }
   rc = ob__db_commit(&e->db);

@@ -74,6 +74,18 @@ static inline int ob__is_fatal(int rc) {
          rc == OB_ENOMEM || rc == OB_EBUSY;
 }
 
+/*
+** Handle one message that has no local queue row (from SQS), in its own
+** transaction, exactly like a queue row: r->rowid must be 0 and
+** r->attempts the number of earlier deliveries. After a successful return:
+** res->handled or res->duplicates: acknowledge it (delete it at the source);
+** res->failed: it is in the failure store, acknowledge it; res->retried:
+** redeliver it after *retry_delay ms. A negative return means nothing was
+** committed: leave the message to its transport.
+*/
+int ob__handle_external(ob_engine_t* e, const ob__queue_row_t* r,
+                        ob_batch_result_t* res, int64_t* retry_delay);
+
 /* The retry policy of a queue (the default when none was set). */
 const ob_retry_policy_t* ob__policy_for(const ob_engine_t* e,
                                         const char* queue);
