@@ -100,9 +100,20 @@ int ob_open(ob_engine_t** out, const ob_options_t* opts, char* errbuf,
 
 void ob__runner_close_sync(ob_engine_t* e);  /* platform/loop/runner.c */
 
+int ob__engine_add_component(ob_engine_t* e, const ob__component_t* c) {
+  if (e->runner != NULL) return OB_ESTATE;
+  for (size_t i = 0; i < e->ncomponents; i++)
+    if (strcmp(e->components[i].name, c->name) == 0) return OB_EEXIST;
+  if (e->ncomponents == OB__MAX_COMPONENTS) return OB_ENOMEM;
+  e->components[e->ncomponents++] = *c;
+  return 0;
+}
+
 void ob_close(ob_engine_t* e) {
   if (e == NULL) return;
   if (e->runner != NULL) ob__runner_close_sync(e);
+  for (size_t i = 0; i < e->ncomponents; i++)
+    e->components[i].destroy(e->components[i].self);
   ob__db_close(&e->db);
   for (size_t i = 0; i < e->nhandlers; i++) {
     free(e->handlers[i].type);

@@ -22,6 +22,39 @@ typedef struct ob__queue_policy_s {
 } ob__queue_policy_t;
 
 struct ob__runner_s;
+struct uv_loop_s;
+
+/*
+** A loop-driven part of the engine besides handling (the outbox relay, the
+** SQS consumer). Registered by its *_enable function before the engine is
+** attached; started by ob_attach, closed by ob_detach, freed by ob_close.
+** Core never calls these: platform/loop/runner.c does.
+*/
+typedef struct ob__component_s {
+  const char* name;
+  void* self;
+  /* Start on loop. < 0: attaching fails with this code. */
+  int (*start)(void* self, ob_engine_t* e, struct uv_loop_s* loop);
+  /* New work may exist (a handling batch committed outbox rows). */
+  void (*kick)(void* self);
+  /* The host says the network changed (is back): retry connections now.
+  ** May be NULL. */
+  void (*network)(void* self);
+  /* 1 when it has nothing it can do right now (for --until-idle). */
+  int (*idle)(void* self);
+  /* Stop and close its handles; done(arg) runs exactly once, from the loop,
+  ** when everything is closed. Work in flight ends safely (a relay releases
+  ** its claims, a consumer finishes or abandons the message in hand). */
+  void (*close)(void* self, void (*done)(void* arg), void* arg);
+  /* Free everything (after close, or when never started). */
+  void (*destroy)(void* self);
+} ob__component_t;
+
+#define OB__MAX_COMPONENTS 4
+
+/* Register c (copied). OB_EEXIST if one of that name exists, OB_ESTATE when
+** attached. */
+int ob__engine_add_component(ob_engine_t* e, const ob__component_t* c);
 
 struct ob_engine_s {
   ob_options_t opts;
@@ -40,6 +73,8 @@ struct ob_engine_s {
   void (*wake)(ob_engine_t* e);
   /* Why the last ob_run ended (0: clean stop). */
   int run_result;
+  ob__component_t components[OB__MAX_COMPONENTS];
+  size_t ncomponents;
 };
 
 #define OB__REASON_LEN 512

@@ -439,6 +439,11 @@ typedef enum {
 */
 OB_EXTERN int ob_run(ob_engine_t* e, ob_run_mode_t mode, int handle_signals);
 
+/* The host application knows the network came back (or changed): an
+** offline relay or consumer retries at once instead of waiting for its next
+** probe. Call from the loop thread. This function can't fail. */
+OB_EXTERN void ob_network_changed(ob_engine_t* e);
+
 /* Ask a running ob_run / attached engine to stop claiming; safe from
 ** handlers and loop callbacks. This function can't fail. */
 OB_EXTERN void ob_stop(ob_engine_t* e);

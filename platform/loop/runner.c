@@ -19,6 +19,7 @@ typedef struct ob__runner_s {
   int closing;
   ob_run_mode_t mode;
   int result;          /* first fatal error that ended an ob_run */
+  size_t started;      /* components started (each counts as a handle) */
   int failures;        /* consecutive failed batches, for backoff */
   void (*done)(ob_engine_t*, void*);
   void* done_arg;
@@ -28,8 +29,7 @@ typedef struct ob__runner_s {
 static ob__runner_t* volatile signal_target;
 static struct sigaction saved_term, saved_int;
 
-static void close_cb(uv_handle_t* h) {
-  ob__runner_t* r = h->data;
+static void one_closed(ob__runner_t* r) {
   if (--r->open_handles > 0) return;
   ob_engine_t* e = r->e;
   void (*done)(ob_engine_t*, void*) = r->done;
@@ -41,6 +41,26 @@ static void close_cb(uv_handle_t* h) {
   if (done) done(e, arg);
 }
 
+static void close_cb(uv_handle_t* h) {
+  one_closed(h->data);
+}
+
+static void component_closed(void* arg) {
+  one_closed(arg);
+}
+
+static void kick_components(ob_engine_t* e) {
+  for (size_t i = 0; i < e->ncomponents; i++)
+    if (e->components[i].kick) e->components[i].kick(e->components[i].self);
+}
+
+static int components_idle(ob_engine_t* e) {
+  for (size_t i = 0; i < e->ncomponents; i++)
+    if (e->components[i].idle && !e->components[i].idle(e->components[i].self))
+      return 0;
+  return 1;
+}
+
 static void begin_close(ob__runner_t* r) {
   if (r->closing) return;
   r->closing = 1;
@@ -48,6 +68,8 @@ static void begin_close(ob__runner_t* r) {
   uv_close((uv_handle_t*)&r->work, close_cb);
   uv_close((uv_handle_t*)&r->gc, close_cb);
   uv_close((uv_handle_t*)&r->stop_async, close_cb);
+  for (size_t i = 0; i < r->started; i++)
+    r->e->components[i].close(r->e->components[i].self, component_closed, r);
 }
 
 static void work_cb(uv_timer_t* t);
@@ -92,13 +114,17 @@ static void work_cb(uv_timer_t* t) {
     return;
   }
   if (res.claimed > 0) {
+    if (res.handled > 0) kick_components(e);
     arm(r, 0);  /* more may be ready: next transaction on the next turn */
     return;
   }
   rc = ob_next_due(e, &at);
   if (rc == OB_ENOTFOUND) {
     if (r->mode == OB_RUN_UNTIL_IDLE) {
-      begin_close(r);
+      /* Idle means the relay and consumer have nothing to do right now
+      ** either; they have no callback for that, so look again shortly. */
+      if (components_idle(e)) begin_close(r);
+      else arm(r, 20);
       return;
     }
     arm(r, e->opts.poll_interval_ms);
@@ -137,6 +163,12 @@ static void wake(ob_engine_t* e) {
   if (r != NULL && !r->closing && !e->stopping) arm(r, 0);
 }
 
+void ob_network_changed(ob_engine_t* e) {
+  if (e == NULL || e->runner == NULL) return;
+  for (size_t i = 0; i < e->ncomponents; i++)
+    if (e->components[i].network) e->components[i].network(e->components[i].self);
+}
+
 int ob_attach(ob_engine_t* e, struct uv_loop_s* loop) {
   ob__runner_t* r;
   if (e == NULL || loop == NULL) return OB_EINVAL;
@@ -153,6 +185,17 @@ int ob_attach(ob_engine_t* e, struct uv_loop_s* loop) {
   e->stopping = 0;
   e->runner = r;
   e->wake = wake;
+  for (size_t i = 0; i < e->ncomponents; i++) {
+    int rc = e->components[i].start(e->components[i].self, e, loop);
+    if (rc < 0) {
+      /* Close what was opened; the caller's loop finishes the closing. */
+      r->result = rc;
+      begin_close(r);
+      return rc;
+    }
+    r->started++;
+    r->open_handles++;
+  }
   arm(r, 0);
   uv_timer_start(&r->gc, gc_cb, (uint64_t)e->opts.gc_interval_ms,
                  (uint64_t)e->opts.gc_interval_ms);
@@ -209,7 +252,9 @@ int ob_run(ob_engine_t* e, ob_run_mode_t mode, int handle_signals) {
   if (uv_loop_init(&loop) != 0) return OB_ENOMEM;
   rc = ob_attach(e, &loop);
   if (rc < 0) {
+    uv_run(&loop, UV_RUN_DEFAULT);  /* finish closing what attach opened */
     uv_loop_close(&loop);
+    e->run_result = 0;
     return rc;
   }
   r = e->runner;
