@@ -45,5 +45,6 @@ int cmd_stats(cli_t* cli, int argc, char** argv);
 int cmd_check(cli_t* cli, int argc, char** argv);
 int cmd_gc(cli_t* cli, int argc, char** argv);
 int cmd_demo(cli_t* cli, int argc, char** argv);
+int cmd_sqs(cli_t* cli, int argc, char** argv);
 
 #endif

@@ -1,0 +1,232 @@
+// SQS test server: fauxqs (npm) on 127.0.0.1, behind a TLS terminator that
+// checks every request's SigV4 signature with @smithy/signature-v4 (fauxqs
+// checks none) and can be told to inject faults.
+//
+//   node sqs_server.mjs PKI_DIR ACCESS_KEY_ID SECRET_ACCESS_KEY [REGION]
+//   env OB_SQS_SESSION_TOKEN   expected X-Amz-Security-Token (optional)
+//   env OB_INTEROP_DIR         folder with node_modules (default ../../interop)
+//
+// stdout, one line per event (the C tests read it):
+//   FAUXQS <port>                         fauxqs listening (plain HTTP)
+//   PORT <port>                           the TLS terminator listening
+//   REQ <target> <status> <sig>           an SQS request answered; sig is
+//                                         ok | bad | expired | unknown-key | none
+//   FAULT <target> <mode> <status>        a scripted fault was served
+//
+// TLS certificate: PKI_DIR/good.{crt,key} (SAN sqs.test), from
+// tests/integration/http/gen_pki.sh.
+//
+// Test-only routes on the TLS port (no signature needed):
+//   POST /_test/create {"QueueName","Attributes"}  CreateQueue on fauxqs
+//   POST /_test/fault  {"count","mode","status","code","query","message",
+//                       "target","retryAfterMs"}   queue N faults for the
+//                       next SQS requests (of that X-Amz-Target if given).
+//                       mode: error (default) | reset | hang | lost-reply
+//   POST /_test/clear                               drop queued faults
+//   GET  /_test/stats                               {"requests","sigBad",...}
+// Everything listens on 127.0.0.1 only. Node core modules plus the two
+// npm packages pinned in tests/interop/package.json.
+import fs from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const interop = process.env.OB_INTEROP_DIR || path.resolve(here, '../../interop');
+const require = createRequire(path.join(interop, 'package.json'));
+const { SignatureV4 } = require('@smithy/signature-v4');
+const { Sha256 } = require('@aws-crypto/sha256-js');
+const { buildApp } = await import(
+  pathToFileURL(path.join(interop, 'node_modules/fauxqs/dist/app.js')).href);
+
+const [pkiDir, accessKeyId, secretAccessKey, regionArg] = process.argv.slice(2);
+if (!pkiDir || !accessKeyId || !secretAccessKey) {
+  console.error('usage: sqs_server.mjs PKI_DIR ACCESS_KEY_ID SECRET [REGION]');
+  process.exit(2);
+}
+const region = regionArg || 'us-east-1';
+const sessionToken = process.env.OB_SQS_SESSION_TOKEN || undefined;
+const log = (s) => process.stdout.write(s + '\n');
+
+// ---- fauxqs, loopback only ---------------------------------------------------
+const app = buildApp({ logger: false });
+await app.listen({ port: 0, host: '127.0.0.1' });
+const fport = app.server.address().port;
+log(`FAUXQS ${fport}`);
+
+// ---- SigV4 verification ------------------------------------------------------
+const stats = { requests: 0, sigOk: 0, sigBad: 0, faults: 0, byTarget: {} };
+const faults = [];
+
+function parseAuth(h) {
+  const m = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/([^/]+)\/aws4_request, ?SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$/.exec(h || '');
+  if (!m) return null;
+  return { akid: m[1], day: m[2], region: m[3], service: m[4],
+           signed: m[5].split(';'), signature: m[6] };
+}
+
+function amzDate(s) {
+  const m = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(s || '');
+  if (!m) return null;
+  return new Date(Date.UTC(+m[1], +m[2] - 1, +m[3], +m[4], +m[5], +m[6]));
+}
+
+// Returns null when the signature is right, else [status, code, message, tag].
+async function verify(req, body) {
+  const a = parseAuth(req.headers.authorization);
+  if (!a) return [403, 'IncompleteSignature', 'Authorization header missing or malformed', 'none'];
+  if (a.akid !== accessKeyId)
+    return [403, 'InvalidClientTokenId', 'The security token included in the request is invalid.', 'unknown-key'];
+  const date = amzDate(req.headers['x-amz-date']);
+  if (!date) return [403, 'IncompleteSignature', 'X-Amz-Date missing or malformed', 'none'];
+  // Real SQS refuses a request more than 15 minutes off its clock.
+  if (Math.abs(Date.now() - date.getTime()) > 15 * 60 * 1000)
+    return [400, 'RequestExpired', `Request has expired. X-Amz-Date is ${req.headers['x-amz-date']}`, 'expired'];
+  if (sessionToken !== undefined && req.headers['x-amz-security-token'] !== sessionToken)
+    return [403, 'InvalidClientTokenId', 'The security token included in the request is invalid.', 'bad'];
+  const headers = {};
+  for (const name of a.signed) {
+    if (name === 'x-amz-date') continue;   // the signer sets it
+    if (req.headers[name] === undefined)
+      return [403, 'SignatureDoesNotMatch', `Signed header ${name} missing`, 'bad'];
+    headers[name] = req.headers[name];
+  }
+  const signer = new SignatureV4({
+    credentials: { accessKeyId, secretAccessKey, sessionToken: a.signed.includes('x-amz-security-token') ? req.headers['x-amz-security-token'] : undefined },
+    region: a.region, service: a.service, sha256: Sha256,
+    uriEscapePath: true, applyChecksum: false,
+  });
+  const [hostname] = (req.headers.host || '').split(':');
+  const out = await signer.sign({
+    method: req.method, protocol: 'https:', hostname, path: req.url.split('?')[0],
+    query: {}, headers, body,
+  }, { signingDate: date, signingRegion: a.region, signingService: a.service });
+  const want = parseAuth(out.headers.authorization);
+  if (!want || want.signature !== a.signature || want.signed.join(';') !== a.signed.join(';'))
+    return [403, 'SignatureDoesNotMatch',
+      'The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method.', 'bad'];
+  return null;
+}
+
+// ---- answers -----------------------------------------------------------------
+function sqsError(res, status, code, message, query, extra = {}) {
+  const body = JSON.stringify({ __type: `com.amazonaws.sqs#${code}`, message });
+  const h = { 'content-type': 'application/x-amz-json-1.0',
+              'content-length': Buffer.byteLength(body),
+              'x-amzn-requestid': 'test-' + stats.requests, ...extra };
+  if (query) h['x-amzn-query-error'] = query;
+  res.writeHead(status, h);
+  res.end(body);
+}
+
+function forward(req, body, res, target, sig, loseReply) {
+  const up = http.request({
+    host: '127.0.0.1', port: fport, method: req.method, path: req.url,
+    headers: { ...req.headers, 'content-length': body.length },
+  }, (ur) => {
+    const chunks = [];
+    ur.on('data', (c) => chunks.push(c));
+    ur.on('end', () => {
+      const b = Buffer.concat(chunks);
+      if (loseReply) {   // applied by fauxqs, the reply never arrives
+        log(`FAULT ${target} lost-reply ${ur.statusCode}`);
+        req.socket.destroy();
+        return;
+      }
+      const h = {};
+      for (const [k, v] of Object.entries(ur.headers))
+        if (!['connection', 'keep-alive', 'transfer-encoding', 'content-length'].includes(k)) h[k] = v;
+      h['content-length'] = b.length;
+      // Logged before the answer leaves, so a test that has the answer
+      // also finds the line.
+      log(`REQ ${target} ${ur.statusCode} ${sig}`);
+      res.writeHead(ur.statusCode, h);
+      res.end(b);
+    });
+  });
+  up.on('error', (e) => { sqsError(res, 500, 'InternalFailure', String(e), null); });
+  up.end(body);
+}
+
+function control(req, body, res) {
+  const json = (status, obj) => {
+    const b = JSON.stringify(obj);
+    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(b) });
+    res.end(b);
+  };
+  let arg = {};
+  try { if (body.length) arg = JSON.parse(body.toString('utf8')); } catch { return json(400, { error: 'bad json' }); }
+  if (req.url === '/_test/stats') return json(200, { ...stats, pendingFaults: faults.length });
+  if (req.url === '/_test/clear') { faults.length = 0; return json(200, {}); }
+  if (req.url === '/_test/fault') {
+    for (let i = 0; i < (arg.count ?? 1); i++) faults.push(arg);
+    return json(200, { pending: faults.length });
+  }
+  if (req.url === '/_test/create') {
+    // CreateQueue the way a signed client would reach it: the region comes
+    // from the Authorization scope (fauxqs reads nothing else from it).
+    const b = Buffer.from(JSON.stringify({ QueueName: arg.QueueName, Attributes: arg.Attributes || {} }));
+    const up = http.request({
+      host: '127.0.0.1', port: fport, method: 'POST', path: '/',
+      headers: { host: req.headers.host, 'content-type': 'application/x-amz-json-1.0',
+                 'x-amz-target': 'AmazonSQS.CreateQueue', 'content-length': b.length,
+                 authorization: `AWS4-HMAC-SHA256 Credential=${accessKeyId}/20260101/${region}/sqs/aws4_request, SignedHeaders=host, Signature=${'0'.repeat(64)}` },
+    }, (ur) => {
+      const chunks = [];
+      ur.on('data', (c) => chunks.push(c));
+      ur.on('end', () => json(ur.statusCode, JSON.parse(Buffer.concat(chunks).toString() || '{}')));
+    });
+    up.end(b);
+    return undefined;
+  }
+  return json(404, { error: 'no such test route' });
+}
+
+const tls = https.createServer({
+  cert: fs.readFileSync(path.join(pkiDir, 'good.crt')),
+  key: fs.readFileSync(path.join(pkiDir, 'good.key')),
+  keepAliveTimeout: 60000,
+}, (req, res) => {
+  const chunks = [];
+  req.on('data', (c) => chunks.push(c));
+  req.on('end', async () => {
+    const body = Buffer.concat(chunks);
+    if (req.url.startsWith('/_test/')) return control(req, body, res);
+    const target = req.headers['x-amz-target'] || '-';
+    stats.requests++;
+    stats.byTarget[target] = (stats.byTarget[target] || 0) + 1;
+    let bad;
+    try { bad = await verify(req, body); } catch (e) { bad = [403, 'IncompleteSignature', String(e), 'bad']; }
+    if (bad) {
+      stats.sigBad++;
+      const [status, code, message, tag] = bad;
+      log(`REQ ${target} ${status} ${tag}`);
+      sqsError(res, status, code, message, `${code};Sender`);
+      return;
+    }
+    stats.sigOk++;
+    const fi = faults.findIndex((f) => !f.target || f.target === target);
+    if (fi >= 0) {
+      const f = faults.splice(fi, 1)[0];
+      stats.faults++;
+      const mode = f.mode || 'error';
+      if (mode === 'reset') { log(`FAULT ${target} reset 0`); req.socket.destroy(); return; }
+      if (mode === 'hang') { log(`FAULT ${target} hang 0`); return; }
+      if (mode === 'lost-reply') return forward(req, body, res, target, 'ok', true);
+      const extra = {};
+      if (f.retryAfterMs !== undefined) extra['x-amz-retry-after'] = String(f.retryAfterMs);
+      log(`FAULT ${target} error ${f.status || 503}`);
+      sqsError(res, f.status || 503, f.code || 'ServiceUnavailable',
+               f.message || 'Service is unavailable, try again', f.query || null, extra);
+      return;
+    }
+    forward(req, body, res, target, 'ok', false);
+  });
+});
+tls.listen(0, '127.0.0.1', () => log(`PORT ${tls.address().port}`));
+
+const stop = () => { tls.close(); app.close().finally(() => process.exit(0)); setTimeout(() => process.exit(0), 500).unref(); };
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);
