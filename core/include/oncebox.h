@@ -72,7 +72,8 @@ OB_EXTERN const char* ob_version(void);
   XX(ENOHANDLER, -16, "no handler registered for this message type")         \
   XX(EEXIST, -17, "already exists")                                          \
   XX(ECANCELED, -18, "operation canceled")                                   \
-  XX(ESINK, -19, "outbox sink rejected the event")
+  XX(ESINK, -19, "outbox sink rejected the event")                           \
+  XX(ETIMEDOUT, -20, "timed out")
 
 typedef enum {
   OB_OK = 0,
@@ -438,6 +439,42 @@ typedef enum {
 ** failure that made handling impossible.
 */
 OB_EXTERN int ob_run(ob_engine_t* e, ob_run_mode_t mode, int handle_signals);
+
+/* ---------------------------------------------------------------------------
+** The outbox relay: publishes outbox rows to Amazon SQS as CloudEvents 1.0
+** (structured JSON, id = the outbox id) whenever SQS can be reached.
+** At-least-once: a row is marked published only after SQS accepted it, so a
+** crash or a lost reply publishes it again with the same id.
+*/
+typedef struct ob_relay_options_s {
+  const char* queue_url;       /* required; a .fifo URL turns on FIFO fields */
+  const char* source;          /* CloudEvents source; NULL: urn:oncebox:HOST */
+  int ordered;                 /* 1: rows of one aggregate go out in order,
+                               ** a later row waits behind an unpublished
+                               ** earlier one (even a parked one) */
+  int park_after;              /* rejections by SQS before a row is parked;
+                               ** 10; 0: never. Network failures never park */
+  int64_t backoff_base_ms;     /* per-row backoff after a failure: 1000 */
+  int64_t backoff_cap_ms;      /* ... doubling up to: 300000 */
+  int64_t probe_base_ms;       /* offline probing: 1000 */
+  int64_t probe_cap_ms;        /* ... doubling up to: 300000 */
+  int64_t lease_ms;            /* claim lease of a batch in flight: 60000 */
+} ob_relay_options_t;
+
+/* Fill o with the defaults above (queue_url NULL). This function can't
+** fail. */
+OB_EXTERN void ob_relay_options_init(ob_relay_options_t* o);
+
+/*
+** Publish this engine's outbox to o->queue_url while the engine is attached
+** to a loop (ob_attach / ob_run). The AWS configuration (credentials,
+** region, endpoint, CA bundle) is read now from the environment and the
+** profile files, the AWS SDKs' way. Call before attaching. Returns 0, or
+** OB_EINVAL with a specific reason in errbuf (never a secret), OB_EEXIST if
+** a relay is already enabled, OB_ESTATE when attached.
+*/
+OB_EXTERN int ob_relay_enable(ob_engine_t* e, const ob_relay_options_t* o,
+                              char* errbuf, size_t errlen);
 
 /* The host application knows the network came back (or changed): an
 ** offline relay or consumer retries at once instead of waiting for its next

@@ -9,8 +9,7 @@
 
 #include "oncebox.h"
 
-#define OB__SQS_MAX_BATCH_ENTRIES 10
-#define OB__SQS_MAX_BATCH_BYTES (1024 * 1024)
+#include "core/sqs/sqs.h"  /* OB__SQS_MAX_BATCH_ENTRIES, _BYTES */
 
 /* 1 if the queue URL names a FIFO queue (its name ends in ".fifo"). */
 int ob__relay_queue_is_fifo(const char* queue_url);

@@ -1,0 +1,361 @@
+/*
+** The outbox relay against fauxqs behind the TLS terminator that verifies
+** every SigV4 signature (tests/integration/sqs/sqs_server.mjs): the engine
+** reads its AWS configuration from the environment like a terminal would,
+** with https://localhost:PORT as the endpoint and the test CA.
+**
+** Covered: everything published as CloudEvents with attributes; offline
+** (endpoint unreachable) -> payments handled, outbox grows, nothing lost;
+** network back -> published with no intervention; 503s absorbed; an entry
+** SQS rejects is parked after park_after attempts without blocking other
+** rows, and with ordering on, holds back later rows of its aggregate only.
+*/
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "tests/integration/engine_fixture.h"
+#include "tests/integration/sqs/sqs_test_util.h"
+
+static sq_server_t g_srv;
+static const char* g_skip;
+
+static int group_setup(void** state) {
+  (void)state;
+  g_skip = sq_skip_reason();
+  if (g_skip != NULL) {
+    printf("%s\n", g_skip);
+    return 0;
+  }
+  if (sq_server_start(&g_srv, "relay", NULL) != 0) return -1;
+  setenv("AWS_ACCESS_KEY_ID", SQ_AKID, 1);
+  setenv("AWS_SECRET_ACCESS_KEY", SQ_SECRET, 1);
+  setenv("AWS_REGION", SQ_REGION, 1);
+  setenv("AWS_CA_BUNDLE", g_srv.ca_file, 1);
+  unsetenv("AWS_PROFILE");
+  unsetenv("AWS_SESSION_TOKEN");
+  return 0;
+}
+
+static int group_teardown(void** state) {
+  (void)state;
+  if (g_skip == NULL) sq_server_stop(&g_srv);
+  return 0;
+}
+
+static void set_endpoint(int port) {
+  char url[64];
+  snprintf(url, sizeof url, "https://localhost:%d", port);
+  setenv("AWS_ENDPOINT_URL_SQS", url, 1);
+}
+
+/* A fresh engine (real clock: the relay's timers are real). */
+static fixture_t* relay_fixture(void) {
+  fixture_t* f = fx_new(8);
+  ob_close(f->e);
+  f->opts.clock = NULL;
+  f->opts.poll_interval_ms = 20;
+  fx_open(f);
+  ob_register_payout(f->e);
+  return f;
+}
+
+static int enable(fixture_t* f, const char* queue_url, int park_after,
+                  int ordered) {
+  ob_relay_options_t o;
+  char err[256];
+  ob_relay_options_init(&o);
+  o.queue_url = queue_url;
+  o.source = "urn:oncebox:test-terminal";
+  o.park_after = park_after;
+  o.ordered = ordered;
+  o.backoff_base_ms = 50;
+  o.backoff_cap_ms = 200;
+  o.probe_base_ms = 50;
+  o.probe_cap_ms = 200;
+  int rc = ob_relay_enable(f->e, &o, err, sizeof err);
+  if (rc != 0) print_message("ob_relay_enable: %s\n", err);
+  return rc;
+}
+
+/* Receive everything in the queue (the C client, deleting as it goes);
+** returns a cJSON array of the CloudEvents, and checks attributes. */
+static cJSON* drain_queue(const char* queue_url) {
+  uv_loop_t loop;
+  sq_clock_t clock;
+  ob_sqs_client_config_t cfg;
+  ob_sqs_client_t* c = NULL;
+  ob_sqs_req_t req;
+  sq_done_t done;
+  cJSON* all = cJSON_CreateArray();
+  char err[256];
+  static const char* const sys[] = {"ApproximateReceiveCount"};
+  static const char* const mattrs[] = {"All"};
+
+  uv_loop_init(&loop);
+  sq_clock_init(&clock, 0, -1);
+  sq_client_config(&g_srv, &cfg, SQ_SECRET, &clock.clock);
+  assert_int_equal(ob_sqs_client_open(&c, &loop, &cfg, err, sizeof err), 0);
+  for (;;) {
+    ob__sqs_receive_t p;
+    memset(&p, 0, sizeof p);
+    p.queue_url = queue_url;
+    p.system_attribute_names = sys;
+    p.nsystem_attribute_names = 1;
+    p.message_attribute_names = mattrs;
+    p.nmessage_attribute_names = 1;
+    p.max_messages = 10;
+    p.visibility_timeout = 30;
+    p.wait_time_seconds = 0;
+    memset(&req, 0, sizeof req);
+    memset(&done, 0, sizeof done);
+    req.data = &done;
+    assert_int_equal(ob_sqs_receive_message(c, &req, &p, sq_cb), 0);
+    assert_int_equal(sq_wait(&loop, &req), 0);
+    size_t n = req.receive.n;
+    for (size_t i = 0; i < n; i++) {
+      const ob__sqs_message_t* m = &req.receive.messages[i];
+      cJSON* ev = cJSON_ParseWithLength(m->body, m->body_len);
+      assert_non_null(ev);
+      /* Attributes for filtering. */
+      int seen = 0;
+      for (size_t k = 0; k < m->nmessage_attributes; k++) {
+        const ob__sqs_attr_t* a = &m->message_attributes[k];
+        if (strcmp(a->name, "eventType") == 0) {
+          assert_memory_equal(a->value, "MerchantPayoutCreated", a->value_len);
+          seen++;
+        } else if (strcmp(a->name, "aggregateId") == 0 ||
+                   strcmp(a->name, "causationId") == 0) {
+          seen++;
+        }
+      }
+      assert_int_equal(seen, 3);
+      cJSON_AddItemToArray(all, ev);
+      ob_sqs_req_t del;
+      sq_done_t d2 = {0, 0};
+      memset(&del, 0, sizeof del);
+      del.data = &d2;
+      assert_int_equal(ob_sqs_delete_message(c, &del, queue_url, m->receipt_handle,
+                                             sq_cb), 0);
+      assert_int_equal(sq_wait(&loop, &del), 0);
+      ob_sqs_req_cleanup(&del);
+    }
+    ob_sqs_req_cleanup(&req);
+    if (n == 0) break;
+  }
+  ob_sqs_client_close(c, NULL, NULL);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  uv_loop_close(&loop);
+  return all;
+}
+
+/* Every outbox row is in `events` at least once, with its payload. */
+static void assert_all_delivered(fixture_t* f, cJSON* events, int want) {
+  sqlite3* db;
+  sqlite3_stmt* st;
+  int rows = 0;
+  assert_int_equal(sqlite3_open_v2(f->db_path, &db, SQLITE_OPEN_READONLY, NULL),
+                   SQLITE_OK);
+  assert_int_equal(sqlite3_prepare_v2(db, "SELECT id, aggregate_id, payload FROM"
+                                          " outbox_event", -1, &st, NULL),
+                   SQLITE_OK);
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    const char* id = (const char*)sqlite3_column_text(st, 0);
+    const char* agg = (const char*)sqlite3_column_text(st, 1);
+    int found = 0;
+    cJSON* ev;
+    rows++;
+    cJSON_ArrayForEach(ev, events) {
+      if (strcmp(cJSON_GetObjectItem(ev, "id")->valuestring, id) != 0) continue;
+      found++;
+      assert_string_equal(cJSON_GetObjectItem(ev, "subject")->valuestring, agg);
+      assert_string_equal(cJSON_GetObjectItem(ev, "source")->valuestring,
+                          "urn:oncebox:test-terminal");
+      assert_string_equal(cJSON_GetObjectItem(ev, "specversion")->valuestring, "1.0");
+      assert_string_equal(
+          cJSON_GetObjectItem(cJSON_GetObjectItem(ev, "data"), "paymentId")->valuestring,
+          agg);
+    }
+    if (found < 1) fail_msg("outbox event %s never reached SQS", id);
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  assert_int_equal(rows, want);
+}
+
+static void enqueue_payments(fixture_t* f, int from, int n) {
+  char id[37], body[256];
+  for (int i = from; i < from + n; i++)
+    assert_int_equal(fx_enqueue(f, OB_PAYOUT_MESSAGE_TYPE, fx_event(i, id),
+                                fx_payment(i, body)),
+                     0);
+}
+
+static void test_publishes_everything(void** state) {
+  (void)state;
+  if (g_skip) skip();
+  char* q = sq_create_queue(&g_srv, "relay-all", NULL);
+  fixture_t* f = relay_fixture();
+  set_endpoint(g_srv.port);
+  assert_int_equal(enable(f, q, 10, 0), 0);
+  enqueue_payments(f, 0, 35);
+  assert_int_equal(ob_run(f->e, OB_RUN_UNTIL_IDLE, 0), 0);
+  ob_stats_t st;
+  assert_int_equal(ob_stats(f->e, &st), 0);
+  assert_int_equal(st.payouts, 35);
+  assert_int_equal(st.outbox_unpublished, 0);
+  assert_int_equal(st.relay_online, 1);
+  assert_true(st.last_publish_at_ms > 0);
+  cJSON* events = drain_queue(q);
+  assert_int_equal(cJSON_GetArraySize(events), 35);
+  assert_all_delivered(f, events, 35);
+  cJSON_Delete(events);
+  fx_free(f);
+  free(q);
+}
+
+/* The terminal is offline: handling goes on, the outbox grows; once the
+** network is back everything goes out by itself. */
+static void test_offline_then_back(void** state) {
+  (void)state;
+  if (g_skip) skip();
+  char* q = sq_create_queue(&g_srv, "relay-offline", NULL);
+  fixture_t* f = relay_fixture();
+  ob_stats_t st;
+  set_endpoint(1);  /* nothing listens on port 1 */
+  assert_int_equal(enable(f, q, 10, 0), 0);
+  enqueue_payments(f, 100, 40);
+  assert_int_equal(ob_run(f->e, OB_RUN_UNTIL_IDLE, 0), 0);
+  assert_int_equal(ob_stats(f->e, &st), 0);
+  assert_int_equal(st.payouts, 40);
+  assert_int_equal(st.outbox_unpublished, 40);
+  assert_int_equal(st.outbox_parked, 0);
+  assert_int_equal(st.relay_online, 0);
+  /* The network comes back (a new process, as after a reboot). */
+  ob_close(f->e);
+  f->e = NULL;
+  fx_open(f);
+  ob_register_payout(f->e);
+  set_endpoint(g_srv.port);
+  assert_int_equal(enable(f, q, 10, 0), 0);
+  assert_int_equal(ob_run(f->e, OB_RUN_UNTIL_IDLE, 0), 0);
+  assert_int_equal(ob_stats(f->e, &st), 0);
+  assert_int_equal(st.outbox_unpublished, 0);
+  assert_int_equal(st.relay_online, 1);
+  cJSON* events = drain_queue(q);
+  assert_all_delivered(f, events, 40);
+  cJSON_Delete(events);
+  fx_free(f);
+  free(q);
+}
+
+/* 503s and throttling are absorbed by the client's retries and the row
+** backoff; nothing is lost. */
+static void test_server_errors_absorbed(void** state) {
+  (void)state;
+  if (g_skip) skip();
+  char* q = sq_create_queue(&g_srv, "relay-503", NULL);
+  fixture_t* f = relay_fixture();
+  set_endpoint(g_srv.port);
+  assert_int_equal(enable(f, q, 10, 0), 0);
+  enqueue_payments(f, 200, 20);
+  sq_fault(&g_srv, "{\"count\":4,\"status\":503}");
+  /* until-idle would stop while the relay backs off; run until published. */
+  for (int i = 0; i < 50; i++) {
+    ob_stats_t st;
+    assert_int_equal(ob_run(f->e, OB_RUN_UNTIL_IDLE, 0), 0);
+    assert_int_equal(ob_stats(f->e, &st), 0);
+    if (st.outbox_unpublished == 0) break;
+    usleep(100000);
+  }
+  sq_clear(&g_srv);
+  cJSON* events = drain_queue(q);
+  assert_all_delivered(f, events, 20);
+  cJSON_Delete(events);
+  fx_free(f);
+  free(q);
+}
+
+/* A handler whose event SQS refuses (over the queue's 1 KiB message size). */
+static int big_event(ob_tx_t* tx, const ob_message_t* m, void* arg) {
+  char payload[3000];
+  (void)arg;
+  int n = snprintf(payload, sizeof payload, "{\"pad\":\"");
+  memset(payload + n, 'x', 2000);
+  snprintf(payload + n + 2000, sizeof payload - (size_t)n - 2000, "\"}");
+  return ob_tx_emit(tx, "Big", m->body, payload, strlen(payload), NULL) < 0
+             ? OB_EIO : OB_DONE;
+}
+
+static int small_event(ob_tx_t* tx, const ob_message_t* m, void* arg) {
+  (void)arg;
+  return ob_tx_emit(tx, "Small", m->body, "{\"ok\":1}", 8, NULL) < 0 ? OB_EIO
+                                                                     : OB_DONE;
+}
+
+static void run_parking(int ordered) {
+  char name[32];
+  snprintf(name, sizeof name, "relay-park-%d", ordered);
+  char* q = sq_create_queue(&g_srv, name, "{\"MaximumMessageSize\":\"1024\"}");
+  fixture_t* f = relay_fixture();
+  char id[37];
+  ob_stats_t st;
+  set_endpoint(g_srv.port);
+  ob_register(f->e, "MakeBig", "big", big_event, NULL);
+  ob_register(f->e, "MakeSmall", "small", small_event, NULL);
+  assert_int_equal(enable(f, q, 2, ordered), 0);
+  /* Aggregate A: a big event then a small one; aggregate B: a small one. */
+  assert_int_equal(fx_enqueue(f, "MakeBig", fx_event(1, id), "agg-A"), 0);
+  assert_int_equal(fx_enqueue(f, "MakeSmall", fx_event(2, id), "agg-A"), 0);
+  assert_int_equal(fx_enqueue(f, "MakeSmall", fx_event(3, id), "agg-B"), 0);
+  for (int i = 0; i < 100; i++) {
+    assert_int_equal(ob_run(f->e, OB_RUN_UNTIL_IDLE, 0), 0);
+    assert_int_equal(ob_stats(f->e, &st), 0);
+    if (st.outbox_parked == 1 &&
+        st.outbox_unpublished == (ordered ? 2 : 1))
+      break;
+    usleep(50000);
+  }
+  assert_int_equal(st.outbox_parked, 1);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event WHERE"
+                               " event_type = 'Big' AND attempt_count = 2 AND"
+                               " parked_at IS NOT NULL AND last_error LIKE '%'"),
+                   1);
+  /* B is never blocked; A's small event waits only when ordering is on. */
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event WHERE"
+                               " aggregate_id = 'agg-B' AND published_at IS NOT NULL"),
+                   1);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event WHERE"
+                               " aggregate_id = 'agg-A' AND event_type = 'Small'"
+                               " AND published_at IS NOT NULL"),
+                   ordered ? 0 : 1);
+  /* Never deleted. */
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event"), 3);
+  fx_free(f);
+  free(q);
+}
+
+static void test_parking(void** state) {
+  (void)state;
+  if (g_skip) skip();
+  run_parking(0);
+  run_parking(1);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_publishes_everything),
+      cmocka_unit_test(test_offline_then_back),
+      cmocka_unit_test(test_server_errors_absorbed),
+      cmocka_unit_test(test_parking),
+  };
+  return cmocka_run_group_tests_name("relay", tests, group_setup, group_teardown);
+}
