@@ -48,6 +48,9 @@ int ob__stats(ob__db_t* db, int64_t now, ob_stats_t* s) {
       (rc = scalar(db, "SELECT count(*) FROM outbox_event WHERE"
                        " parked_at IS NOT NULL AND published_at IS NULL", now,
                    &s->outbox_parked)) < 0 ||
+      (rc = scalar(db, "SELECT count(*) FROM outbox_event WHERE"
+                       " published_at IS NULL AND parked_at IS NULL AND"
+                       " next_attempt_at <= ?1", now, &s->outbox_due)) < 0 ||
       (rc = scalar(db, "SELECT coalesce(max(last_publish_at), 0) FROM"
                        " relay_status", now, &s->last_publish_at_ms)) < 0 ||
       (rc = scalar(db, "SELECT coalesce((SELECT online FROM relay_status"

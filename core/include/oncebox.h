@@ -158,6 +158,9 @@ typedef struct ob_options_s {
   ob_log_cb log;                /* NULL: no logging */
   void* log_ctx;
   ob_log_level_t log_level;     /* OB_LOG_INFO */
+  int no_handling;              /* 1: an attached engine only publishes and
+                                ** consumes; the local queue is not handled
+                                ** (`oncebox outbox drain`) */
 } ob_options_t;
 
 /* Fill o with defaults (db_path NULL). This function can't fail. */
@@ -599,6 +602,8 @@ typedef struct ob_stats_s {
   int64_t outbox_oldest_unpublished_age_ms;  /* 0 if none */
   int64_t outbox_published;
   int64_t outbox_parked;       /* gave up after the attempt limit */
+  int64_t outbox_due;          /* unpublished, not parked, due now (incl.
+                               ** a batch in flight) */
   int64_t last_publish_at_ms;  /* last successful publication; 0: never */
   int relay_online;            /* 1 online, 0 offline, -1 no relay has run */
 } ob_stats_t;

@@ -26,6 +26,21 @@ typedef int (*cli_cmd_fn)(cli_t* cli, int argc, char** argv);
 ** prints the reason and returns NULL on failure (*exit_code set). */
 ob_engine_t* cli_open(cli_t* cli, int batch, int* exit_code);
 void cli_log(void* ctx, ob_log_level_t level, const char* msg);
+/* Like cli_open, for publishing only (no local handling). */
+ob_engine_t* cli_open_publisher(cli_t* cli, int* exit_code);
+
+/* Sync settings shared by `run` and `outbox drain`; NULL fields fall back
+** to ONCEBOX_OUTBOX_QUEUE_URL / ONCEBOX_SOURCE. */
+typedef struct cli_sync_s {
+  const char* outbox_queue_url;
+  const char* source;
+  int ordered;
+} cli_sync_t;
+
+/* Enable the relay when an outbox queue is configured. Returns 0 (also when
+** none is: the outbox then accumulates), or an exit code after printing
+** why. */
+int cli_enable_relay(ob_engine_t* e, cli_sync_t* s);
 
 /* 1 if argv contains -h/--help (before "--"). */
 int cli_wants_help(int argc, char** argv);
@@ -45,6 +60,7 @@ int cmd_stats(cli_t* cli, int argc, char** argv);
 int cmd_check(cli_t* cli, int argc, char** argv);
 int cmd_gc(cli_t* cli, int argc, char** argv);
 int cmd_demo(cli_t* cli, int argc, char** argv);
+int cmd_outbox(cli_t* cli, int argc, char** argv);
 int cmd_sqs(cli_t* cli, int argc, char** argv);
 
 #endif

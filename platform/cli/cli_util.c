@@ -20,7 +20,39 @@ void cli_log(void* ctx, ob_log_level_t level, const char* msg) {
           names[level], msg);
 }
 
+static ob_engine_t* open_with(cli_t* cli, int batch, int no_handling,
+                              int* exit_code);
+
 ob_engine_t* cli_open(cli_t* cli, int batch, int* exit_code) {
+  return open_with(cli, batch, 0, exit_code);
+}
+
+ob_engine_t* cli_open_publisher(cli_t* cli, int* exit_code) {
+  return open_with(cli, 0, 1, exit_code);
+}
+
+int cli_enable_relay(ob_engine_t* e, cli_sync_t* s) {
+  ob_relay_options_t o;
+  char err[512];
+  int rc;
+  if (s->outbox_queue_url == NULL) s->outbox_queue_url = getenv("ONCEBOX_OUTBOX_QUEUE_URL");
+  if (s->source == NULL) s->source = getenv("ONCEBOX_SOURCE");
+  if (s->outbox_queue_url == NULL || s->outbox_queue_url[0] == '\0') return 0;
+  ob_relay_options_init(&o);
+  o.queue_url = s->outbox_queue_url;
+  o.source = s->source && s->source[0] ? s->source : NULL;
+  o.ordered = s->ordered;
+  rc = ob_relay_enable(e, &o, err, sizeof err);
+  if (rc < 0) {
+    fprintf(stderr, "oncebox: cannot publish the outbox: %s (%s)\n",
+            err[0] ? err : ob_strerror(rc), ob_err_name(rc));
+    return rc == OB_EINVAL ? EXIT_USAGE : EXIT_FAIL;
+  }
+  return 0;
+}
+
+static ob_engine_t* open_with(cli_t* cli, int batch, int no_handling,
+                              int* exit_code) {
   ob_options_t o;
   ob_engine_t* e = NULL;
   char err[512];
@@ -36,6 +68,7 @@ ob_engine_t* cli_open(cli_t* cli, int batch, int* exit_code) {
   o.log = cli_log;
   o.log_level = cli->log_level;
   if (batch > 0) o.batch_size = batch;
+  o.no_handling = no_handling;
   if (cli->sync_normal) o.synchronous = OB_SYNC_NORMAL;
   rc = ob_open(&e, &o, err, sizeof err);
   if (rc < 0) {

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "platform/cli/cli.h"
 
@@ -58,22 +59,40 @@ int cmd_stats(cli_t* cli, int argc, char** argv) {
     cJSON_AddNumberToObject(ob, "published", (double)s.outbox_published);
     cJSON_AddNumberToObject(ob, "oldestUnpublishedAgeMs",
                             (double)s.outbox_oldest_unpublished_age_ms);
+    cJSON_AddNumberToObject(ob, "parked", (double)s.outbox_parked);
+    cJSON_AddNumberToObject(ob, "due", (double)s.outbox_due);
+    if (s.last_publish_at_ms > 0)
+      cJSON_AddNumberToObject(ob, "lastPublishAtMs", (double)s.last_publish_at_ms);
+    else
+      cJSON_AddNullToObject(ob, "lastPublishAtMs");
+    if (s.relay_online < 0) cJSON_AddNullToObject(ob, "online");
+    else cJSON_AddBoolToObject(ob, "online", s.relay_online == 1);
     char* t = cJSON_Print(o);
     printf("%s\n", t);
     free(t);
     cJSON_Delete(o);
   } else {
+    char last[40] = "never";
+    if (s.last_publish_at_ms > 0) {
+      time_t t = (time_t)(s.last_publish_at_ms / 1000);
+      struct tm tm;
+      gmtime_r(&t, &tm);
+      strftime(last, sizeof last, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    }
     cli_format_age(s.outbox_oldest_unpublished_age_ms, age, sizeof age);
     printf("queue:     %lld ready, %lld delayed, %lld in hand\n"
            "failed:    %lld\n"
            "processed: %lld dedup records\n"
            "payouts:   %lld\n"
-           "outbox:    %lld unpublished (oldest %s), %lld published\n",
+           "outbox:    %lld unpublished (oldest %s), %lld published\n"
+           "relay:     %lld parked, last publish %s, %s\n",
            (long long)s.queue_ready, (long long)s.queue_delayed,
            (long long)s.queue_in_hand, (long long)s.failed,
            (long long)s.processed, (long long)s.payouts,
            (long long)s.outbox_unpublished,
-           s.outbox_unpublished ? age : "-", (long long)s.outbox_published);
+           s.outbox_unpublished ? age : "-", (long long)s.outbox_published,
+           (long long)s.outbox_parked, last, s.relay_online < 0 ? "never run"
+           : s.relay_online ? "online" : "offline");
   }
   ob_close(e);
   return EXIT_OK;

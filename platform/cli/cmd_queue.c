@@ -258,17 +258,25 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
   static const struct option opts[] = {
       {"until-idle", no_argument, NULL, 'u'},
       {"batch", required_argument, NULL, 'b'},
+      {"outbox-queue-url", required_argument, NULL, 'q'},
+      {"source", required_argument, NULL, 's'},
+      {"ordered", no_argument, NULL, 'o'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   int c, code, rc, until_idle = 0;
   long long batch = 1;
   ob_engine_t* e;
   ob_stats_t before, after;
+  cli_sync_t sync;
 
+  memset(&sync, 0, sizeof sync);
   optind = 1;
   while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
     switch (c) {
       case 'u': until_idle = 1; break;
+      case 'q': sync.outbox_queue_url = optarg; break;
+      case 's': sync.source = optarg; break;
+      case 'o': sync.ordered = 1; break;
       case 'b':
         batch = cli_parse_count(optarg);
         if (batch < 1 || batch > 10000) {
@@ -277,12 +285,21 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
         }
         break;
       case 'h':
-        printf("usage: oncebox --db FILE run [--until-idle] [--batch N]\n\n"
+        printf("usage: oncebox --db FILE run [--until-idle] [--batch N]\n"
+               "              [--outbox-queue-url URL] [--source URI] "
+               "[--ordered]\n\n"
                "Handle queued messages. --batch N handles up to N messages in\n"
-               "one transaction (group commit, a savepoint each). "
-               "--until-idle\nexits once the queue holds no message, ready or "
-               "delayed.\nSIGTERM/SIGINT: finish the message in hand, exit 0; "
-               "a second\nsignal exits at once.\n");
+               "one transaction (group commit, a savepoint each).\n"
+               "--outbox-queue-url (or ONCEBOX_OUTBOX_QUEUE_URL) publishes the\n"
+               "outbox to that SQS queue as CloudEvents whenever SQS can be\n"
+               "reached (AWS_* variables and ~/.aws for credentials, region,\n"
+               "endpoint); without it the outbox accumulates. --source (or\n"
+               "ONCEBOX_SOURCE) is the CloudEvents source of this terminal;\n"
+               "--ordered publishes each aggregate's events in order.\n"
+               "--until-idle exits once the queue holds no message, ready or\n"
+               "delayed, and the outbox has nothing it can publish right now.\n"
+               "SIGTERM/SIGINT: finish the message in hand, exit 0; a second\n"
+               "signal exits at once.\n");
         return EXIT_OK;
       default: return EXIT_USAGE;
     }
@@ -293,6 +310,10 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
   }
   e = cli_open(cli, (int)batch, &code);
   if (e == NULL) return code;
+  if ((code = cli_enable_relay(e, &sync)) != 0) {
+    ob_close(e);
+    return code;
+  }
   memset(&before, 0, sizeof before);
   ob_stats(e, &before);
   rc = ob_run(e, until_idle ? OB_RUN_UNTIL_IDLE : OB_RUN_FOREVER, 1);

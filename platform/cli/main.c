@@ -16,6 +16,7 @@ static const command_t commands[] = {
     {"enqueue", cmd_enqueue, "add messages to the local queue (one, or NDJSON)"},
     {"run", cmd_run, "handle queued messages (until stopped or idle)"},
     {"failed", cmd_failed, "show, retry or remove failed messages"},
+    {"outbox", cmd_outbox, "show, retry parked, drain to SQS"},
     {"stats", cmd_stats, "queue, failure store, ledger and outbox counters"},
     {"check", cmd_check, "integrity check and invariants"},
     {"gc", cmd_gc, "delete expired dedup records and published events"},

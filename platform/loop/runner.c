@@ -91,6 +91,15 @@ static void work_cb(uv_timer_t* t) {
     begin_close(r);
     return;
   }
+  if (e->opts.no_handling) {
+    /* Publishing and consuming only: nothing to claim here. */
+    if (r->mode == OB_RUN_UNTIL_IDLE && components_idle(e)) {
+      begin_close(r);
+      return;
+    }
+    arm(r, r->mode == OB_RUN_UNTIL_IDLE ? 20 : e->opts.poll_interval_ms);
+    return;
+  }
   rc = ob_run_once(e, &res);
   if (rc < 0) {
     /* Disk full, I/O error, lock held elsewhere: nothing was applied. Back

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -350,12 +351,81 @@ static void test_parking(void** state) {
   run_parking(1);
 }
 
+/* The operator's view: run with --outbox-queue-url, outbox show/drain,
+** stats, through the real binary and its environment variables. */
+static int sh(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char* fmt, ...) {
+  char cmd[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(cmd, sizeof cmd, fmt, ap);
+  va_end(ap);
+  int st = system(cmd);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static void test_cli_sync(void** state) {
+  (void)state;
+  if (g_skip) skip();
+  const char* bin = getenv("OB_BINARY_DIR");
+  assert_non_null(bin);
+  char* q = sq_create_queue(&g_srv, "relay-cli", NULL);
+  char* dir = ts_mkdtemp("relay-cli");
+  char ob[1024], db[1024], out[1024];
+  snprintf(ob, sizeof ob, "%s/oncebox", bin);
+  snprintf(db, sizeof db, "%s/t.db", dir);
+  snprintf(out, sizeof out, "%s/out", dir);
+  for (int i = 0; i < 12; i++)
+    assert_int_equal(sh("'%s' --db '%s' enqueue --type PaymentCaptured --id "
+                        "0190b6d8-3ae7-7ca2-a653-%012d --body "
+                        "'{\"paymentId\":\"5c4080b1-b5d2-4e91-8de8-%012d\","
+                        "\"merchantId\":\"3727331a-b533-4c6e-a0f8-48532237307b\","
+                        "\"amountInMinorUnits\":100,\"currency\":\"EUR\"}' >/dev/null",
+                        ob, db, i, i),
+                     0);
+  /* Offline: handled, the outbox holds everything, drain times out. */
+  set_endpoint(1);
+  assert_int_equal(sh("'%s' --db '%s' --log-level error run --until-idle "
+                      "--outbox-queue-url '%s' --source urn:test:cli", ob, db, q), 0);
+  assert_int_equal(sh("'%s' --db '%s' outbox show --unpublished --json > '%s'",
+                      ob, db, out), 0);
+  assert_int_equal(sh("grep -c '\"eventType\":' '%s' | grep -qx 12", out), 0);
+  assert_int_equal(sh("ONCEBOX_OUTBOX_QUEUE_URL='%s' '%s' --db '%s' --log-level"
+                      " error outbox drain --until-empty --timeout 1 2>'%s'",
+                      q, ob, db, out), 1);
+  assert_int_equal(sh("grep -q 'timed out with 12 row(s) unpublished' '%s'", out), 0);
+  assert_int_equal(sh("'%s' --db '%s' stats --json > '%s'", ob, db, out), 0);
+  assert_int_equal(sh("grep -q '\"online\":\tfalse' '%s'", out), 0);
+  /* Online: drain publishes everything and exits 0. */
+  set_endpoint(g_srv.port);
+  /* The source is configuration of the terminal, not of the row: the same
+  ** variable is set for every oncebox process of the terminal. */
+  assert_int_equal(sh("ONCEBOX_OUTBOX_QUEUE_URL='%s' ONCEBOX_SOURCE=urn:test:cli"
+                      " '%s' --db '%s' --log-level error outbox drain"
+                      " --until-empty --timeout 30",
+                      q, ob, db), 0);
+  assert_int_equal(sh("'%s' --db '%s' stats --json > '%s'", ob, db, out), 0);
+  assert_int_equal(sh("grep -q '\"online\":\ttrue' '%s'", out), 0);
+  assert_int_equal(sh("grep -q '\"unpublished\":\t0' '%s'", out), 0);
+  assert_int_equal(sh("'%s' --db '%s' outbox show --json > '%s'", ob, db, out), 0);
+  assert_int_equal(sh("grep -c '\"publishedAt\":\t\"' '%s' | grep -qx 12", out), 0);
+  cJSON* events = drain_queue(q);
+  assert_int_equal(cJSON_GetArraySize(events), 12);
+  cJSON* ev;
+  cJSON_ArrayForEach(ev, events)
+    assert_string_equal(cJSON_GetObjectItem(ev, "source")->valuestring, "urn:test:cli");
+  cJSON_Delete(events);
+  ts_rmdir(dir);
+  free(q);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_publishes_everything),
       cmocka_unit_test(test_offline_then_back),
       cmocka_unit_test(test_server_errors_absorbed),
       cmocka_unit_test(test_parking),
+      cmocka_unit_test(test_cli_sync),
   };
   return cmocka_run_group_tests_name("relay", tests, group_setup, group_teardown);
 }

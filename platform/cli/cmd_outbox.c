@@ -1,0 +1,263 @@
+/* oncebox outbox show | retry-parked | drain */
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "platform/cli/cli.h"
+
+static void outbox_usage(FILE* out) {
+  fprintf(out,
+          "usage: oncebox --db FILE outbox show [--unpublished|--parked] "
+          "[--limit N] [--json]\n"
+          "       oncebox --db FILE outbox retry-parked\n"
+          "       oncebox --db FILE outbox drain [--until-empty] [--timeout S]\n"
+          "                [--outbox-queue-url URL] [--source URI] [--ordered]\n"
+          "\n"
+          "drain publishes the outbox to SQS (ONCEBOX_OUTBOX_QUEUE_URL, AWS_*\n"
+          "variables) without handling the local queue. It exits 0 once\n"
+          "nothing publishable is left (--until-empty: no unpublished row is\n"
+          "left except parked ones), 1 on --timeout. Parked rows gave up after\n"
+          "SQS refused them; retry-parked makes them publishable again.\n");
+}
+
+static void iso_time(int64_t ms, char* out, size_t n) {
+  time_t t = (time_t)(ms / 1000);
+  struct tm tm;
+  if (ms <= 0) {
+    snprintf(out, n, "-");
+    return;
+  }
+  gmtime_r(&t, &tm);
+  strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+typedef struct show_s {
+  int json;
+  cJSON* arr;
+} show_t;
+
+static int show_row(void* arg, const ob_outbox_row_t* r) {
+  show_t* s = arg;
+  char created[32], published[32];
+  iso_time(r->created_at_ms, created, sizeof created);
+  iso_time(r->published_at_ms, published, sizeof published);
+  if (s->json) {
+    cJSON* o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "id", r->id);
+    cJSON_AddStringToObject(o, "causationId", r->causation_id);
+    cJSON_AddStringToObject(o, "eventType", r->event_type);
+    cJSON_AddStringToObject(o, "aggregateId", r->aggregate_id);
+    cJSON_AddStringToObject(o, "createdAt", created);
+    if (r->published_at_ms) cJSON_AddStringToObject(o, "publishedAt", published);
+    else cJSON_AddNullToObject(o, "publishedAt");
+    cJSON_AddNumberToObject(o, "attemptCount", r->attempt_count);
+    cJSON_AddBoolToObject(o, "parked", r->parked_at_ms != 0);
+    if (r->last_error) cJSON_AddStringToObject(o, "lastError", r->last_error);
+    cJSON* payload = cJSON_ParseWithLength(r->payload, r->payload_len);
+    if (payload) cJSON_AddItemToObject(o, "payload", payload);
+    cJSON_AddItemToArray(s->arr, o);
+    return 0;
+  }
+  printf("%-36s %-24s %-20s %-8s %3d %s\n", r->id, r->event_type, created,
+         r->parked_at_ms ? "parked" : r->published_at_ms ? "sent" : "pending",
+         r->attempt_count, r->last_error ? r->last_error : "");
+  return 0;
+}
+
+static int outbox_show(ob_engine_t* e, int filter, long long limit, int json) {
+  show_t s = {json, cJSON_CreateArray()};
+  int n;
+  if (!json)
+    printf("%-36s %-24s %-20s %-8s %3s %s\n", "ID", "TYPE", "CREATED", "STATE",
+           "TRY", "LAST ERROR");
+  n = ob_outbox_list(e, filter, (size_t)limit, show_row, &s);
+  if (n < 0) {
+    fprintf(stderr, "oncebox outbox show: %s\n", ob_errmsg(e));
+    cJSON_Delete(s.arr);
+    return EXIT_FAIL;
+  }
+  if (json) {
+    char* t = cJSON_Print(s.arr);
+    printf("%s\n", t);
+    free(t);
+  } else {
+    printf("%d row(s)\n", n);
+  }
+  cJSON_Delete(s.arr);
+  return EXIT_OK;
+}
+
+/* ---- drain -------------------------------------------------------------- */
+
+typedef struct drain_s {
+  ob_engine_t* e;
+  uv_timer_t tick;
+  int until_empty;
+  uint64_t deadline;   /* uv_now() ms; 0: none */
+  int result;          /* EXIT_* */
+  int64_t total;       /* unpublished at the start, for the progress bar */
+  int detached;
+} drain_t;
+
+static void detached(ob_engine_t* e, void* arg) {
+  (void)e;
+  ((drain_t*)arg)->detached = 1;
+}
+
+static void finish(drain_t* d, int result) {
+  d->result = result;
+  uv_timer_stop(&d->tick);
+  uv_close((uv_handle_t*)&d->tick, NULL);
+  ob_detach(d->e, detached, d);
+}
+
+static void drain_tick(uv_timer_t* t) {
+  drain_t* d = t->data;
+  ob_stats_t s;
+  int64_t left;
+  if (ob_stats(d->e, &s) < 0) return;
+  left = s.outbox_unpublished - s.outbox_parked;
+  cli_progress("drain", d->total - left, d->total);
+  if (d->until_empty ? left == 0 : s.outbox_due == 0) {
+    finish(d, EXIT_OK);
+    return;
+  }
+  if (d->deadline && uv_now(t->loop) >= d->deadline) {
+    cli_progress_end();
+    fprintf(stderr, "oncebox outbox drain: timed out with %lld row(s) "
+            "unpublished%s\n", (long long)left,
+            s.relay_online == 0 ? " (SQS unreachable)" : "");
+    finish(d, EXIT_FAIL);
+  }
+}
+
+static int outbox_drain(cli_t* cli, cli_sync_t* sync, int until_empty,
+                        long long timeout_s) {
+  uv_loop_t loop;
+  drain_t d;
+  ob_stats_t s;
+  int code, rc;
+
+  memset(&d, 0, sizeof d);
+  d.e = cli_open_publisher(cli, &code);
+  if (d.e == NULL) return code;
+  if (cli_enable_relay(d.e, sync) != 0 || sync->outbox_queue_url == NULL ||
+      sync->outbox_queue_url[0] == '\0') {
+    if (sync->outbox_queue_url == NULL || sync->outbox_queue_url[0] == '\0')
+      fprintf(stderr, "oncebox outbox drain: no outbox queue: pass "
+                      "--outbox-queue-url or set ONCEBOX_OUTBOX_QUEUE_URL\n");
+    ob_close(d.e);
+    return EXIT_USAGE;
+  }
+  if (ob_stats(d.e, &s) == 0) d.total = s.outbox_unpublished - s.outbox_parked;
+  d.until_empty = until_empty;
+  uv_loop_init(&loop);
+  rc = ob_attach(d.e, &loop);
+  if (rc < 0) {
+    fprintf(stderr, "oncebox outbox drain: %s\n", ob_errmsg(d.e));
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+    ob_close(d.e);
+    return EXIT_FAIL;
+  }
+  d.deadline = timeout_s > 0 ? uv_now(&loop) + (uint64_t)timeout_s * 1000 : 0;
+  uv_timer_init(&loop, &d.tick);
+  d.tick.data = &d;
+  uv_timer_start(&d.tick, drain_tick, 50, 100);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  cli_progress_end();
+  uv_loop_close(&loop);
+  if (d.result == EXIT_OK && ob_stats(d.e, &s) == 0)
+    fprintf(stderr, "outbox drained: %lld published in all, %lld unpublished "
+            "(%lld parked)\n", (long long)s.outbox_published,
+            (long long)s.outbox_unpublished, (long long)s.outbox_parked);
+  ob_close(d.e);
+  return d.result;
+}
+
+int cmd_outbox(cli_t* cli, int argc, char** argv) {
+  static const struct option opts[] = {
+      {"unpublished", no_argument, NULL, 'u'},
+      {"parked", no_argument, NULL, 'p'},
+      {"limit", required_argument, NULL, 'l'},
+      {"json", no_argument, NULL, 'j'},
+      {"until-empty", no_argument, NULL, 'e'},
+      {"timeout", required_argument, NULL, 't'},
+      {"outbox-queue-url", required_argument, NULL, 'q'},
+      {"source", required_argument, NULL, 's'},
+      {"ordered", no_argument, NULL, 'o'},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  const char* sub;
+  int c, code, json = 0, filter = OB_OUTBOX_ALL, until_empty = 0;
+  long long limit = 100, timeout_s = 0;
+  cli_sync_t sync;
+  ob_engine_t* e;
+
+  if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+    outbox_usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? EXIT_USAGE : EXIT_OK;
+  }
+  sub = argv[1];
+  memset(&sync, 0, sizeof sync);
+  optind = 1;
+  argc--;
+  argv++;
+  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    switch (c) {
+      case 'u': filter = OB_OUTBOX_UNPUBLISHED; break;
+      case 'p': filter = OB_OUTBOX_PARKED; break;
+      case 'l':
+        limit = cli_parse_count(optarg);
+        if (limit < 1) {
+          fprintf(stderr, "oncebox outbox: --limit wants a count >= 1\n");
+          return EXIT_USAGE;
+        }
+        break;
+      case 'j': json = 1; break;
+      case 'e': until_empty = 1; break;
+      case 't':
+        timeout_s = cli_parse_count(optarg);
+        if (timeout_s < 1) {
+          fprintf(stderr, "oncebox outbox drain: --timeout wants seconds >= 1\n");
+          return EXIT_USAGE;
+        }
+        break;
+      case 'q': sync.outbox_queue_url = optarg; break;
+      case 's': sync.source = optarg; break;
+      case 'o': sync.ordered = 1; break;
+      case 'h': outbox_usage(stdout); return EXIT_OK;
+      default: outbox_usage(stderr); return EXIT_USAGE;
+    }
+  }
+  if (optind < argc) {
+    fprintf(stderr, "oncebox outbox: unexpected argument '%s'\n", argv[optind]);
+    return EXIT_USAGE;
+  }
+  if (strcmp(sub, "drain") == 0) return outbox_drain(cli, &sync, until_empty, timeout_s);
+  if (strcmp(sub, "show") != 0 && strcmp(sub, "retry-parked") != 0) {
+    fprintf(stderr, "oncebox outbox: unknown subcommand '%s'\n", sub);
+    outbox_usage(stderr);
+    return EXIT_USAGE;
+  }
+  e = cli_open(cli, 0, &code);
+  if (e == NULL) return code;
+  if (strcmp(sub, "show") == 0) {
+    code = outbox_show(e, filter, limit, json);
+  } else {
+    int n = ob_outbox_retry_parked(e);
+    if (n < 0) {
+      fprintf(stderr, "oncebox outbox retry-parked: %s\n", ob_errmsg(e));
+      code = EXIT_FAIL;
+    } else {
+      printf("%d parked row(s) publishable again\n", n);
+    }
+  }
+  ob_close(e);
+  return code;
+}
