@@ -285,6 +285,47 @@ static void test_server_errors_absorbed(void** state) {
   free(q);
 }
 
+/* Faults between the relay and SQS: resets, 5xx, throttling and replies
+** lost after SQS applied the batch. Nothing is missing in SQS; duplicates
+** appear only where a reply was lost (at most one batch of 10 each). */
+static void test_faults_lose_nothing(void** state) {
+  (void)state;
+  if (g_skip) skip();
+  char* q = sq_create_queue(&g_srv, "relay-faults", NULL);
+  fixture_t* f = relay_fixture();
+  const int events = 150, lost = 3;
+  set_endpoint(g_srv.port);
+  assert_int_equal(enable(f, q, 10, 0), 0);
+  enqueue_payments(f, 300, events);
+  sq_fault(&g_srv, "{\"count\":2,\"mode\":\"reset\",\"target\":\"AmazonSQS.SendMessageBatch\"}");
+  sq_fault(&g_srv, "{\"count\":3,\"status\":500,\"target\":\"AmazonSQS.SendMessageBatch\"}");
+  sq_fault(&g_srv, "{\"count\":3,\"status\":400,\"code\":\"ThrottlingException\","
+                   "\"query\":\"ThrottlingException;Sender\",\"target\":\"AmazonSQS.SendMessageBatch\"}");
+  sq_fault(&g_srv, "{\"count\":3,\"mode\":\"lost-reply\",\"target\":\"AmazonSQS.SendMessageBatch\"}");
+  for (int i = 0; i < 200; i++) {
+    ob_stats_t st;
+    assert_int_equal(ob_run(f->e, OB_RUN_UNTIL_IDLE, 0), 0);
+    assert_int_equal(ob_stats(f->e, &st), 0);
+    if (st.outbox_unpublished == 0) break;
+    usleep(50000);
+  }
+  sq_clear(&g_srv);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event WHERE"
+                               " published_at IS NULL"),
+                   0);
+  cJSON* received = drain_queue(q);
+  int got = cJSON_GetArraySize(received);
+  assert_all_delivered(f, received, events);
+  print_message("relay faults: %d events, %d messages in SQS (%d duplicates)\n",
+                events, got, got - events);
+  assert_true(got >= events);
+  assert_true(got - events <= lost * 10);
+  assert_true(got - events >= 1);  /* a lost reply did duplicate */
+  cJSON_Delete(received);
+  fx_free(f);
+  free(q);
+}
+
 /* A handler whose event SQS refuses (over the queue's 1 KiB message size). */
 static int big_event(ob_tx_t* tx, const ob_message_t* m, void* arg) {
   char payload[3000];
@@ -424,6 +465,7 @@ int main(void) {
       cmocka_unit_test(test_publishes_everything),
       cmocka_unit_test(test_offline_then_back),
       cmocka_unit_test(test_server_errors_absorbed),
+      cmocka_unit_test(test_faults_lose_nothing),
       cmocka_unit_test(test_parking),
       cmocka_unit_test(test_cli_sync),
   };
