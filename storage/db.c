@@ -141,6 +141,7 @@ int ob__db_open(ob__db_t* db, const char* path, ob_sync_t sync,
                                  ? "PRAGMA synchronous=NORMAL"
                                  : "PRAGMA synchronous=FULL");
   if (rc < 0) goto fail;
+  db->sync_full = sync != OB_SYNC_NORMAL;
   rc = ob__db_exec_fixed(db,
                          "PRAGMA foreign_keys=ON;"
                          "PRAGMA temp_store=MEMORY;"
@@ -192,9 +193,37 @@ void ob__db_close(ob__db_t* db) {
   db->in_tx = 0;
 }
 
-int ob__db_begin(ob__db_t* db) {
+/* Back to synchronous=FULL after a relaxed transaction. */
+static void restore_sync(ob__db_t* db) {
+  if (!db->relaxed) return;
+  if (ob__db_exec_fixed(db, "PRAGMA synchronous=FULL") == 0) db->relaxed = 0;
+}
+
+static int begin_immediate(ob__db_t* db) {
   int rc = ob__db_exec_fixed(db, "BEGIN IMMEDIATE");
   if (rc == 0) db->in_tx = 1;
+  return rc;
+}
+
+int ob__db_begin(ob__db_t* db) {
+  /* If restoring FULL failed after a relaxed transaction, try again, and
+  ** never run a durable transaction at NORMAL. */
+  restore_sync(db);
+  if (db->relaxed)
+    return ob__db_seterr(db, OB_EIO, "cannot restore synchronous=FULL");
+  return begin_immediate(db);
+}
+
+int ob__db_begin_relaxed(ob__db_t* db) {
+  int rc;
+  restore_sync(db);
+  if (db->sync_full) {
+    rc = ob__db_exec_fixed(db, "PRAGMA synchronous=NORMAL");
+    if (rc < 0) return rc;
+    db->relaxed = 1;
+  }
+  rc = begin_immediate(db);
+  if (rc < 0) restore_sync(db);
   return rc;
 }
 
@@ -213,6 +242,7 @@ int ob__db_commit(ob__db_t* db) {
     return rc;
   }
   db->in_tx = 0;
+  restore_sync(db);
   return 0;
 }
 
@@ -221,6 +251,7 @@ void ob__db_rollback(ob__db_t* db) {
   if (!sqlite3_get_autocommit(db->db))
     sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
   db->in_tx = 0;
+  restore_sync(db);
 }
 
 int ob__db_savepoint(ob__db_t* db) {

@@ -59,6 +59,8 @@ typedef struct ob__db_s {
   ob__user_stmt_t user[OB__USER_STMT_CACHE];
   uint64_t use_clock;
   int in_tx;
+  int sync_full;      /* configured synchronous=FULL */
+  int relaxed;        /* the open transaction runs at NORMAL */
   char errmsg[OB__ERRMSG_LEN];
 } ob__db_t;
 
@@ -93,6 +95,11 @@ int ob__db_seterr(ob__db_t* db, int code, const char* fmt, ...)
 sqlite3_stmt* ob__db_stmt(ob__db_t* db, ob__stmt_id_t id, const char* sql);
 
 int ob__db_begin(ob__db_t* db);        /* BEGIN IMMEDIATE */
+/* BEGIN IMMEDIATE with synchronous=NORMAL for this transaction only, for
+** bookkeeping whose loss on power failure is harmless by design (the
+** relay's claims and published marks: losing one republishes with the same
+** id). ob__db_commit / ob__db_rollback restore the configured level. */
+int ob__db_begin_relaxed(ob__db_t* db);
 int ob__db_begin_read(ob__db_t* db);   /* BEGIN (deferred) */
 int ob__db_commit(ob__db_t* db);
 void ob__db_rollback(ob__db_t* db);    /* no-op outside a transaction */

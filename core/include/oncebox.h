@@ -489,6 +489,59 @@ OB_EXTERN void ob_network_changed(ob_engine_t* e);
 OB_EXTERN void ob_stop(ob_engine_t* e);
 
 /* ---------------------------------------------------------------------------
+** The SQS consumer: handles the messages of an Amazon SQS queue with the
+** same transaction and dedup guard as local messages. Each SQS message must
+** be a CloudEvent 1.0 in structured JSON: its `id` (a UUID) is the message
+** id the dedup guard keys on (never the SQS MessageId, which changes per
+** send), `type` selects the handlers, `data` is the body they see; the
+** queue name they see is "sqs" (its retry policy: ob_set_retry_policy(e,
+** "sqs", ...)) and attempts is ApproximateReceiveCount - 1.
+** One transaction per message; the message is deleted from SQS only after
+** that transaction committed: handled, duplicate, or stored in the failure
+** store (a body that is not a valid CloudEvent, an unrecoverable handler
+** failure, retries exhausted). A retry makes the message invisible for the
+** retry delay instead of copying it. A crash or a lost reply before the
+** delete brings the message back, and then it is a duplicate.
+*/
+typedef struct ob_consumer_options_s {
+  const char* queue_url;       /* required: the queue's URL (copied) */
+  int wait_seconds;            /* long poll (WaitTimeSeconds), 0..20: 20 */
+  int prefetch;                /* messages received at once, 1..10: 1 */
+  int visibility_timeout_s;    /* visibility of received messages and of
+                               ** each keepalive extension, 1..43200: 30 */
+  int64_t probe_base_ms;       /* offline: first receive retry after 1000 */
+  int64_t probe_cap_ms;        /* ... doubling, with jitter, up to 300000 */
+} ob_consumer_options_t;
+
+/* Fill o with the defaults above (queue_url NULL). This function can't
+** fail. */
+OB_EXTERN void ob_consumer_options_init(ob_consumer_options_t* o);
+
+/*
+** Consume o->queue_url while the engine is attached to a loop (ob_attach /
+** ob_run). The AWS configuration (credentials, region, endpoint, CA bundle)
+** is read now from the environment and the profile files, the AWS SDKs'
+** way; requests are signed with the engine's clock. Call before attaching.
+**
+** While attached: long polls with ReceiveMessage; keeps the messages it
+** holds (the prefetch buffer, those waiting for their delete) invisible
+** with ChangeMessageVisibility every visibility_timeout_s / 2, never past
+** 12 h after their first receive; when SQS can't be reached, retries the
+** receive with backoff and jitter (ob_network_changed retries at once).
+** ob_run(OB_RUN_UNTIL_IDLE) stops once a receive came back empty (or SQS
+** can't be reached) and the consumer holds nothing. ob_detach / SIGTERM:
+** the long poll is canceled, the message being handled finishes, what was
+** committed is deleted and what was received but not handled is made
+** visible again.
+**
+** Returns 0, or OB_EINVAL with a specific reason in errbuf (never a
+** secret), OB_EEXIST if a consumer is already enabled, OB_ESTATE when
+** attached, OB_ENOMEM.
+*/
+OB_EXTERN int ob_consumer_enable(ob_engine_t* e, const ob_consumer_options_t* o,
+                                 char* errbuf, size_t errlen);
+
+/* ---------------------------------------------------------------------------
 ** The outbox, seen from a sink (the SQS relay is one; tests use in-process
 ** sinks).
 */

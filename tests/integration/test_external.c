@@ -73,9 +73,40 @@ static void test_external_outcomes(void** state) {
   fx_free(f);
 }
 
+static int sync_level(ob__db_t* db) {
+  sqlite3_stmt* st;
+  int v = -1;
+  assert_int_equal(sqlite3_prepare_v2(db->db, "PRAGMA synchronous", -1, &st, NULL),
+                   SQLITE_OK);
+  if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  return v;
+}
+
+/* Relaxed (NORMAL) transactions for relay bookkeeping never leak into the
+** durable ones: FULL is back after commit and after rollback. */
+static void test_relaxed_transactions_restore_full(void** state) {
+  fixture_t* f = fx_new(1);
+  ob__db_t* db = &f->e->db;
+  (void)state;
+  assert_int_equal(sync_level(db), 2);
+  assert_int_equal(ob__db_begin_relaxed(db), 0);
+  assert_int_equal(sync_level(db), 1);
+  assert_int_equal(ob__db_commit(db), 0);
+  assert_int_equal(sync_level(db), 2);
+  assert_int_equal(ob__db_begin_relaxed(db), 0);
+  ob__db_rollback(db);
+  assert_int_equal(sync_level(db), 2);
+  assert_int_equal(ob__db_begin(db), 0);
+  assert_int_equal(sync_level(db), 2);
+  ob__db_rollback(db);
+  fx_free(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_external_outcomes),
+      cmocka_unit_test(test_relaxed_transactions_restore_full),
   };
   return cmocka_run_group_tests_name("external", tests, NULL, NULL);
 }
