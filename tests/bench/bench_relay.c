@@ -811,7 +811,7 @@ int main(int argc, char** argv) {
          sum[V_OB].rate / sum[V_SDK].rate, sum[V_SDK].rss_mib / sum[V_OB].rss_mib);
   printf("\nevents/s: N / (first send .. last reply); the relay's includes, per "
          "batch of 10,\na claim transaction and a mark-published transaction "
-         "on SQLite (WAL,\nsynchronous=FULL: an fdatasync each on a real disk), "
+         "on SQLite (WAL,\nsynchronous=NORMAL for this bookkeeping, docs/decisions/0008), "
          "the SDK keeps no records.\n(b') on tmpfs shows the relay without the "
          "fsync cost: attribution only.\npeak RSS: ru_maxrss (wait4) of the "
          "variant's own freshly exec'd process;\nself-reported: oncebox VmHWM "
