@@ -45,6 +45,7 @@ static int add_head_bytes(ob__http_parser_t* p, size_t n) {
 }
 
 static int arena_append(ob__http_parser_t* p, const char* at, size_t n) {
+  if (n == 0) return 0;  /* hbuf may still be NULL: no memcpy(NULL, .., 0) */
   if (p->hlen + n > p->hcap) {
     size_t cap = p->hcap ? p->hcap : 1024;
     char* b;
@@ -116,6 +117,11 @@ static int on_header_field(llhttp_t* l, const char* at, size_t n) {
 
 static int on_header_field_complete(llhttp_t* l) {
   ob__http_parser_t* p = P(l);
+  /* A field name is a token of at least one character (RFC 9110 5.1); a
+  ** line like ":a" gives no name bytes at all. Found by fuzzing. */
+  if (p->hstate != 1 ||
+      (!p->headers_done && p->hlen == p->hdrs[p->nhdrs].name_off))
+    return fail(p, OB_HTTP_E_BAD_RESPONSE, "empty header name");
   p->hstate = 2;
   if (p->headers_done) return 0;
   if (arena_append(p, "", 1) != 0) return -1;

@@ -231,7 +231,7 @@ static void on_sent(ob_sqs_req_t* req, int status) {
 static int send_next(relay_t* r) {
   ob__sqs_send_t entries[MAX_CLAIM];
   ob__sqs_attr_t attrs[MAX_CLAIM][3];
-  char ids[MAX_CLAIM][4];
+  char ids[MAX_CLAIM][8];
   size_t sizes[MAX_CLAIM], n, first = r->sent_from;
   int rc;
 
@@ -267,7 +267,9 @@ static int send_next(relay_t* r) {
   memset(entries, 0, sizeof entries);
   for (size_t i = 0; i < n; i++) {
     const ob__relay_row_t* row = &r->rows[first + i];
-    snprintf(ids[i], sizeof ids[i], "e%zu", i);
+    ids[i][0] = 'e';
+    ids[i][1] = (char)('0' + i);  /* i < 10 */
+    ids[i][2] = '\0';
     attrs[i][0] = (ob__sqs_attr_t){"eventType", "String", row->event_type,
                                    strlen(row->event_type)};
     attrs[i][1] = (ob__sqs_attr_t){"aggregateId", "String", row->aggregate_id,
