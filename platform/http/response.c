@@ -179,6 +179,8 @@ static int on_headers_complete(llhttp_t* l) {
   }
   if ((l->flags & F_CONTENT_LENGTH) && l->content_length > 0) {
     /* Known size within the cap: one allocation. */
+    free(p->body);
+    p->body_len = 0;
     p->body = malloc((size_t)l->content_length + 1);
     if (p->body == NULL) {
       fail(p, OB_ENOMEM, "out of memory");
@@ -220,6 +222,13 @@ static int on_message_complete(llhttp_t* l) {
       return -1;
     }
     p->is_interim = 0;
+    /* A 1xx has no body (RFC 9110 15.2); whatever llhttp framed as one is
+    ** dropped, and must not leak into, or be overwritten by, the final
+    ** response's body. Found by fuzzing. */
+    free(p->body);
+    p->body = NULL;
+    p->body_len = 0;
+    p->body_cap = 0;
     p->hlen = 0;
     p->nhdrs = 0;
     p->hstate = 0;

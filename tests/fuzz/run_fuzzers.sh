@@ -15,6 +15,8 @@
 #   --no-tolerate     do not tolerate the known open bugs listed below
 #   --strict          fail (exit 2) instead of skipping when clang is missing
 #   -l, --list        list the targets and exit
+# Environment: OB_FUZZ_RUNS=N (with OB_FUZZ_SEED, default 1) runs N inputs
+# per target from a fixed seed instead of a time budget: reproducible.
 # Targets default to all of them (see OB_FUZZ_TARGETS in CMakeLists.txt).
 # Exit: 0 no finding (or clang missing without --strict), 1 a target found
 # something, 2 usage or build error.
@@ -293,8 +295,15 @@ run_one() {
   OB_FUZZ_TOLERATE="$tolerate" \
   ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
   UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:suppressions=$work/ubsan.supp} \
+  # OB_FUZZ_RUNS=N: a fixed number of inputs from a fixed seed instead of a
+  # time budget, so that a CI run is reproducible (same corpus, same seed,
+  # same inputs) and cannot fail by chance on one run and pass on the next.
+  local budget=(-max_total_time="$seconds")
+  if [ -n "${OB_FUZZ_RUNS:-}" ]; then
+    budget=(-runs="$OB_FUZZ_RUNS" -seed="${OB_FUZZ_SEED:-1}")
+  fi
   "$bin/ob-fuzz-$t" \
-      -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+      "${budget[@]}" -timeout=10 -rss_limit_mb=2048 \
       -max_len="$(max_len "$t")" ${dict:+-dict="$dict"} \
       -artifact_prefix="$work/artifacts/$t/" -print_final_stats=1 \
       "$work/corpus/$t" "${seeds[@]}" >"$work/$t.log" 2>&1 || rc=$?
