@@ -19,7 +19,7 @@ void ob_options_init(ob_options_t* o) {
   o->busy_timeout_ms = 5000;
   o->batch_size = 1;
   o->retention_ms = 30LL * 24 * 3600 * 1000;
-  o->gc_interval_ms = 60000;
+  o->gc_interval_ms = 3600000;
   o->gc_batch = 1000;
   o->poll_interval_ms = 1000;
   o->max_body_bytes = 1024 * 1024;

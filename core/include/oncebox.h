@@ -146,9 +146,12 @@ typedef struct ob_options_s {
   int busy_timeout_ms;          /* 5000 */
   int batch_size;               /* messages per transaction (group commit); 1 */
   int64_t retention_ms;         /* processed_message / published outbox: 30 days */
-  int gc_interval_ms;           /* retention sweep period on a loop; 60000 */
+  int gc_interval_ms;           /* retention sweep period on a loop; 1 h */
   int gc_batch;                 /* rows deleted per retention statement; 1000 */
-  int poll_interval_ms;         /* idle re-check for rows other processes add; 1000 */
+  int poll_interval_ms;         /* idle re-check for rows other processes
+                                ** add: 1000 ms; 300000 when the WAL file
+                                ** can be watched (inotify wakes us), so an
+                                ** idle engine does not wake up */
   size_t max_body_bytes;        /* enqueue limit; 1 MiB */
   int64_t max_db_bytes;         /* size cap of the database file; 0: none.
                                 ** Writes past it fail with OB_ENOSPC and
@@ -413,8 +416,9 @@ struct uv_loop_s;
 /*
 ** Attach the engine to a libuv loop: a timer handles ready messages (never
 ** blocking the loop for longer than one transaction per turn), sleeps until
-** the next available_at, re-checks every poll_interval_ms for rows written
-** by other processes, and runs retention every gc_interval_ms. ob_enqueue on
+** the next available_at, wakes when another process writes the database
+** (a watch on its -wal file; where that is not possible it re-checks every
+** poll_interval_ms), and runs retention every gc_interval_ms. ob_enqueue on
 ** this engine wakes it at once. Returns OB_ESTATE if already attached.
 */
 OB_EXTERN int ob_attach(ob_engine_t* e, struct uv_loop_s* loop);

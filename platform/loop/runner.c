@@ -15,6 +15,8 @@ typedef struct ob__runner_s {
   uv_timer_t work;
   uv_timer_t gc;
   uv_async_t stop_async;
+  uv_fs_event_t wal_watch;   /* another process wrote the database */
+  int watching;
   int open_handles;
   int closing;
   ob_run_mode_t mode;
@@ -68,11 +70,21 @@ static void begin_close(ob__runner_t* r) {
   uv_close((uv_handle_t*)&r->work, close_cb);
   uv_close((uv_handle_t*)&r->gc, close_cb);
   uv_close((uv_handle_t*)&r->stop_async, close_cb);
+  uv_close((uv_handle_t*)&r->wal_watch, close_cb);
   for (size_t i = 0; i < r->started; i++)
     r->e->components[i].close(r->e->components[i].self, component_closed, r);
 }
 
 static void work_cb(uv_timer_t* t);
+
+/* With a watch on the -wal file, writes by other processes wake us; the
+** re-check is only a safety net and an idle engine stays asleep. */
+#define WATCHED_POLL_MS 300000
+
+static int64_t idle_poll_ms(const ob__runner_t* r) {
+  int64_t p = r->e->opts.poll_interval_ms;
+  return r->watching && p < WATCHED_POLL_MS ? WATCHED_POLL_MS : p;
+}
 
 static void arm(ob__runner_t* r, int64_t delay_ms) {
   if (r->closing) return;
@@ -97,7 +109,7 @@ static void work_cb(uv_timer_t* t) {
       begin_close(r);
       return;
     }
-    arm(r, r->mode == OB_RUN_UNTIL_IDLE ? 20 : e->opts.poll_interval_ms);
+    arm(r, r->mode == OB_RUN_UNTIL_IDLE ? 20 : idle_poll_ms(r));
     return;
   }
   rc = ob_run_once(e, &res);
@@ -136,7 +148,7 @@ static void work_cb(uv_timer_t* t) {
       else arm(r, 20);
       return;
     }
-    arm(r, e->opts.poll_interval_ms);
+    arm(r, idle_poll_ms(r));
     return;
   }
   if (rc < 0) {
@@ -147,7 +159,7 @@ static void work_cb(uv_timer_t* t) {
   delay = at - now;
   /* Other processes may enqueue earlier work; look again at least every
   ** poll interval. */
-  if (delay > e->opts.poll_interval_ms) delay = e->opts.poll_interval_ms;
+  if (delay > idle_poll_ms(r)) delay = idle_poll_ms(r);
   arm(r, delay);
 }
 
@@ -165,6 +177,18 @@ static void stop_async_cb(uv_async_t* a) {
   ob__runner_t* r = a->data;
   r->e->stopping = 1;
   begin_close(r);
+}
+
+static void wal_changed(uv_fs_event_t* h, const char* name, int events,
+                        int status) {
+  ob__runner_t* r = h->data;
+  (void)name;
+  (void)events;
+  /* Our own commits land here too; they cost one empty check. While the
+  ** work timer is due anyway (busy), leave it alone. */
+  if (status == 0 && !r->closing && !r->e->stopping &&
+      uv_timer_get_due_in(&r->work) > 0)
+    arm(r, 0);
 }
 
 static void wake(ob_engine_t* e) {
@@ -189,8 +213,26 @@ int ob_attach(ob_engine_t* e, struct uv_loop_s* loop) {
   uv_timer_init(loop, &r->work);
   uv_timer_init(loop, &r->gc);
   uv_async_init(loop, &r->stop_async, stop_async_cb);
-  r->work.data = r->gc.data = r->stop_async.data = r;
-  r->open_handles = 3;
+  uv_fs_event_init(loop, &r->wal_watch);
+  r->work.data = r->gc.data = r->stop_async.data = r->wal_watch.data = r;
+  r->open_handles = 4;
+  {
+    /* SQLite keeps the -wal file while a connection is open; if it cannot
+    ** be watched (no inotify, odd file system) we poll instead. */
+    size_t n = strlen(e->db_path);
+    char* wal = malloc(n + 5);
+    if (wal != NULL) {
+      memcpy(wal, e->db_path, n);
+      memcpy(wal + n, "-wal", 5);
+      r->watching = uv_fs_event_start(&r->wal_watch, wal_changed, wal, 0) == 0;
+      free(wal);
+    }
+    if (!r->watching)
+      ob__log(e, OB_LOG_DEBUG, "cannot watch the WAL file; polling every %d ms",
+              e->opts.poll_interval_ms);
+    /* The watch alone must not keep a loop alive. */
+    uv_unref((uv_handle_t*)&r->wal_watch);
+  }
   e->stopping = 0;
   e->runner = r;
   e->wake = wake;

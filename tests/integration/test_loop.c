@@ -84,6 +84,79 @@ static void test_close_while_attached(void** state) {
   fx_free(f);
 }
 
+/* Another process enqueues while the engine sleeps with a 10-minute poll:
+** the watch on the WAL file wakes it. */
+typedef struct watch_ctx_s {
+  fixture_t* f;
+  uv_timer_t check;
+  int rounds;
+  long long payouts;
+} watch_ctx_t;
+
+static void watch_detached(ob_engine_t* e, void* arg) {
+  (void)e;
+  (void)arg;
+}
+
+static void watch_check(uv_timer_t* t) {
+  watch_ctx_t* c = t->data;
+  ob_stats_t st;
+  assert_int_equal(ob_stats(c->f->e, &st), 0);
+  c->payouts = st.payouts;
+  if (st.payouts == 5 || ++c->rounds > 200) {
+    uv_timer_stop(t);
+    uv_close((uv_handle_t*)t, NULL);
+    ob_detach(c->f->e, watch_detached, NULL);
+  }
+}
+
+static void test_other_process_wakes_idle_engine(void** state) {
+  fixture_t* f = fx_new_real(1);
+  uv_loop_t loop;
+  watch_ctx_t c;
+  char id[37], body[256];
+  pid_t pid;
+  int status;
+  (void)state;
+  ob_close(f->e);
+  f->opts.poll_interval_ms = 600000;
+  fx_open(f);
+  ob_register_payout(f->e);
+  assert_int_equal(uv_loop_init(&loop), 0);
+  assert_int_equal(ob_attach(f->e, &loop), 0);
+  /* Let it go idle first. */
+  uv_run(&loop, UV_RUN_NOWAIT);
+  pid = fork();
+  if (pid == 0) {
+    ob_engine_t* e = NULL;
+    usleep(200000);
+    if (ob_open(&e, &f->opts, NULL, 0) != 0) _exit(10);
+    for (int i = 0; i < 5; i++) {
+      ob_envelope_t env;
+      memset(&env, 0, sizeof env);
+      env.type = PAY;
+      env.id = fx_event(i, id);
+      env.body = fx_payment(i, body);
+      env.body_len = strlen(body);
+      if (ob_enqueue(e, &env) != 0) _exit(11);
+    }
+    ob_close(e);
+    _exit(0);
+  }
+  memset(&c, 0, sizeof c);
+  c.f = f;
+  uv_timer_init(&loop, &c.check);
+  c.check.data = &c;
+  /* Checked every 50 ms for up to 10 s: far below the 10-minute poll. */
+  uv_timer_start(&c.check, watch_check, 50, 50);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_int_equal(WEXITSTATUS(status), 0);
+  assert_int_equal(c.payouts, 5);
+  assert_int_equal(uv_loop_close(&loop), 0);
+  fx_free(f);
+}
+
 /* --until-idle waits for delayed messages, then returns. */
 static void test_until_idle_waits_for_delayed(void** state) {
   fixture_t* f = fx_new_real(4);
@@ -231,6 +304,7 @@ int main(void) {
       cmocka_unit_test(test_attach_to_caller_loop),
       cmocka_unit_test(test_close_while_attached),
       cmocka_unit_test(test_until_idle_waits_for_delayed),
+      cmocka_unit_test(test_other_process_wakes_idle_engine),
       cmocka_unit_test(test_sigterm_finishes_message_in_hand),
       cmocka_unit_test(test_second_signal_exits_at_once),
   };
