@@ -7,10 +7,12 @@
 ** Failure accounting (docs/decisions/0007-relay-failures.md):
 **   - an entry SQS rejected (Failed, sender fault) costs the row an attempt
 **     and parks it after park_after attempts;
-**   - an entry failed on SQS's side, a 5xx/throttle after the client's own
-**     retries, a checksum mismatch, or a lost connection cost an attempt
-**     and back the row off, but never park it: an outage must not turn a
-**     backlog into parked rows;
+**   - an entry failed on SQS's side costs an attempt and backs the row off,
+**     but never parks it;
+**   - a lost connection, a 5xx/throttle after the client's own retries or a
+**     checksum mismatch costs the rows nothing: the relay goes offline and
+**     probes; an outage must not turn a backlog into parked or backed-off
+**     rows;
 **   - credentials, TLS or a missing queue are configuration faults: rows are
 **     not charged, the relay backs off as if offline and says why. */
 #include <stdio.h>
@@ -198,23 +200,29 @@ static void on_sent(ob_sqs_req_t* req, int status) {
     arm(r, delay);
     return;
   }
-  for (size_t i = 0; i < r->sent_n; i++) {
-    ok[i] = 0;
-    ob__fmt(errbuf[i], sizeof errbuf[i], "%s: %s", ob_sqs_err_name(status),
-            req->detail);
-    error[i] = errbuf[i];
-    /* Only a service error about the request itself (not throttling, not
-    ** 5xx, not the network) counts toward parking. */
-    park[i] = status == OB_SQS_E_SERVICE && req->error.sender_fault != 0;
-  }
-  settle(r, ok, error, park);
   if (ob_sqs_status_is_transient(status) || status == OB_SQS_E_CHECKSUM) {
+    /* SQS unreachable, overloaded or throttling after the client's own
+    ** retries: nothing is wrong with the rows. They are not charged and not
+    ** backed off (the relay's probing decides when to try again), so a
+    ** terminal that comes back online publishes everything at once. A
+    ** checksum mismatch may mean SQS did take the batch: sending again
+    ** later only duplicates, with the same ids. */
     if (r->link.online)
       ob__log(r->e, OB_LOG_WARN, "relay: SQS unreachable (%s); outbox "
               "accumulates, probing with backoff", req->detail);
     record_status(r, req->http_status != 0, 0, req->detail);
     delay = ob__relay_link_failed(&r->link, now_ms(r), r->e->opts.clock);
   } else {
+    /* A service error about the request: charge the rows; the sender's
+    ** fault counts toward parking. */
+    for (size_t i = 0; i < r->sent_n; i++) {
+      ok[i] = 0;
+      ob__fmt(errbuf[i], sizeof errbuf[i], "%s: %s", ob_sqs_err_name(status),
+              req->detail);
+      error[i] = errbuf[i];
+      park[i] = status == OB_SQS_E_SERVICE && req->error.sender_fault != 0;
+    }
+    settle(r, ok, error, park);
     ob__log(r->e, OB_LOG_WARN, "relay: batch refused: %s", req->detail);
     delay = 0;
   }

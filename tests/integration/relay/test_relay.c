@@ -240,6 +240,11 @@ static void test_offline_then_back(void** state) {
   assert_int_equal(st.outbox_unpublished, 40);
   assert_int_equal(st.outbox_parked, 0);
   assert_int_equal(st.relay_online, 0);
+  /* An outage costs the rows nothing: no attempt charged, no backoff. */
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event WHERE"
+                               " attempt_count > 0 OR next_attempt_at >"
+                               " created_at"),
+                   0);
   /* The network comes back (a new process, as after a reboot). */
   ob_close(f->e);
   f->e = NULL;
