@@ -36,9 +36,9 @@
 #include <sqlite3.h>
 
 #include "oncebox.h"
+#include "tests/support/payment_gen.h"
 
 #define ENQUEUE_CHUNK 1000
-#define MERCHANTS 40
 #define TMPFS_MAGIC_ 0x01021994
 
 /* ---- counting fsyncs: a VFS shim over "unix" ----------------------------- */
@@ -145,62 +145,7 @@ static void shim_register(void) {
   }
 }
 
-/* ---- messages ------------------------------------------------------------- */
-
-static uint64_t rnd(uint64_t* s) {
-  *s ^= *s >> 12;
-  *s ^= *s << 25;
-  *s ^= *s >> 27;
-  return *s * 2685821657736338717ULL;
-}
-
-static void uuid4(uint64_t* s, char out[37]) {
-  uint64_t a = rnd(s), b = rnd(s);
-  snprintf(out, 37, "%08x-%04x-4%03x-%04x-%012llx", (unsigned)(a >> 32),
-           (unsigned)((a >> 16) & 0xffff), (unsigned)(a & 0xfff),
-           (unsigned)(0x8000 | ((b >> 48) & 0x3fff)),
-           (unsigned long long)(b & 0xffffffffffffULL));
-}
-
-typedef struct msg_s {
-  char id[37];
-  char body[224];
-  size_t body_len;
-} msg_t;
-
-typedef struct gen_s {
-  uint64_t rng;
-  char merchants[MERCHANTS][37];
-} gen_t;
-
-static void gen_init(gen_t* g, uint64_t seed) {
-  g->rng = seed * 0x9E3779B97F4A7C15ULL + 1;
-  for (int i = 0; i < MERCHANTS; i++) uuid4(&g->rng, g->merchants[i]);
-}
-
-/* The next message; the same seed gives the same sequence in every run. */
-static void gen_next(gen_t* g, msg_t* m) {
-  static const char* const cur[] = {"EUR", "EUR", "GBP", "USD", "CHF"};
-  char payment[37];
-  int n;
-  uuid4(&g->rng, m->id);
-  uuid4(&g->rng, payment);
-  n = snprintf(m->body, sizeof m->body,
-               "{\"paymentId\":\"%s\",\"merchantId\":\"%s\","
-               "\"amountInMinorUnits\":%llu,\"currency\":\"%s\"}",
-               payment, g->merchants[rnd(&g->rng) % MERCHANTS],
-               (unsigned long long)(100 + rnd(&g->rng) % 49900),
-               cur[rnd(&g->rng) % 5]);
-  m->body_len = (size_t)n;
-}
-
-/* ---- timing --------------------------------------------------------------- */
-
-static double mono_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+/* ---- timing (messages come from tests/support/payment_gen.c) ------------- */
 
 static int64_t wall_ms(void) {
   struct timespec ts;
@@ -251,7 +196,7 @@ static int step_once(sqlite3* db, sqlite3_stmt* st, const char* what) {
 
 /* A time-ordered id, as the engine's UUIDv7 (here: ms + counter). */
 static void uuid7(uint64_t* s, uint64_t* seq, char out[37]) {
-  uint64_t ms = (uint64_t)wall_ms(), b = rnd(s), q = (*seq)++;
+  uint64_t ms = (uint64_t)wall_ms(), b = ts_rnd(s), q = (*seq)++;
   snprintf(out, 37, "%08x-%04x-7%03x-%04x-%012llx", (unsigned)(ms >> 16),
            (unsigned)(ms & 0xffff), (unsigned)((q >> 16) & 0xfff),
            (unsigned)(0x8000 | (q & 0x3fff)),
@@ -273,7 +218,7 @@ static void run_raw(const char* path, int64_t n, int batch, uint64_t seed,
   sqlite3* db = NULL;
   sqlite3_stmt *ins, *sel, *claim, *pay, *out, *del;
   raw_row_t* rows = calloc((size_t)batch, sizeof *rows);
-  gen_t g;
+  ts_gen_t g;
   uint64_t idrng = seed ^ 0x5bd1e995, seq = 0;
   int64_t done = 0;
   double t0;
@@ -320,15 +265,15 @@ static void run_raw(const char* path, int64_t n, int batch, uint64_t seed,
   del = prep(db, "DELETE FROM queue WHERE id = ?1");
 
   /* Enqueue, ENQUEUE_CHUNK per transaction, as ob_enqueue_many below. */
-  gen_init(&g, seed);
+  ts_gen_init(&g, seed);
   g_syncs = 0;
-  t0 = mono_s();
+  t0 = ts_mono_s();
   for (int64_t i = 0; i < n;) {
     int64_t now = wall_ms();
     exec_or_die(db, "BEGIN IMMEDIATE");
     for (int k = 0; k < ENQUEUE_CHUNK && i < n; k++, i++) {
-      msg_t m;
-      gen_next(&g, &m);
+      ts_msg_t m;
+      ts_gen_next(&g, &m);
       sqlite3_bind_text(ins, 1, "default", -1, SQLITE_STATIC);
       sqlite3_bind_text(ins, 2, m.id, -1, SQLITE_STATIC);
       sqlite3_bind_text(ins, 3, OB_PAYOUT_MESSAGE_TYPE, -1, SQLITE_STATIC);
@@ -340,12 +285,12 @@ static void run_raw(const char* path, int64_t n, int batch, uint64_t seed,
     }
     exec_or_die(db, "COMMIT");
   }
-  res->enqueue_s = mono_s() - t0;
+  res->enqueue_s = ts_mono_s() - t0;
   res->enqueue_syncs = g_syncs;
 
   g_syncs = 0;
   g_written = 0;
-  t0 = mono_s();
+  t0 = ts_mono_s();
   for (;;) {
     int64_t now;
     int got = 0;
@@ -420,7 +365,7 @@ static void run_raw(const char* path, int64_t n, int batch, uint64_t seed,
     }
     exec_or_die(db, "COMMIT");
   }
-  res->handle_s = mono_s() - t0;
+  res->handle_s = ts_mono_s() - t0;
   res->handle_syncs = g_syncs;
   res->handle_bytes = g_written;
   res->n = done;
@@ -450,10 +395,10 @@ static void run_oncebox(const char* path, int64_t n, int batch, uint64_t seed,
   ob_options_t o;
   ob_engine_t* e = NULL;
   ob_envelope_t* envs = calloc(ENQUEUE_CHUNK, sizeof *envs);
-  msg_t* msgs = calloc(ENQUEUE_CHUNK, sizeof *msgs);
+  ts_msg_t* msgs = calloc(ENQUEUE_CHUNK, sizeof *msgs);
   int* results = calloc(ENQUEUE_CHUNK, sizeof *results);
   ob_stats_t st;
-  gen_t g;
+  ts_gen_t g;
   int64_t done = 0;
   double t0;
   char err[256];
@@ -469,13 +414,13 @@ static void run_oncebox(const char* path, int64_t n, int batch, uint64_t seed,
   }
   if ((rc = ob_register_payout(e)) < 0) die_ob(e, rc, "register");
 
-  gen_init(&g, seed);
+  ts_gen_init(&g, seed);
   g_syncs = 0;
-  t0 = mono_s();
+  t0 = ts_mono_s();
   for (int64_t i = 0; i < n;) {
     int k = 0;
     for (; k < ENQUEUE_CHUNK && i < n; k++, i++) {
-      gen_next(&g, &msgs[k]);
+      ts_gen_next(&g, &msgs[k]);
       memset(&envs[k], 0, sizeof envs[k]);
       envs[k].id = msgs[k].id;
       envs[k].type = OB_PAYOUT_MESSAGE_TYPE;
@@ -485,12 +430,12 @@ static void run_oncebox(const char* path, int64_t n, int batch, uint64_t seed,
     rc = ob_enqueue_many(e, envs, (size_t)k, results);
     if (rc != k) die_ob(e, rc < 0 ? rc : OB_EINVAL, "enqueue");
   }
-  res->enqueue_s = mono_s() - t0;
+  res->enqueue_s = ts_mono_s() - t0;
   res->enqueue_syncs = g_syncs;
 
   g_syncs = 0;
   g_written = 0;
-  t0 = mono_s();
+  t0 = ts_mono_s();
   for (;;) {
     ob_batch_result_t r;
     rc = ob_run_once(e, &r);
@@ -498,7 +443,7 @@ static void run_oncebox(const char* path, int64_t n, int batch, uint64_t seed,
     if (r.claimed == 0) break;
     done += r.handled;
   }
-  res->handle_s = mono_s() - t0;
+  res->handle_s = ts_mono_s() - t0;
   res->handle_syncs = g_syncs;
   res->handle_bytes = g_written;
   res->n = done;

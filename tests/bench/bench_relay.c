@@ -55,6 +55,7 @@
 
 #include "core/relay/cloudevents.h"
 #include "oncebox.h"
+#include "tests/support/payment_gen.h"
 #include "tests/integration/sqs/sqs_test_util.h"
 #include "tests/support/testsupport.h"
 
@@ -64,63 +65,10 @@
 
 #define SOURCE "urn:oncebox:bench-terminal"
 #define ENQUEUE_CHUNK 1000
-#define MERCHANTS 40
 #define MAX_REPS 32
 #define TMPFS_MAGIC_ 0x01021994
 
-/* ---- messages (the generator of bench_engine.c) -------------------------- */
-
-static uint64_t rnd(uint64_t* s) {
-  *s ^= *s >> 12;
-  *s ^= *s << 25;
-  *s ^= *s >> 27;
-  return *s * 2685821657736338717ULL;
-}
-
-static void uuid4(uint64_t* s, char out[37]) {
-  uint64_t a = rnd(s), b = rnd(s);
-  snprintf(out, 37, "%08x-%04x-4%03x-%04x-%012llx", (unsigned)(a >> 32),
-           (unsigned)((a >> 16) & 0xffff), (unsigned)(a & 0xfff),
-           (unsigned)(0x8000 | ((b >> 48) & 0x3fff)),
-           (unsigned long long)(b & 0xffffffffffffULL));
-}
-
-typedef struct msg_s {
-  char id[37];
-  char body[224];
-  size_t body_len;
-} msg_t;
-
-typedef struct gen_s {
-  uint64_t rng;
-  char merchants[MERCHANTS][37];
-} gen_t;
-
-static void gen_init(gen_t* g, uint64_t seed) {
-  g->rng = seed * 0x9E3779B97F4A7C15ULL + 1;
-  for (int i = 0; i < MERCHANTS; i++) uuid4(&g->rng, g->merchants[i]);
-}
-
-static void gen_next(gen_t* g, msg_t* m) {
-  static const char* const cur[] = {"EUR", "EUR", "GBP", "USD", "CHF"};
-  char payment[37];
-  int n;
-  uuid4(&g->rng, m->id);
-  uuid4(&g->rng, payment);
-  n = snprintf(m->body, sizeof m->body,
-               "{\"paymentId\":\"%s\",\"merchantId\":\"%s\","
-               "\"amountInMinorUnits\":%llu,\"currency\":\"%s\"}",
-               payment, g->merchants[rnd(&g->rng) % MERCHANTS],
-               (unsigned long long)(100 + rnd(&g->rng) % 49900),
-               cur[rnd(&g->rng) % 5]);
-  m->body_len = (size_t)n;
-}
-
-static double mono_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+/* Messages: tests/support/payment_gen.c, the generator bench_engine uses. */
 
 static void die_ob(ob_engine_t* e, int rc, const char* what) {
   fprintf(stderr, "bench: %s: %s: %s\n", what, ob_err_name(rc),
@@ -147,10 +95,10 @@ static int prepare_main(const char* db_path, const char* jsonl, int64_t n,
   ob_options_t o;
   ob_engine_t* e = NULL;
   ob_envelope_t* envs = calloc(ENQUEUE_CHUNK, sizeof *envs);
-  msg_t* msgs = calloc(ENQUEUE_CHUNK, sizeof *msgs);
+  ts_msg_t* msgs = calloc(ENQUEUE_CHUNK, sizeof *msgs);
   int* results = calloc(ENQUEUE_CHUNK, sizeof *results);
   ob_stats_t st;
-  gen_t g;
+  ts_gen_t g;
   char err[256];
   int rc;
   sqlite3* db;
@@ -167,11 +115,11 @@ static int prepare_main(const char* db_path, const char* jsonl, int64_t n,
     return 1;
   }
   if ((rc = ob_register_payout(e)) < 0) die_ob(e, rc, "register");
-  gen_init(&g, seed);
+  ts_gen_init(&g, seed);
   for (int64_t i = 0; i < n;) {
     int k = 0;
     for (; k < ENQUEUE_CHUNK && i < n; k++, i++) {
-      gen_next(&g, &msgs[k]);
+      ts_gen_next(&g, &msgs[k]);
       memset(&envs[k], 0, sizeof envs[k]);
       envs[k].id = msgs[k].id;
       envs[k].type = OB_PAYOUT_MESSAGE_TYPE;
@@ -285,9 +233,9 @@ static int relay_main(const char* db_path, const char* queue_url, int fd) {
     fprintf(stderr, "bench: ob_relay_enable: %s\n", err);
     return 1;
   }
-  t0 = mono_s();
+  t0 = ts_mono_s();
   rc = ob_run(e, OB_RUN_UNTIL_IDLE, 0);
-  res.seconds = mono_s() - t0;
+  res.seconds = ts_mono_s() - t0;
   if (rc < 0) die_ob(e, rc, "ob_run");
   if ((rc = ob_stats(e, &st)) < 0) die_ob(e, rc, "stats");
   res.published = st.outbox_published;
