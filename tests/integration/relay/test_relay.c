@@ -23,8 +23,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "tests/integration/engine_fixture.h"
-#include "tests/integration/sqs/sqs_test_util.h"
+#include "tests/integration/relay/relay_fixture.h"
 
 static sq_server_t g_srv;
 static const char* g_skip;
@@ -37,12 +36,7 @@ static int group_setup(void** state) {
     return 0;
   }
   if (sq_server_start(&g_srv, "relay", NULL) != 0) return -1;
-  setenv("AWS_ACCESS_KEY_ID", SQ_AKID, 1);
-  setenv("AWS_SECRET_ACCESS_KEY", SQ_SECRET, 1);
-  setenv("AWS_REGION", SQ_REGION, 1);
-  setenv("AWS_CA_BUNDLE", g_srv.ca_file, 1);
-  unsetenv("AWS_PROFILE");
-  unsetenv("AWS_SESSION_TOKEN");
+  rf_setenv(&g_srv);
   return 0;
 }
 
@@ -52,39 +46,10 @@ static int group_teardown(void** state) {
   return 0;
 }
 
-static void set_endpoint(int port) {
-  char url[64];
-  snprintf(url, sizeof url, "https://localhost:%d", port);
-  setenv("AWS_ENDPOINT_URL_SQS", url, 1);
-}
-
-/* A fresh engine (real clock: the relay's timers are real). */
-static fixture_t* relay_fixture(void) {
-  fixture_t* f = fx_new(8);
-  ob_close(f->e);
-  f->opts.clock = NULL;
-  f->opts.poll_interval_ms = 20;
-  fx_open(f);
-  ob_register_payout(f->e);
-  return f;
-}
-
 static int enable(fixture_t* f, const char* queue_url, int park_after,
                   int ordered) {
-  ob_relay_options_t o;
-  char err[256];
-  ob_relay_options_init(&o);
-  o.queue_url = queue_url;
-  o.source = "urn:oncebox:test-terminal";
-  o.park_after = park_after;
-  o.ordered = ordered;
-  o.backoff_base_ms = 50;
-  o.backoff_cap_ms = 200;
-  o.probe_base_ms = 50;
-  o.probe_cap_ms = 200;
-  int rc = ob_relay_enable(f->e, &o, err, sizeof err);
-  if (rc != 0) print_message("ob_relay_enable: %s\n", err);
-  return rc;
+  return rf_enable(f, queue_url, "urn:oncebox:test-terminal", park_after,
+                   ordered);
 }
 
 /* Receive everything in the queue (the C client, deleting as it goes);
@@ -192,22 +157,15 @@ static void assert_all_delivered(fixture_t* f, cJSON* events, int want) {
   assert_int_equal(rows, want);
 }
 
-static void enqueue_payments(fixture_t* f, int from, int n) {
-  char id[37], body[256];
-  for (int i = from; i < from + n; i++)
-    assert_int_equal(fx_enqueue(f, OB_PAYOUT_MESSAGE_TYPE, fx_event(i, id),
-                                fx_payment(i, body)),
-                     0);
-}
 
 static void test_publishes_everything(void** state) {
   (void)state;
   if (g_skip) skip();
   char* q = sq_create_queue(&g_srv, "relay-all", NULL);
-  fixture_t* f = relay_fixture();
-  set_endpoint(g_srv.port);
+  fixture_t* f = rf_terminal();
+  rf_set_endpoint(g_srv.port);
   assert_int_equal(enable(f, q, 10, 0), 0);
-  enqueue_payments(f, 0, 35);
+  rf_enqueue_payments(f, 0, 35);
   assert_int_equal(ob_run(f->e, OB_RUN_UNTIL_IDLE, 0), 0);
   ob_stats_t st;
   assert_int_equal(ob_stats(f->e, &st), 0);
@@ -229,11 +187,11 @@ static void test_offline_then_back(void** state) {
   (void)state;
   if (g_skip) skip();
   char* q = sq_create_queue(&g_srv, "relay-offline", NULL);
-  fixture_t* f = relay_fixture();
+  fixture_t* f = rf_terminal();
   ob_stats_t st;
-  set_endpoint(1);  /* nothing listens on port 1 */
+  rf_set_endpoint(1);  /* nothing listens on port 1 */
   assert_int_equal(enable(f, q, 10, 0), 0);
-  enqueue_payments(f, 100, 40);
+  rf_enqueue_payments(f, 100, 40);
   assert_int_equal(ob_run(f->e, OB_RUN_UNTIL_IDLE, 0), 0);
   assert_int_equal(ob_stats(f->e, &st), 0);
   assert_int_equal(st.payouts, 40);
@@ -250,7 +208,7 @@ static void test_offline_then_back(void** state) {
   f->e = NULL;
   fx_open(f);
   ob_register_payout(f->e);
-  set_endpoint(g_srv.port);
+  rf_set_endpoint(g_srv.port);
   assert_int_equal(enable(f, q, 10, 0), 0);
   /* Rows whose first attempt failed wait out their backoff (50-200 ms
   ** here); until-idle stops while nothing is due, so run until published. */
@@ -275,10 +233,10 @@ static void test_server_errors_absorbed(void** state) {
   (void)state;
   if (g_skip) skip();
   char* q = sq_create_queue(&g_srv, "relay-503", NULL);
-  fixture_t* f = relay_fixture();
-  set_endpoint(g_srv.port);
+  fixture_t* f = rf_terminal();
+  rf_set_endpoint(g_srv.port);
   assert_int_equal(enable(f, q, 10, 0), 0);
-  enqueue_payments(f, 200, 20);
+  rf_enqueue_payments(f, 200, 20);
   sq_fault(&g_srv, "{\"count\":4,\"status\":503}");
   /* until-idle would stop while the relay backs off; run until published. */
   for (int i = 0; i < 50; i++) {
@@ -303,11 +261,11 @@ static void test_faults_lose_nothing(void** state) {
   (void)state;
   if (g_skip) skip();
   char* q = sq_create_queue(&g_srv, "relay-faults", NULL);
-  fixture_t* f = relay_fixture();
+  fixture_t* f = rf_terminal();
   const int events = 150, lost = 3;
-  set_endpoint(g_srv.port);
+  rf_set_endpoint(g_srv.port);
   assert_int_equal(enable(f, q, 10, 0), 0);
-  enqueue_payments(f, 300, events);
+  rf_enqueue_payments(f, 300, events);
   sq_fault(&g_srv, "{\"count\":2,\"mode\":\"reset\",\"target\":\"AmazonSQS.SendMessageBatch\"}");
   sq_fault(&g_srv, "{\"count\":3,\"status\":500,\"target\":\"AmazonSQS.SendMessageBatch\"}");
   sq_fault(&g_srv, "{\"count\":3,\"status\":400,\"code\":\"ThrottlingException\","
@@ -358,10 +316,10 @@ static void run_parking(int ordered) {
   char name[32];
   snprintf(name, sizeof name, "relay-park-%d", ordered);
   char* q = sq_create_queue(&g_srv, name, "{\"MaximumMessageSize\":\"1024\"}");
-  fixture_t* f = relay_fixture();
+  fixture_t* f = rf_terminal();
   char id[37];
   ob_stats_t st;
-  set_endpoint(g_srv.port);
+  rf_set_endpoint(g_srv.port);
   ob_register(f->e, "MakeBig", "big", big_event, NULL);
   ob_register(f->e, "MakeSmall", "small", small_event, NULL);
   assert_int_equal(enable(f, q, 2, ordered), 0);
@@ -436,7 +394,7 @@ static void test_cli_sync(void** state) {
                         ob, db, i, i),
                      0);
   /* Offline: handled, the outbox holds everything, drain times out. */
-  set_endpoint(1);
+  rf_set_endpoint(1);
   assert_int_equal(sh("'%s' --db '%s' --log-level error run --until-idle "
                       "--outbox-queue-url '%s' --source urn:test:cli", ob, db, q), 0);
   assert_int_equal(sh("'%s' --db '%s' outbox show --unpublished --json > '%s'",
@@ -449,7 +407,7 @@ static void test_cli_sync(void** state) {
   assert_int_equal(sh("'%s' --db '%s' stats --json > '%s'", ob, db, out), 0);
   assert_int_equal(sh("grep -q '\"online\":\tfalse' '%s'", out), 0);
   /* Online: drain publishes everything and exits 0. */
-  set_endpoint(g_srv.port);
+  rf_set_endpoint(g_srv.port);
   /* The source is configuration of the terminal, not of the row: the same
   ** variable is set for every oncebox process of the terminal. */
   assert_int_equal(sh("ONCEBOX_OUTBOX_QUEUE_URL='%s' ONCEBOX_SOURCE=urn:test:cli"

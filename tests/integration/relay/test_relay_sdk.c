@@ -37,7 +37,7 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
-#include "tests/integration/engine_fixture.h"
+#include "tests/integration/relay/relay_fixture.h"
 #include "tests/integration/sqs/sqs_test_util.h"
 
 #define N_PAYMENTS 60
@@ -76,14 +76,7 @@ static int group_setup(void** state) {
     return 0;
   }
   if (sq_server_start(&g_srv, "relay-sdk", NULL) != 0) return -1;
-  setenv("AWS_ACCESS_KEY_ID", SQ_AKID, 1);
-  setenv("AWS_SECRET_ACCESS_KEY", SQ_SECRET, 1);
-  setenv("AWS_REGION", SQ_REGION, 1);
-  setenv("AWS_CA_BUNDLE", g_srv.ca_file, 1);
-  unsetenv("AWS_PROFILE");
-  unsetenv("AWS_SESSION_TOKEN");
-  unsetenv("ONCEBOX_OUTBOX_QUEUE_URL");
-  unsetenv("ONCEBOX_SOURCE");
+  rf_setenv(&g_srv);
   return 0;
 }
 
@@ -93,45 +86,8 @@ static int group_teardown(void** state) {
   return 0;
 }
 
-static void set_endpoint(int port) {
-  char url[64];
-  snprintf(url, sizeof url, "https://localhost:%d", port);
-  setenv("AWS_ENDPOINT_URL_SQS", url, 1);
-}
-
-/* A fresh engine with the payout module (real clock: the relay's timers
-** are real). */
-static fixture_t* terminal(void) {
-  fixture_t* f = fx_new(8);
-  ob_close(f->e);
-  f->e = NULL;
-  f->opts.clock = NULL;
-  f->opts.poll_interval_ms = 20;
-  fx_open(f);
-  assert_int_equal(ob_register_payout(f->e), 0);
-  return f;
-}
-
 static void enable_relay(fixture_t* f, const char* queue_url) {
-  ob_relay_options_t o;
-  char err[256];
-  ob_relay_options_init(&o);
-  o.queue_url = queue_url;
-  o.source = SOURCE;
-  o.backoff_base_ms = 50;
-  o.backoff_cap_ms = 200;
-  o.probe_base_ms = 50;
-  o.probe_cap_ms = 200;
-  int rc = ob_relay_enable(f->e, &o, err, sizeof err);
-  if (rc != 0) fail_msg("ob_relay_enable: %s (%s)", err, ob_err_name(rc));
-}
-
-static void enqueue_payments(fixture_t* f, int from, int n) {
-  char id[37], body[256];
-  for (int i = from; i < from + n; i++)
-    assert_int_equal(fx_enqueue(f, OB_PAYOUT_MESSAGE_TYPE, fx_event(i, id),
-                                fx_payment(i, body)),
-                     0);
+  if (rf_enable(f, queue_url, SOURCE, 10, 0) != 0) fail_msg("ob_relay_enable");
 }
 
 static long long sends_seen(void) {
@@ -361,7 +317,7 @@ static void test_offline_then_back_same_engine(void** state) {
   if (g_skip) skip();
   char* q = sq_create_queue(&g_srv, "relay-sdk-same", NULL);
   assert_non_null(q);
-  fixture_t* f = terminal();
+  fixture_t* f = rf_terminal();
   uv_loop_t loop;
   ob_stats_t st;
   int port = ht_free_port(), closed = 0;
@@ -369,15 +325,15 @@ static void test_offline_then_back_same_engine(void** state) {
   char sport[16], starget[16];
 
   assert_true(port > 0);
-  set_endpoint(port);  /* nothing listens there yet: offline */
+  rf_set_endpoint(port);  /* nothing listens there yet: offline */
   enable_relay(f, q);
   uv_loop_init(&loop);
   assert_int_equal(ob_attach(f->e, &loop), 0);
 
-  enqueue_payments(f, 1000, N_PAYMENTS / 2);
+  rf_enqueue_payments(f, 1000, N_PAYMENTS / 2);
   run_until(&loop, f->e, handled_offline, N_PAYMENTS / 2, "first wave handled offline", &st);
   assert_offline_state(f, &st, N_PAYMENTS / 2);
-  enqueue_payments(f, 1000 + N_PAYMENTS / 2, N_PAYMENTS / 2);
+  rf_enqueue_payments(f, 1000 + N_PAYMENTS / 2, N_PAYMENTS / 2);
   run_until(&loop, f->e, handled_offline, N_PAYMENTS, "second wave handled offline", &st);
   assert_offline_state(f, &st, N_PAYMENTS);
   assert_int_equal(sends_seen(), sends_before);  /* nothing reached SQS */
@@ -448,17 +404,17 @@ static void test_offline_then_new_process(void** state) {
   assert_non_null(bin);
   char* q = sq_create_queue(&g_srv, "relay-sdk-restart", NULL);
   assert_non_null(q);
-  fixture_t* f = terminal();
+  fixture_t* f = rf_terminal();
   ob_stats_t st;
   long long sends_before = sends_seen();
 
-  set_endpoint(1);  /* nothing listens on port 1 */
+  rf_set_endpoint(1);  /* nothing listens on port 1 */
   enable_relay(f, q);
-  enqueue_payments(f, 2000, N_PAYMENTS / 2);
+  rf_enqueue_payments(f, 2000, N_PAYMENTS / 2);
   assert_int_equal(ob_run(f->e, OB_RUN_UNTIL_IDLE, 0), 0);
   assert_int_equal(ob_stats(f->e, &st), 0);
   assert_offline_state(f, &st, N_PAYMENTS / 2);
-  enqueue_payments(f, 2000 + N_PAYMENTS / 2, N_PAYMENTS / 2);
+  rf_enqueue_payments(f, 2000 + N_PAYMENTS / 2, N_PAYMENTS / 2);
   assert_int_equal(ob_run(f->e, OB_RUN_UNTIL_IDLE, 0), 0);
   assert_int_equal(ob_stats(f->e, &st), 0);
   assert_offline_state(f, &st, N_PAYMENTS);
