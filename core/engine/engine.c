@@ -307,7 +307,19 @@ static int run_handlers(ob_engine_t* e, const ob__queue_row_t* r, int64_t now,
     int claimed, rc;
     if (strcmp(h->type, r->type) != 0) continue;
     found = 1;
+#ifdef OB_MUTANT_SPLIT_CLAIM
+    /* MUTANT for the crash campaign only (tests/crash, issue 6 item 2): the
+    ** dedup claim commits in a transaction of its own before the handler
+    ** runs. Built into a separate test library; never define it elsewhere. */
+    if ((claimed = ob__db_release(&e->db)) < 0 ||
+        (claimed = ob__db_commit(&e->db)) < 0 ||
+        (claimed = ob__processed_claim(&e->db, h->consumer, r->message_id,
+                                       now)) < 0 ||
+        (rc = ob__db_begin(&e->db)) < 0 || (rc = ob__db_savepoint(&e->db)) < 0)
+      return claimed < 0 ? claimed : rc;
+#else
     claimed = ob__processed_claim(&e->db, h->consumer, r->message_id, now);
+#endif
     if (claimed < 0) return claimed;
     if (claimed == 0) continue;  /* this consumer already handled it */
     ran = 1;
@@ -460,6 +472,18 @@ int ob_run_once(ob_engine_t* e, ob_batch_result_t* res_out) {
   rows = calloc((size_t)max, sizeof *rows);
   if (rows == NULL) return ob__db_seterr(&e->db, OB_ENOMEM, "out of memory");
 
+  /* Look before taking the write lock: an idle engine must not hold up
+  ** other processes' writers (or wait busy_timeout for them) just to find
+  ** nothing to do. */
+  now = ob__now(e);
+  {
+    int64_t at;
+    rc = ob__queue_next_due(&e->db, &at);
+    if (rc == OB_ENOTFOUND || (rc == 0 && at > now)) {
+      rc = 0;
+      goto out;
+    }
+  }
   rc = ob__db_begin(&e->db);
   if (rc < 0) goto out;
   now = ob__now(e);
@@ -499,7 +523,9 @@ int ob_next_due(ob_engine_t* e, int64_t* at_ms) {
 }
 
 void ob_stop(ob_engine_t* e) {
-  if (e != NULL) e->stopping = 1;
+  if (e == NULL) return;
+  e->stopping = 1;
+  if (e->on_stop) e->on_stop(e);
 }
 
 /* ---- operations --------------------------------------------------------- */

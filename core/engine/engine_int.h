@@ -71,6 +71,9 @@ struct ob_engine_s {
   struct ob__runner_s* runner;
   /* Called after a commit that queued work, to wake the runner at once. */
   void (*wake)(ob_engine_t* e);
+  /* Called by ob_stop when attached, so a sleeping runner notices at once
+  ** (must be async-signal-safe: it may run from a signal handler). */
+  void (*on_stop)(ob_engine_t* e);
   /* Why the last ob_run ended (0: clean stop). */
   int run_result;
   ob__component_t components[OB__MAX_COMPONENTS];

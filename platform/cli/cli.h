@@ -42,6 +42,12 @@ typedef struct cli_sync_s {
 ** why. */
 int cli_enable_relay(ob_engine_t* e, cli_sync_t* s);
 
+/* Consume an SQS queue of CloudEvents when one is configured (url, else
+** ONCEBOX_CONSUME_QUEUE_URL). prefetch 0: the default. Returns 0 or an exit
+** code after printing why. */
+int cli_enable_consumer(ob_engine_t* e, const char* url, int prefetch,
+                        int until_idle);
+
 /* 1 if argv contains -h/--help (before "--"). */
 int cli_wants_help(int argc, char** argv);
 /* Parse a non-negative integer option value; -1 on error. */

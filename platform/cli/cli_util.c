@@ -51,6 +51,27 @@ int cli_enable_relay(ob_engine_t* e, cli_sync_t* s) {
   return 0;
 }
 
+int cli_enable_consumer(ob_engine_t* e, const char* url, int prefetch,
+                        int until_idle) {
+  ob_consumer_options_t o;
+  char err[512];
+  int rc;
+  if (url == NULL) url = getenv("ONCEBOX_CONSUME_QUEUE_URL");
+  if (url == NULL || url[0] == '\0') return 0;
+  ob_consumer_options_init(&o);
+  o.queue_url = url;
+  if (prefetch > 0) o.prefetch = prefetch;
+  /* --until-idle ends on an empty receive: a short poll says so sooner. */
+  if (until_idle) o.wait_seconds = 2;
+  rc = ob_consumer_enable(e, &o, err, sizeof err);
+  if (rc < 0) {
+    fprintf(stderr, "oncebox: cannot consume %s: %s (%s)\n", url,
+            err[0] ? err : ob_strerror(rc), ob_err_name(rc));
+    return rc == OB_EINVAL ? EXIT_USAGE : EXIT_FAIL;
+  }
+  return 0;
+}
+
 static ob_engine_t* open_with(cli_t* cli, int batch, int no_handling,
                               int* exit_code) {
   ob_options_t o;

@@ -261,9 +261,13 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
       {"outbox-queue-url", required_argument, NULL, 'q'},
       {"source", required_argument, NULL, 's'},
       {"ordered", no_argument, NULL, 'o'},
+      {"consume-queue-url", required_argument, NULL, 'c'},
+      {"prefetch", required_argument, NULL, 'p'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   int c, code, rc, until_idle = 0;
+  const char* consume_url = NULL;
+  long long prefetch = 0;
   long long batch = 1;
   ob_engine_t* e;
   ob_stats_t before, after;
@@ -277,6 +281,14 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
       case 'q': sync.outbox_queue_url = optarg; break;
       case 's': sync.source = optarg; break;
       case 'o': sync.ordered = 1; break;
+      case 'c': consume_url = optarg; break;
+      case 'p':
+        prefetch = cli_parse_count(optarg);
+        if (prefetch < 1 || prefetch > 10) {
+          fprintf(stderr, "oncebox run: --prefetch wants 1..10\n");
+          return EXIT_USAGE;
+        }
+        break;
       case 'b':
         batch = cli_parse_count(optarg);
         if (batch < 1 || batch > 10000) {
@@ -287,7 +299,8 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
       case 'h':
         printf("usage: oncebox --db FILE run [--until-idle] [--batch N]\n"
                "              [--outbox-queue-url URL] [--source URI] "
-               "[--ordered]\n\n"
+               "[--ordered]\n"
+               "              [--consume-queue-url URL] [--prefetch N]\n\n"
                "Handle queued messages. --batch N handles up to N messages in\n"
                "one transaction (group commit, a savepoint each).\n"
                "--outbox-queue-url (or ONCEBOX_OUTBOX_QUEUE_URL) publishes the\n"
@@ -296,6 +309,9 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
                "endpoint); without it the outbox accumulates. --source (or\n"
                "ONCEBOX_SOURCE) is the CloudEvents source of this terminal;\n"
                "--ordered publishes each aggregate's events in order.\n"
+               "--consume-queue-url (or ONCEBOX_CONSUME_QUEUE_URL) also handles\n"
+               "CloudEvents from that SQS queue, deleting each only after its\n"
+               "transaction committed; --prefetch N receives up to N at once.\n"
                "--until-idle exits once the queue holds no message, ready or\n"
                "delayed, and the outbox has nothing it can publish right now.\n"
                "SIGTERM/SIGINT: finish the message in hand, exit 0; a second\n"
@@ -310,7 +326,9 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
   }
   e = cli_open(cli, (int)batch, &code);
   if (e == NULL) return code;
-  if ((code = cli_enable_relay(e, &sync)) != 0) {
+  if ((code = cli_enable_relay(e, &sync)) != 0 ||
+      (code = cli_enable_consumer(e, consume_url, (int)prefetch,
+                                  until_idle)) != 0) {
     ob_close(e);
     return code;
   }

@@ -38,6 +38,7 @@ static void one_closed(ob__runner_t* r) {
   void* arg = r->done_arg;
   e->runner = NULL;
   e->wake = NULL;
+  e->on_stop = NULL;
   e->run_result = r->result;
   free(r);
   if (done) done(e, arg);
@@ -191,6 +192,11 @@ static void wal_changed(uv_fs_event_t* h, const char* name, int events,
     arm(r, 0);
 }
 
+static void stop_hook(ob_engine_t* e) {
+  ob__runner_t* r = e->runner;
+  if (r != NULL && !r->closing) uv_async_send(&r->stop_async);
+}
+
 static void wake(ob_engine_t* e) {
   ob__runner_t* r = e->runner;
   if (r != NULL && !r->closing && !e->stopping) arm(r, 0);
@@ -236,6 +242,7 @@ int ob_attach(ob_engine_t* e, struct uv_loop_s* loop) {
   e->stopping = 0;
   e->runner = r;
   e->wake = wake;
+  e->on_stop = stop_hook;
   for (size_t i = 0; i < e->ncomponents; i++) {
     int rc = e->components[i].start(e->components[i].self, e, loop);
     if (rc < 0) {

@@ -1,0 +1,96 @@
+/* The SQS consumer's pure decisions: option checks, visibility arithmetic,
+** the failure-store id of an invalid message. No I/O, no clock reads. */
+#include <stdio.h>
+#include <string.h>
+
+#include <mbedtls/md.h>
+
+#include "core/util/uuid.h"
+#include "platform/consumer/consumer.h"
+
+static int fail(char* errbuf, size_t errlen, const char* msg) {
+  if (errbuf != NULL && errlen > 0) snprintf(errbuf, errlen, "%s", msg);
+  return OB_EINVAL;
+}
+
+int ob__consumer_options_check(const ob_consumer_options_t* o, char* errbuf,
+                               size_t errlen) {
+  const char* u;
+  if (o == NULL) return fail(errbuf, errlen, "consumer: options are required");
+  u = o->queue_url;
+  if (u == NULL || u[0] == '\0')
+    return fail(errbuf, errlen, "consumer: queue_url is required");
+  if (strncmp(u, "https://", 8) != 0 && strncmp(u, "http://", 7) != 0)
+    return fail(errbuf, errlen,
+                "consumer: queue_url must be an http(s):// queue URL");
+  /* It travels in a JSON body and in log lines: printable ASCII only. */
+  if (strlen(u) > 2048)
+    return fail(errbuf, errlen, "consumer: queue_url is longer than 2048");
+  for (const char* p = u; *p; p++)
+    if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f)
+      return fail(errbuf, errlen,
+                  "consumer: queue_url must be printable ASCII without "
+                  "spaces");
+  if (o->wait_seconds < 0 || o->wait_seconds > 20)
+    return fail(errbuf, errlen, "consumer: wait_seconds must be 0..20");
+  if (o->prefetch < 1 || o->prefetch > 10)
+    return fail(errbuf, errlen, "consumer: prefetch must be 1..10");
+  if (o->visibility_timeout_s < 1 ||
+      o->visibility_timeout_s > OB__CONSUMER_MAX_VISIBILITY_S)
+    return fail(errbuf, errlen,
+                "consumer: visibility_timeout_s must be 1..43200");
+  if (o->probe_base_ms < 1 || o->probe_cap_ms < o->probe_base_ms)
+    return fail(errbuf, errlen,
+                "consumer: probe_base_ms must be >= 1 and probe_cap_ms >= "
+                "probe_base_ms");
+  return 0;
+}
+
+int ob__consumer_visibility_budget_s(int64_t first_receive_ms,
+                                     int64_t server_now_ms) {
+  int64_t left_ms = first_receive_ms +
+                    (int64_t)OB__CONSUMER_MAX_VISIBILITY_S * 1000 -
+                    server_now_ms;
+  /* Floor, so the budget never rounds past the limit. */
+  int64_t left_s = left_ms >= 0 ? left_ms / 1000 : -((999 - left_ms) / 1000);
+  left_s -= OB__CONSUMER_VISIBILITY_MARGIN_S;
+  if (left_s > OB__CONSUMER_MAX_VISIBILITY_S)
+    left_s = OB__CONSUMER_MAX_VISIBILITY_S;
+  if (left_s < -1) left_s = -1;
+  return (int)left_s;
+}
+
+int ob__consumer_retry_visibility_s(int64_t delay_ms, int budget_s) {
+  int64_t s;
+  if (budget_s < 0) return -1;
+  if (delay_ms < 0) delay_ms = 0;
+  /* Rounded up: the message must not come back before its delay. */
+  s = delay_ms / 1000 + (delay_ms % 1000 != 0);
+  if (s > budget_s) s = budget_s;
+  return (int)s;
+}
+
+int ob__consumer_failure_id(const char* id, char out[37]) {
+  static const char ns_text[] = OB__CONSUMER_ID_NAMESPACE;
+  const mbedtls_md_info_t* md = mbedtls_md_info_from_type(MBEDTLS_MD_SHA1);
+  mbedtls_md_context_t ctx;
+  uint8_t ns[16], digest[20];
+  int rc;
+
+  if (id == NULL) return OB_EINVAL;
+  if (ob__uuid_normalize(id, out) == 0) return 0;
+  if (md == NULL || ob__uuid_parse(ns_text, ns) != 0) return OB_EIO;
+  /* UUIDv5: SHA-1(namespace bytes || name), version 5, variant 10. */
+  mbedtls_md_init(&ctx);
+  rc = mbedtls_md_setup(&ctx, md, 0);
+  if (rc == 0) rc = mbedtls_md_starts(&ctx);
+  if (rc == 0) rc = mbedtls_md_update(&ctx, ns, sizeof ns);
+  if (rc == 0) rc = mbedtls_md_update(&ctx, (const uint8_t*)id, strlen(id));
+  if (rc == 0) rc = mbedtls_md_finish(&ctx, digest);
+  mbedtls_md_free(&ctx);
+  if (rc != 0) return OB_EIO;
+  digest[6] = (uint8_t)((digest[6] & 0x0f) | 0x50);
+  digest[8] = (uint8_t)((digest[8] & 0x3f) | 0x80);
+  ob__uuid_format(digest, out);
+  return 0;
+}
