@@ -8,12 +8,21 @@
 int ob__failed_insert(ob__db_t* db, const ob__queue_row_t* r,
                       const char* error_class, const char* reason,
                       int attempts, int64_t now) {
+  return ob__failed_insert_effect(db, r, error_class, reason, attempts, NULL,
+                                  now);
+}
+
+int ob__failed_insert_effect(ob__db_t* db, const ob__queue_row_t* r,
+                             const char* error_class, const char* reason,
+                             int attempts, const char* effect_key,
+                             int64_t now) {
   int rc;
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__F_INSERT,
       "INSERT INTO failed_message(queue_name, message_id, type, headers, body,"
       " error_class, reason, attempts, first_failed_at, last_failed_at,"
-      " created_at) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)");
+      " created_at, effect_key) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,"
+      "?12)");
   if (st == NULL) return OB_EDB;
   sqlite3_bind_text(st, 1, r->queue, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 2, r->message_id, -1, SQLITE_STATIC);
@@ -26,6 +35,7 @@ int ob__failed_insert(ob__db_t* db, const ob__queue_row_t* r,
   sqlite3_bind_int64(st, 9, r->first_failed_at ? r->first_failed_at : now);
   sqlite3_bind_int64(st, 10, now);
   sqlite3_bind_int64(st, 11, r->created_at);
+  if (effect_key) sqlite3_bind_text(st, 12, effect_key, -1, SQLITE_STATIC);
   rc = ob__db_step_done(db, st, "failure store insert");
   if (rc < 0) return rc;
   /* rowid 0: a message from outside (SQS) that never had a queue row. */

@@ -108,7 +108,8 @@ int ob__queue_reschedule(ob__db_t* db, int64_t rowid, int attempts,
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__Q_RESCHEDULE,
       "UPDATE queue SET attempts = ?2, available_at = ?3, lease_until = NULL,"
-      " first_failed_at = ?4, last_error = ?5 WHERE id = ?1");
+      " first_failed_at = ?4, last_error = ?5, waiting_on = NULL"
+      " WHERE id = ?1");
   if (st == NULL) return OB_EDB;
   sqlite3_bind_int64(st, 1, rowid);
   sqlite3_bind_int(st, 2, attempts);

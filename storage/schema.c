@@ -98,6 +98,58 @@ static const char* const migrations[] = {
     "  last_error TEXT,"
     "  updated_at INTEGER NOT NULL"
     ") STRICT;",
+
+    /* 2 -> 3: the fence. An effect row is claimed (pending) in its own
+    ** committed transaction before the provider is called; its key is
+    ** unique, so a second claim finds the first. Waiting messages point at
+    ** their effect (queue.waiting_on; failed_message.effect_key once the
+    ** effect needs a person). */
+    "CREATE TABLE effect ("
+    "  key TEXT PRIMARY KEY,"
+    "  idempotency_key TEXT NOT NULL UNIQUE,"
+    "  provider TEXT NOT NULL,"
+    "  method TEXT NOT NULL,"
+    "  path TEXT NOT NULL,"
+    "  request BLOB NOT NULL,"
+    "  state TEXT NOT NULL"
+    "    CHECK (state IN ('pending','unknown','confirmed','failed')),"
+    "  message_id TEXT NOT NULL,"
+    "  consumer_name TEXT NOT NULL,"
+    "  reference TEXT,"
+    "  response BLOB,"
+    "  http_status INTEGER,"
+    "  reason TEXT,"
+    "  calls INTEGER NOT NULL DEFAULT 0,"
+    "  lookups INTEGER NOT NULL DEFAULT 0,"
+    "  successes INTEGER NOT NULL DEFAULT 0,"
+    "  attempts INTEGER NOT NULL DEFAULT 0,"
+    "  next_attempt_at INTEGER NOT NULL,"
+    "  lease_token TEXT,"
+    "  lease_until INTEGER,"
+    "  parked_at INTEGER,"
+    "  created_at INTEGER NOT NULL,"
+    "  updated_at INTEGER NOT NULL"
+    ") STRICT, WITHOUT ROWID;"
+    "CREATE INDEX effect_open ON effect(next_attempt_at)"
+    "  WHERE state IN ('pending','unknown') AND parked_at IS NULL;"
+    "CREATE INDEX effect_reference ON effect(reference)"
+    "  WHERE reference IS NOT NULL;"
+    "ALTER TABLE queue ADD COLUMN waiting_on TEXT;"
+    "CREATE INDEX queue_waiting ON queue(waiting_on)"
+    "  WHERE waiting_on IS NOT NULL;"
+    "ALTER TABLE failed_message ADD COLUMN effect_key TEXT;"
+    "CREATE INDEX failed_message_effect ON failed_message(effect_key)"
+    "  WHERE effect_key IS NOT NULL;"
+    /* The built-in ChargeOrder module's business table. */
+    "CREATE TABLE charge ("
+    "  order_id TEXT PRIMARY KEY,"
+    "  amount_minor INTEGER NOT NULL CHECK (amount_minor > 0),"
+    "  currency TEXT NOT NULL CHECK (length(currency) = 3),"
+    "  provider_charge_id TEXT NOT NULL,"
+    "  effect_key TEXT NOT NULL,"
+    "  message_id TEXT NOT NULL,"
+    "  created_at INTEGER NOT NULL"
+    ") STRICT;",
 };
 
 #define MIGRATION_COUNT ((int)(sizeof migrations / sizeof migrations[0]))

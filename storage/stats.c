@@ -18,6 +18,42 @@ static int scalar(ob__db_t* db, const char* sql, int64_t now, int64_t* out) {
   return 0;
 }
 
+/* A provider success recorded without a confirmed fence: a charge whose
+** fence is missing, not confirmed or carries another reference, and every
+** reference confirmed under more than one key beyond the first. */
+#define UNFENCED_SQL                                                       \
+  "SELECT (SELECT count(*) FROM charge c WHERE NOT EXISTS (SELECT 1 FROM"   \
+  " effect f WHERE f.key = c.effect_key AND f.state = 'confirmed' AND"      \
+  " f.reference = c.provider_charge_id)) + (SELECT coalesce(sum(n - 1), 0)" \
+  " FROM (SELECT count(*) AS n FROM effect WHERE state = 'confirmed' AND"   \
+  " reference IS NOT NULL GROUP BY reference HAVING count(*) > 1))"
+
+static int effect_stats(ob__db_t* db, int64_t now, ob_stats_t* s) {
+  int rc;
+  if ((rc = scalar(db, "SELECT count(*) FROM effect WHERE state = 'pending'",
+                   now, &s->effects_pending)) < 0 ||
+      (rc = scalar(db, "SELECT count(*) FROM effect WHERE state = 'unknown'",
+                   now, &s->effects_unknown)) < 0 ||
+      (rc = scalar(db, "SELECT count(*) FROM effect WHERE parked_at IS NOT"
+                       " NULL AND state IN ('pending','unknown')", now,
+                   &s->effects_parked)) < 0 ||
+      (rc = scalar(db, "SELECT count(*) FROM effect WHERE state ="
+                       " 'confirmed'", now, &s->effects_confirmed)) < 0 ||
+      (rc = scalar(db, "SELECT count(*) FROM effect WHERE state = 'failed'",
+                   now, &s->effects_failed)) < 0 ||
+      (rc = scalar(db, "SELECT count(*) FROM effect", now,
+                   &s->fence_claims)) < 0 ||
+      (rc = scalar(db, "SELECT coalesce(sum(successes), 0) FROM effect", now,
+                   &s->provider_2xx)) < 0 ||
+      (rc = scalar(db, "SELECT coalesce(sum(successes - 1), 0) FROM effect"
+                       " WHERE successes > 1", now,
+                   &s->provider_replays)) < 0 ||
+      (rc = scalar(db, "SELECT count(*) FROM charge", now, &s->charges)) < 0 ||
+      (rc = scalar(db, UNFENCED_SQL, now, &s->unfenced_successes)) < 0)
+    return rc;
+  return 0;
+}
+
 int ob__stats(ob__db_t* db, int64_t now, ob_stats_t* s) {
   int rc;
   int64_t oldest = 0, online = -1;
@@ -55,7 +91,8 @@ int ob__stats(ob__db_t* db, int64_t now, ob_stats_t* s) {
                        " relay_status", now, &s->last_publish_at_ms)) < 0 ||
       (rc = scalar(db, "SELECT coalesce((SELECT online FROM relay_status"
                        " ORDER BY updated_at DESC LIMIT 1), -1)", now,
-                   &online)) < 0) {
+                   &online)) < 0 ||
+      (rc = effect_stats(db, now, s)) < 0) {
     ob__db_rollback(db);
     return rc;
   }
@@ -97,6 +134,24 @@ static const check_t checks[] = {
      " AND m.message_id = p.source_event_id)"},
     {"SELECT 'outbox event ' || id || ' has attempt_count ' || attempt_count"
      " FROM outbox_event WHERE attempt_count < 0"},
+    /* The fence: every recorded charge stands on a confirmed effect with
+    ** its provider reference, a reference is confirmed once, and each charge
+    ** has one OrderCharged event. */
+    {"SELECT 'charge of order ' || c.order_id || ' (provider charge ' ||"
+     " c.provider_charge_id || ') has no confirmed fence ' || c.effect_key"
+     " FROM charge c WHERE NOT EXISTS (SELECT 1 FROM effect f WHERE"
+     " f.key = c.effect_key AND f.state = 'confirmed' AND"
+     " f.reference = c.provider_charge_id)"},
+    {"SELECT 'provider reference ' || reference || ' is confirmed for ' ||"
+     " count(*) || ' effects' FROM effect WHERE state = 'confirmed' AND"
+     " reference IS NOT NULL GROUP BY reference HAVING count(*) > 1"},
+    {"SELECT 'charge of order ' || c.order_id || ' has ' || count(o.id) ||"
+     " ' OrderCharged outbox rows' FROM charge c LEFT JOIN outbox_event o"
+     " ON o.event_type = 'OrderCharged' AND o.aggregate_id = c.order_id"
+     " GROUP BY c.order_id HAVING count(o.id) <> 1"},
+    {"SELECT 'effect ' || key || ' is ' || state || ' but has ' || successes"
+     " || ' provider successes and no outcome' FROM effect WHERE"
+     " state = 'failed' AND successes > 0"},
 };
 
 int ob__check(ob__db_t* db, void (*cb)(void* arg, const char* v), void* arg) {

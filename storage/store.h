@@ -41,6 +41,16 @@ typedef enum {
   OB__R_NEXT_DUE,
   OB__R_NEXT_DUE_ORDERED,
   OB__R_STATUS,
+  OB__E_GET,
+  OB__E_INSERT,
+  OB__E_DUE,
+  OB__E_LEASE,
+  OB__E_UPDATE,
+  OB__E_NEXT_DUE,
+  OB__Q_WAIT,
+  OB__Q_INSERT_WAITING,
+  OB__Q_CLAIM_WAITING,
+  OB__CH_INSERT,
   OB__STMT_COUNT
 } ob__stmt_id_t;
 
@@ -65,7 +75,7 @@ typedef struct ob__db_s {
 } ob__db_t;
 
 /* Current schema version (PRAGMA user_version). */
-#define OB__SCHEMA_VERSION 2
+#define OB__SCHEMA_VERSION 3
 /* PRAGMA application_id: "OBX1". */
 #define OB__APPLICATION_ID 0x4f425831
 
@@ -186,6 +196,12 @@ int ob__outbox_mark_failed(ob__db_t* db, const char* id,
 int ob__failed_insert(ob__db_t* db, const ob__queue_row_t* r,
                       const char* error_class, const char* reason,
                       int attempts, int64_t now);
+/* The same, remembering the effect the message waits for (a person must
+** resolve it; resolving moves the message back to the queue). */
+int ob__failed_insert_effect(ob__db_t* db, const ob__queue_row_t* r,
+                             const char* error_class, const char* reason,
+                             int attempts, const char* effect_key,
+                             int64_t now);
 int ob__failed_list(ob__db_t* db, int64_t id, const char* type,
                     int (*cb)(void* arg, const ob_failed_t* f), void* arg);
 /* Back to the queue (own transaction). Returns number moved. */
@@ -281,5 +297,114 @@ int ob__outbox_list(ob__db_t* db, int filter, size_t limit,
 int ob__user_exec(ob__db_t* db, const char* sql, const ob_value_t* params,
                   size_t nparams, ob_row_cb row, void* arg);
 void ob__user_cache_clear(ob__db_t* db);
+
+
+/* ---- effect_store.c: the fence ------------------------------------------ */
+
+typedef struct ob__effect_row_s {
+  char* key;
+  char* idempotency_key;
+  char* provider;
+  char* method;
+  char* path;
+  char* request;
+  size_t request_len;
+  int state;              /* OB_EFFECT_* */
+  char* reference;
+  char* response;
+  size_t response_len;
+  int http_status;
+  char* reason;
+  char* message_id;
+  char* consumer;
+  int calls, lookups, successes, attempts;
+  int64_t next_attempt_at, parked_at, created_at, updated_at;
+} ob__effect_row_t;
+
+void ob__effect_row_free(ob__effect_row_t* r);
+/* Point out's fields at r's (valid while r lives). */
+void ob__effect_row_view(const ob__effect_row_t* r, ob_effect_t* out);
+
+/* Read one effect into r (malloc'd copies). 0, OB_ENOTFOUND, or < 0. */
+int ob__effect_get(ob__db_t* db, const char* key, ob__effect_row_t* r);
+
+/* Claim: INSERT in state pending, due at now. 1 inserted, 0 the key exists
+** (nothing changed), < 0 error. */
+int ob__effect_insert(ob__db_t* db, const char* key, const char* idem_key,
+                      const ob_effect_request_t* req, const char* message_id,
+                      const char* consumer, int64_t now);
+
+/* Up to max open, unparked effects of provider (NULL: any) due at now
+** whose lease is free, in next_attempt_at order. Returns the count. */
+int ob__effect_due(ob__db_t* db, const char* provider, int64_t now, int max,
+                   ob__effect_row_t* rows);
+
+/* Take the lease of an open, unparked effect whose lease is free. 1 taken,
+** 0 not (another process has it, or it is settled), < 0 error. */
+int ob__effect_lease(ob__db_t* db, const char* key, const char* token,
+                     int64_t until, int64_t now);
+/* Drop the lease if token still holds it; the effect is due at now. */
+int ob__effect_unlease(ob__db_t* db, const char* key, const char* token,
+                       int64_t now);
+
+/* What an answer changes. Counters are added; response NULL keeps the old
+** one; reference/reason replace. */
+typedef struct ob__effect_update_s {
+  int state;
+  const char* reference;
+  const void* response;
+  size_t response_len;
+  int http_status;
+  const char* reason;
+  int add_calls, add_lookups, add_successes;
+  int attempts;
+  int64_t next_attempt_at;
+  int64_t parked_at;        /* 0: not parked */
+} ob__effect_update_t;
+
+/* Apply u to the open effect `key` (only if token still holds its lease
+** when token is not NULL); the lease is dropped. Returns the rows changed
+** (0: lease lost or already settled), < 0 error. */
+int ob__effect_update(ob__db_t* db, const char* key, const char* token,
+                      const ob__effect_update_t* u, int64_t now);
+
+/* Earliest next_attempt_at of an open unparked effect; OB_ENOTFOUND. */
+int ob__effect_next_due_db(ob__db_t* db, const char* provider, int64_t* at);
+
+/* Visit effects (state 0: all; -1: parked; key NULL: all keys). */
+int ob__effect_list(ob__db_t* db, int state, const char* key,
+                    int (*cb)(void* arg, const ob_effect_t* ef), void* arg);
+
+/* Make open effects due now, attempts 0, unparked, lease dropped (key NULL:
+** all). Returns the number changed. */
+int ob__effect_reconcile(ob__db_t* db, const char* key, int64_t now);
+
+/* The waiting side, in queue and failed_message. */
+/* This queue row waits for effect key; re-checked at available_at anyway. */
+int ob__queue_wait(ob__db_t* db, int64_t rowid, const char* key,
+                   int64_t available_at);
+/* A message from outside (SQS) becomes a local queue row waiting on key. */
+int ob__queue_insert_waiting(ob__db_t* db, const ob__queue_row_t* r,
+                             const char* key, int64_t available_at,
+                             int64_t now);
+/* Read up to max queue rows waiting on key (copies; free each). */
+int ob__queue_claim_waiting(ob__db_t* db, const char* key, int max,
+                            ob__queue_row_t* rows);
+/* Move every queue row waiting on key to the failure store (class
+** "effect_unknown", the effect remembered). Returns the number moved. */
+int ob__effect_park_waiting(ob__db_t* db, const char* key, const char* reason,
+                            int64_t now);
+/* Move failure-store rows of effect key back to the queue, due now.
+** Returns the number moved. */
+int ob__effect_requeue_failed(ob__db_t* db, const char* key, int64_t now);
+
+/* ---- charge_store.c: the ChargeOrder module ------------------------------- */
+
+/* Insert guarded by the order id (PRIMARY KEY). 1 inserted, 0 the order
+** already has a charge, < 0 error. */
+int ob__charge_insert(ob__db_t* db, const char* order_id, int64_t amount_minor,
+                      const char* currency, const char* provider_charge_id,
+                      const char* effect_key, const char* message_id,
+                      int64_t now);
 
 #endif

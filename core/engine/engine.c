@@ -115,6 +115,9 @@ void ob_close(ob_engine_t* e) {
   for (size_t i = 0; i < e->ncomponents; i++)
     e->components[i].destroy(e->components[i].self);
   ob__db_close(&e->db);
+  e->fresh_committed = 0;
+  ob__fresh_free(e);
+  ob__providers_free(e);
   for (size_t i = 0; i < e->nhandlers; i++) {
     free(e->handlers[i].type);
     free(e->handlers[i].consumer);
@@ -285,7 +288,7 @@ int ob_enqueue_many(ob_engine_t* e, const ob_envelope_t* envs, size_t n,
 
 /* ---- the handling transaction ------------------------------------------ */
 
-enum { ROW_DONE, ROW_DUPLICATE, ROW_RETRY, ROW_FAIL, ROW_NO_HANDLER };
+enum { ROW_DONE, ROW_DUPLICATE, ROW_RETRY, ROW_FAIL, ROW_NO_HANDLER, ROW_WAIT };
 
 /* Run every consumer of the row's type inside the row's savepoint. Returns a
 ** ROW_* verdict, or a negative code when the whole batch must abort. */
@@ -323,14 +326,25 @@ static int run_handlers(ob_engine_t* e, const ob__queue_row_t* r, int64_t now,
     if (claimed < 0) return claimed;
     if (claimed == 0) continue;  /* this consumer already handled it */
     ran = 1;
+    ob__effect_tx_free(tx);
     memset(tx, 0, sizeof *tx);
     tx->e = e;
     tx->msg = msg;
     tx->retry_delay_ms = -1;
     tx->now = now;
+    tx->consumer = h->consumer;
     rc = h->fn(tx, msg, h->arg);
     if (tx->fatal) return tx->fatal;
     if (rc == OB_DONE) continue;
+    if (rc == OB_WAIT && (tx->effect_action == OB__TX_EFFECT_CLAIM ||
+                          tx->effect_action == OB__TX_EFFECT_WAIT))
+      return ROW_WAIT;
+    if (rc == OB_WAIT) {
+      ob__fmt(tx->reason, sizeof tx->reason,
+              "%s returned OB_WAIT without waiting for an effect",
+              h->consumer);
+      return ROW_RETRY;
+    }
     if (rc == OB_UNRECOVERABLE || tx->verdict == OB_UNRECOVERABLE) {
       if (tx->reason[0] == '\0')
         ob__fmt(tx->reason, sizeof tx->reason, "%s: unrecoverable",
@@ -387,6 +401,13 @@ static int settle_failure(ob_engine_t* e, const ob__queue_row_t* r,
     cls = "no_handler";
     ob__fmt(buf, sizeof buf, "no handler registered for type '%s'", r->type);
     reason = buf;
+  } else if (tx->effect_action == OB__TX_EFFECT_PARKED) {
+    /* Resolving the effect brings the message back (ob_effect_resolve). */
+    res->failed++;
+    ob__log(e, OB_LOG_WARN, "message %s (%s) waits in the failure store for "
+            "effect %s: %s", r->message_id, r->type, tx->effect_key, reason);
+    return ob__failed_insert_effect(&e->db, r, "effect_unknown", reason,
+                                    r->attempts, tx->effect_key, now);
   } else {
     cls = "unrecoverable";
   }
@@ -396,21 +417,31 @@ static int settle_failure(ob_engine_t* e, const ob__queue_row_t* r,
   return ob__failed_insert(&e->db, r, cls, reason, r->attempts, now);
 }
 
-/* One message inside the open transaction, in a savepoint of its own: run
-** its consumers, then ack (delete the queue row), reschedule, or move it to
-** the failure store. Returns < 0 when the whole transaction must abort. */
-static int process_row(ob_engine_t* e, const ob__queue_row_t* r, int64_t now,
-                       ob_batch_result_t* res, int64_t* retry_delay) {
-  ob_tx_t tx;
+/* One message inside the open transaction, in a savepoint of its own (see
+** ob__process_row), with the handler's tx state in *tx. */
+static int process_row_tx(ob_engine_t* e, const ob__queue_row_t* r,
+                          int64_t now, ob_batch_result_t* res,
+                          int64_t* retry_delay, ob_tx_t* tx) {
   ob_message_t msg;
   int verdict, rc;
 
   res->claimed++;
   rc = ob__db_savepoint(&e->db);
   if (rc < 0) return rc;
-  memset(&tx, 0, sizeof tx);
-  verdict = run_handlers(e, r, now, &tx, &msg);
+  verdict = run_handlers(e, r, now, tx, &msg);
   if (verdict < 0) return verdict;
+  if (verdict == ROW_WAIT) {
+    /* Only the effect's claim and the wait commit: the handler's writes and
+    ** the dedup record are undone, and it runs again with the outcome. */
+    rc = ob__db_rollback_to(&e->db);
+    if (rc < 0) return rc;
+    rc = ob__effect_after_handler(e, tx, r, now);
+    if (rc < 0) return rc;
+    res->waiting++;
+    ob__log(e, OB_LOG_DEBUG, "message %s (%s) waits for effect %s",
+            r->message_id, r->type, tx->effect_key);
+    return 0;
+  }
   if (verdict == ROW_DONE || verdict == ROW_DUPLICATE) {
     if (r->rowid > 0 && (rc = ob__queue_delete(&e->db, r->rowid)) < 0) return rc;
     rc = ob__db_release(&e->db);
@@ -427,7 +458,37 @@ static int process_row(ob_engine_t* e, const ob__queue_row_t* r, int64_t now,
   /* Undo everything the handlers wrote, then record the outcome. */
   rc = ob__db_rollback_to(&e->db);
   if (rc < 0) return rc;
-  return settle_failure(e, r, verdict, &tx, now, res, retry_delay);
+  return settle_failure(e, r, verdict, tx, now, res, retry_delay);
+}
+
+int ob__process_row(ob_engine_t* e, const ob__queue_row_t* r, int64_t now,
+                    ob_batch_result_t* res, int64_t* retry_delay) {
+  ob_tx_t tx;
+  int rc;
+  memset(&tx, 0, sizeof tx);
+  rc = process_row_tx(e, r, now, res, retry_delay, &tx);
+  ob__effect_tx_free(&tx);
+  return rc;
+}
+
+int ob__engine_commit(ob_engine_t* e) {
+  int rc = ob__db_commit(&e->db);
+  if (rc < 0) {
+    ob__fresh_free(e);  /* the claims of this transaction did not happen */
+    return rc;
+  }
+  e->fresh_committed = e->nfresh;
+  return 0;
+}
+
+void ob__engine_rollback(ob_engine_t* e) {
+  ob__db_rollback(&e->db);
+  ob__fresh_free(e);
+}
+
+void ob__engine_kick_components(ob_engine_t* e) {
+  for (size_t i = 0; i < e->ncomponents; i++)
+    if (e->components[i].kick) e->components[i].kick(e->components[i].self);
 }
 
 int ob__handle_external(ob_engine_t* e, const ob__queue_row_t* r,
@@ -441,14 +502,14 @@ int ob__handle_external(ob_engine_t* e, const ob__queue_row_t* r,
   rc = ob__db_begin(&e->db);
   if (rc < 0) return rc;
   now = ob__now(e);
-  rc = process_row(e, r, now, res, retry_delay);
+  rc = ob__process_row(e, r, now, res, retry_delay);
   if (rc < 0) {
-    ob__db_rollback(&e->db);
+    ob__engine_rollback(e);
     memset(res, 0, sizeof *res);
     *retry_delay = -1;
     return rc;
   }
-  rc = ob__db_commit(&e->db);
+  rc = ob__engine_commit(e);
   if (rc < 0) {
     memset(res, 0, sizeof *res);
     *retry_delay = -1;
@@ -496,10 +557,10 @@ int ob_run_once(ob_engine_t* e, ob_batch_result_t* res_out) {
   for (int i = 0; i < n; i++) {
     /* A stop request between messages: the rest stay queued, untouched. */
     if (e->stopping && res.claimed > 0) break;
-    rc = process_row(e, &rows[i], now, &res, NULL);
+    rc = ob__process_row(e, &rows[i], now, &res, NULL);
     if (rc < 0) goto abort;
   }
-  rc = ob__db_commit(&e->db);
+  rc = ob__engine_commit(e);
   if (rc < 0) {
     memset(&res, 0, sizeof res);
     goto out;
@@ -510,7 +571,7 @@ int ob_run_once(ob_engine_t* e, ob_batch_result_t* res_out) {
 
 abort:
   ob__log(e, OB_LOG_ERROR, "batch rolled back: %s", e->db.errmsg);
-  ob__db_rollback(&e->db);
+  ob__engine_rollback(e);
 out:
   for (int i = 0; i < max; i++) ob__queue_row_free(&rows[i]);
   free(rows);

@@ -21,6 +21,21 @@ typedef struct ob__queue_policy_s {
   ob_retry_policy_t policy;
 } ob__queue_policy_t;
 
+/* A registered effect provider: what the fence needs to decide. */
+typedef struct ob__provider_s {
+  char* name;
+  char* lookup_path;       /* NULL: no lookup */
+  int idempotency_keys;
+  int64_t lease_ms;
+  ob_retry_policy_t retry;
+} ob__provider_t;
+
+#define OB__MAX_PROVIDERS 8
+/* Keys claimed by this process and not yet handed to a performer: such an
+** effect certainly has not been sent. Bounded; a key that falls out is
+** treated as "maybe sent", the safe side. */
+#define OB__MAX_FRESH 1024
+
 struct ob__runner_s;
 struct uv_loop_s;
 
@@ -78,9 +93,25 @@ struct ob_engine_s {
   int run_result;
   ob__component_t components[OB__MAX_COMPONENTS];
   size_t ncomponents;
+  ob__provider_t providers[OB__MAX_PROVIDERS];
+  size_t nproviders;
+  char* fresh[OB__MAX_FRESH];
+  size_t nfresh;            /* entries, committed ones first */
+  size_t fresh_committed;   /* entries whose claim has committed */
 };
 
 #define OB__REASON_LEN 512
+#define OB__EFFECT_KEY_MAX 200
+
+/* What ob_tx_effect left for the engine to do after the handler. */
+enum {
+  OB__TX_EFFECT_NONE = 0,
+  OB__TX_EFFECT_CLAIM,   /* claim effect_key (a new pending effect) and wait */
+  OB__TX_EFFECT_WAIT,    /* wait for effect_key, already open */
+  OB__TX_EFFECT_PARKED   /* effect_key needs a person: failure store */
+};
+
+struct ob__effect_row_s;
 
 struct ob_tx_s {
   ob_engine_t* e;
@@ -91,6 +122,13 @@ struct ob_tx_s {
   int fatal;              /* a storage error the handler must not swallow */
   int64_t now;
   char reason[OB__REASON_LEN];
+  const char* consumer;   /* the handler's consumer name */
+  /* The fence (core/fence/effect_tx.c). */
+  int effect_action;      /* OB__TX_EFFECT_* */
+  char effect_key[OB__EFFECT_KEY_MAX + 1];
+  ob_effect_request_t claim;  /* malloc'd copies while effect_action is CLAIM */
+  struct ob__effect_row_s* effect_rows;  /* what ob_tx_effect handed out */
+  size_t neffect_rows;
 };
 
 static inline int64_t ob__now(const ob_engine_t* e) {
@@ -123,6 +161,39 @@ static inline int ob__is_fatal(int rc) {
 */
 int ob__handle_external(ob_engine_t* e, const ob__queue_row_t* r,
                         ob_batch_result_t* res, int64_t* retry_delay);
+
+/* One message inside the caller's open transaction (a savepoint of its own):
+** run its consumers, then ack, reschedule, wait for an effect, or move it to
+** the failure store. Returns < 0 when the whole transaction must abort. */
+int ob__process_row(ob_engine_t* e, const ob__queue_row_t* r, int64_t now,
+                    ob_batch_result_t* res, int64_t* retry_delay);
+
+/* Commit / roll back a transaction that may have claimed effects (keeps the
+** set of fresh claims in step with what is durable). */
+int ob__engine_commit(ob_engine_t* e);
+void ob__engine_rollback(ob_engine_t* e);
+
+/* Tell every component there may be new work (outbox rows, effects). */
+void ob__engine_kick_components(ob_engine_t* e);
+
+/* ---- the fence, engine side (core/fence) ---------------------------------- */
+
+/* After a handler run: the claim or wait ob_tx_effect asked for, inside the
+** row's transaction (the savepoint is already rolled back). */
+int ob__effect_after_handler(ob_engine_t* e, ob_tx_t* tx,
+                             const ob__queue_row_t* r, int64_t now);
+/* Free what ob_tx_effect allocated in tx. */
+void ob__effect_tx_free(ob_tx_t* tx);
+/* A fresh claim (not yet committed) of key; and the committed check-out. */
+void ob__fresh_add(ob_engine_t* e, const char* key);
+int ob__fresh_take(ob_engine_t* e, const char* key);
+/* Put back a key taken out whose attempt certainly never left. */
+void ob__fresh_keep(ob_engine_t* e, const char* key);
+void ob__fresh_free(ob_engine_t* e);
+
+const ob__provider_t* ob__provider_find(const ob_engine_t* e,
+                                        const char* name);
+void ob__providers_free(ob_engine_t* e);
 
 /* The retry policy of a queue (the default when none was set). */
 const ob_retry_policy_t* ob__policy_for(const ob_engine_t* e,

@@ -239,6 +239,10 @@ typedef struct ob_tx_s ob_tx_t;
 #define OB_DONE 0
 #define OB_RETRY 1
 #define OB_UNRECOVERABLE 2
+/* The message waits for an external effect (see ob_tx_effect): return the
+** value ob_tx_effect gave. Nothing the handler wrote commits except the
+** effect's claim; the handler runs again once the effect has an outcome. */
+#define OB_WAIT 3
 
 /*
 ** A handler. Runs inside the engine's transaction, after the dedup claim of
@@ -386,6 +390,7 @@ typedef struct ob_batch_result_s {
   int duplicates;   /* acked without running: already processed */
   int retried;      /* rescheduled with backoff */
   int failed;       /* moved to the failure store */
+  int waiting;      /* waiting for an external effect (ob_tx_effect) */
 } ob_batch_result_t;
 
 /*
@@ -546,6 +551,228 @@ OB_EXTERN int ob_consumer_enable(ob_engine_t* e, const ob_consumer_options_t* o,
                                  char* errbuf, size_t errlen);
 
 /* ---------------------------------------------------------------------------
+** The fence: external side effects (a payment provider's charge) made
+** effectively once with a claimed key, an idempotency key and
+** reconciliation. See docs/fence.md.
+**
+** A handler that must call a provider does not call it. It asks for the
+** effect with ob_tx_effect(tx, "charge:order-42", &request, &effect):
+**   1. The first time, the key is claimed: an effect row in state PENDING
+**      commits (without the handler's other writes, and without the dedup
+**      record or the ack) and ob_tx_effect returns OB_WAIT, which the
+**      handler returns. The message waits in the queue.
+**   2. Outside any transaction and without blocking the loop, the engine
+**      makes the call with header Idempotency-Key: a key derived from the
+**      effect key alone, so it is the same across retries, restarts and
+**      replays.
+**   3. With the provider's answer, ONE transaction records the outcome
+**      (CONFIRMED with the provider's reference, or FAILED with its reason)
+**      and runs the waiting message's handler again: ob_tx_effect now
+**      returns OB_DONE with the outcome, the handler writes its business
+**      rows and outbox events, and the message is acknowledged, last.
+** A timeout, a lost reply, a 5xx or a 429 leaves the effect UNKNOWN: it is
+** never re-run blindly. If the provider honours idempotency keys the call
+** is repeated with the same key (the provider answers the original
+** result); otherwise the engine first looks the key up and calls only when
+** the provider says it never saw it. With neither, an effect that may have
+** been sent is parked as UNKNOWN for a person (ob_effect_resolve), and its
+** messages wait in the failure store.
+*/
+typedef enum {
+  OB_EFFECT_PENDING = 1,    /* claimed; the call may or may not have been made */
+  OB_EFFECT_UNKNOWN = 2,    /* a call was made and its outcome is not known */
+  OB_EFFECT_CONFIRMED = 3,  /* the provider accepted it (reference) */
+  OB_EFFECT_FAILED = 4      /* the provider refused it (reason); final */
+} ob_effect_state_t;
+
+/* Static name ("pending", ...; "?" for an unknown value). Can't fail. */
+OB_EXTERN const char* ob_effect_state_name(int state);
+
+/* What the provider must be asked to do. Read during the call only. */
+typedef struct ob_effect_request_s {
+  const char* provider;   /* a registered provider's name, e.g. "payments" */
+  const char* method;     /* "POST" */
+  const char* path;       /* "/v1/charges", appended to the provider's URL */
+  const char* body;       /* JSON text sent as the request body */
+  size_t body_len;
+} ob_effect_request_t;
+
+/* An effect as handlers and operators see it. Pointers are owned by the
+** engine: valid during the handler (ob_tx_effect) or the callback
+** (ob_effect_list) only. Times are 0 when not set. */
+typedef struct ob_effect_s {
+  const char* key;
+  const char* idempotency_key;
+  const char* provider;
+  const char* method;
+  const char* path;
+  const char* request;
+  size_t request_len;
+  ob_effect_state_t state;
+  const char* reference;    /* provider's id of a confirmed effect, or NULL */
+  const char* response;     /* the provider's last answer body, or NULL */
+  size_t response_len;
+  int http_status;          /* of that answer; 0: none */
+  const char* reason;       /* failed: provider's reason; else last error */
+  const char* message_id;   /* the message that claimed it */
+  const char* consumer;
+  int calls;                /* requests made */
+  int lookups;              /* lookups made */
+  int successes;            /* 2xx answers received */
+  int attempts;             /* failed attempts counted by the retry policy */
+  int64_t next_attempt_at_ms;
+  int64_t parked_at_ms;     /* waiting for a person */
+  int64_t created_at_ms;
+  int64_t updated_at_ms;
+} ob_effect_t;
+
+/*
+** Ask for the effect `key` (1..200 printable ASCII characters, unique across
+** the database, e.g. "charge:order-42") inside a handler. Returns:
+**   OB_DONE          the effect is CONFIRMED; *out (may be NULL) holds it
+**                    (reference, response). Write the business rows.
+**   OB_WAIT          it was claimed now, or is pending/unknown: return
+**                    OB_WAIT from the handler.
+**   OB_UNRECOVERABLE it FAILED (the provider's reason is recorded as the
+**                    message's failure reason), it was claimed earlier with
+**                    a different request, or it is parked for a person:
+**                    return OB_UNRECOVERABLE from the handler.
+**   < 0              OB_EINVAL (bad key or request), OB_ENOTFOUND (no such
+**                    provider registered), OB_ESTATE (a second new claim in
+**                    one handler run), storage errors.
+*/
+OB_EXTERN int ob_tx_effect(ob_tx_t* tx, const char* key,
+                           const ob_effect_request_t* req, ob_effect_t* out);
+
+/* A provider of effects. */
+typedef struct ob_provider_options_s {
+  const char* name;          /* required, e.g. "payments" (copied) */
+  const char* base_url;      /* ob_provider_enable: https://host[:port][/p];
+                             ** the request path is appended */
+  int allow_http;            /* 1: accept http:// (tests, local simulators) */
+  const char* ca_file;       /* PEM bundle; NULL: $AWS_CA_BUNDLE, else the
+                             ** system bundle */
+  int idempotency_keys;      /* 1: the provider honours Idempotency-Key, a
+                             ** call may be repeated with the same key: 1 */
+  const char* lookup_path;   /* GET this path with the URL-encoded
+                             ** idempotency key appended to look a key up
+                             ** (200: the original result, 404: never
+                             ** seen); NULL: no lookup */
+  int64_t timeout_ms;        /* one call or lookup, connect included: 30000 */
+  int max_in_flight;         /* concurrent calls: 4 */
+  int64_t lease_ms;          /* an effect in hand is not taken by another
+                             ** process for this long: 120000 */
+  ob_retry_policy_t retry;   /* 5xx, 429, timeouts, lost replies: the
+                             ** engine's defaults (3 retries, 1 s, x2) */
+} ob_provider_options_t;
+
+/* Fill o with the defaults above (name and base_url NULL). Can't fail. */
+OB_EXTERN void ob_provider_options_init(ob_provider_options_t* o);
+
+/*
+** Register a provider's capabilities (name, idempotency_keys, lookup_path,
+** retry) without any transport: effects are then performed by
+** ob_effects_perform. Returns OB_EINVAL, OB_EEXIST (name taken), OB_ENOMEM.
+*/
+OB_EXTERN int ob_provider_register(ob_engine_t* e,
+                                   const ob_provider_options_t* o);
+
+/*
+** Register a provider and perform its effects over HTTPS while the engine
+** is attached to a loop (ob_attach / ob_run): TLS 1.2+, certificate and
+** hostname verified, http:// only with allow_http. Call before attaching.
+** Returns 0, or OB_EINVAL with a specific reason in errbuf, OB_EEXIST,
+** OB_ESTATE when attached, OB_ENOMEM.
+*/
+OB_EXTERN int ob_provider_enable(ob_engine_t* e, const ob_provider_options_t* o,
+                                 char* errbuf, size_t errlen);
+
+/* One call or lookup for a performer. Pointers valid during the callback. */
+typedef struct ob_effect_call_s {
+  const char* key;
+  const char* idempotency_key;
+  const char* provider;
+  int lookup;             /* 1: ask whether idempotency_key was seen (GET
+                          ** lookup_path + key); 0: make the call */
+  const char* lookup_path;
+  const char* method;
+  const char* path;
+  const char* body;
+  size_t body_len;
+} ob_effect_call_t;
+
+/* The provider's answer. body must stay valid until the performer is
+** called again or ob_effects_perform returns. */
+typedef struct ob_effect_reply_s {
+  int status;             /* HTTP status, or < 0: no answer (any code) */
+  int sent;               /* 0: the request certainly never reached the
+                          ** provider (connection refused, TLS failure) */
+  const char* body;
+  size_t body_len;
+  const char* detail;     /* why there was no answer; may be NULL */
+} ob_effect_reply_t;
+
+/* Performs one call synchronously and fills *reply. Return 0; a negative
+** return stops ob_effects_perform with that code (the effect stays as it
+** was). */
+typedef int (*ob_effect_perform_cb)(void* arg, const ob_effect_call_t* call,
+                                    ob_effect_reply_t* reply);
+
+/*
+** Drive up to max due effects through perform (embedding without a loop,
+** tests with an in-process provider): for each, decide the action (call,
+** lookup, or park), call perform, and record the answer; a confirmed or
+** failed effect re-runs its waiting messages in the same transaction.
+** *settled (may be NULL) receives the number of effects that reached an
+** outcome. Returns 0 or a negative code.
+*/
+OB_EXTERN int ob_effects_perform(ob_engine_t* e, ob_effect_perform_cb perform,
+                                 void* arg, size_t max, size_t* settled);
+
+/* Visit effects (key order); state 0: all, else only that state; key not
+** NULL: only that one. cb returns non-zero to stop. Returns the number
+** visited or a negative code. */
+OB_EXTERN int ob_effect_list(ob_engine_t* e, int state, const char* key,
+                             int (*cb)(void* arg, const ob_effect_t* ef),
+                             void* arg);
+
+/*
+** Reconcile: make pending and unknown effects due now with their retry
+** budget reset and unparked (keys NULL / n 0: all of them), so the next
+** performer round asks the provider (repeats the call with the same key,
+** or looks the key up). Messages waiting in the failure store stay there
+** until an outcome is recorded. Returns the number of effects or a
+** negative code.
+*/
+OB_EXTERN int ob_effects_reconcile(ob_engine_t* e, const char* const* keys,
+                                   size_t n);
+
+/*
+** A person's verdict on an effect the provider cannot settle (no
+** idempotency keys, no lookup): state OB_EFFECT_CONFIRMED with the
+** provider's reference, or OB_EFFECT_FAILED with a reason. Recorded in one
+** transaction that also re-runs its waiting messages and moves its messages
+** from the failure store back to the queue. Returns 0, OB_ENOTFOUND,
+** OB_ESTATE (already confirmed or failed), OB_EINVAL.
+*/
+OB_EXTERN int ob_effect_resolve(ob_engine_t* e, const char* key, int state,
+                                const char* reference_or_reason);
+
+/* The built-in ChargeOrder module: message type "ChargeOrder" with body
+** {"orderId","amountInMinorUnits","currency"}, consumer "charge-order-v1",
+** provider "payments": POST /v1/charges {"order_id","amount_minor",
+** "currency"} under the fence key "charge:<orderId>"; on success one row in
+** `charge` per order and one OrderCharged outbox event. Register the
+** provider "payments" too (ob_provider_enable or ob_provider_register). */
+OB_EXTERN int ob_register_charge_order(ob_engine_t* e);
+
+#define OB_CHARGE_MESSAGE_TYPE "ChargeOrder"
+#define OB_CHARGE_CONSUMER "charge-order-v1"
+#define OB_CHARGE_PROVIDER "payments"
+#define OB_CHARGE_EVENT_TYPE "OrderCharged"
+#define OB_CHARGE_LOOKUP_PATH "/v1/charges?idempotency_key="
+
+/* ---------------------------------------------------------------------------
 ** The outbox, seen from a sink (the SQS relay is one; tests use in-process
 ** sinks).
 */
@@ -663,6 +890,23 @@ typedef struct ob_stats_s {
                                ** a batch in flight) */
   int64_t last_publish_at_ms;  /* last successful publication; 0: never */
   int relay_online;            /* 1 online, 0 offline, -1 no relay has run */
+  /* The fence (ob_tx_effect). fence_claims counts effect rows: one per
+  ** claimed key. provider_2xx counts the provider's 2xx answers (a repeated
+  ** call with the same idempotency key answered again counts again; those
+  ** are provider_replays). unfenced_successes counts business rows recorded
+  ** as a provider success without a confirmed fence (a charge with no
+  ** confirmed effect carrying its provider reference, or one provider
+  ** reference confirmed for two keys): it must be 0. */
+  int64_t effects_pending;
+  int64_t effects_unknown;     /* incl. parked */
+  int64_t effects_parked;      /* unknown, waiting for a person */
+  int64_t effects_confirmed;
+  int64_t effects_failed;
+  int64_t fence_claims;
+  int64_t provider_2xx;
+  int64_t provider_replays;
+  int64_t charges;
+  int64_t unfenced_successes;
 } ob_stats_t;
 
 /* Fill *s from one read transaction. Returns 0 or a negative code. */

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/util/json_check.h"
+#include "core/util/json_write.h"
 #include "core/util/uuid.h"
 
 enum { F_PAYMENT, F_MERCHANT, F_AMOUNT, F_CURRENCY, F_COUNT };
@@ -49,7 +50,7 @@ static int find_fields(const char* body, size_t len, const char* val[]) {
 ** is an integer counts (1e3, 1000.0: JSON has one number type, and JSON
 ** Schema's "integer" means the same). Returns NULL and sets *out, or the
 ** reason. */
-static const char* amount_parse(const char* p, int64_t* out) {
+const char* ob__amount_parse(const char* p, int64_t* out) {
   const char *ip, *fp = NULL;
   size_t ni, nf = 0, total, k, first, last;
   int64_t exp = 0, e10;
@@ -126,7 +127,7 @@ int ob__payment_captured_parse(const char* body, size_t len,
     if (val[f] == NULL)
       return fail(reason, reason_len, "missing field %s", name);
     if (f == F_AMOUNT) {
-      if ((why = amount_parse(val[f], &r.amount_minor)) != NULL)
+      if ((why = ob__amount_parse(val[f], &r.amount_minor)) != NULL)
         return fail(reason, reason_len, "%s", why);
       continue;
     }
@@ -151,51 +152,23 @@ int ob__payment_captured_parse(const char* body, size_t len,
   return 0;
 }
 
-/* Append s (raw) to buf at *n; with buf NULL only count. */
-static void put_raw(char* buf, size_t* n, const char* s) {
-  size_t len = strlen(s);
-  if (buf != NULL) memcpy(buf + *n, s, len);
-  *n += len;
-}
-
-/* Append at most max bytes of s as a quoted, escaped JSON string. */
-static void put_str(char* buf, size_t* n, const char* s, size_t max) {
-  static const char hex[] = "0123456789abcdef";
-  size_t i;
-  char e[7];
-  put_raw(buf, n, "\"");
-  for (i = 0; i < max && s[i] != '\0'; i++) {
-    unsigned char c = (unsigned char)s[i];
-    if (c == '"' || c == '\\') {
-      e[0] = '\\', e[1] = (char)c, e[2] = '\0';
-    } else if (c < 0x20) {
-      memcpy(e, "\\u00", 4);
-      e[4] = hex[c >> 4], e[5] = hex[c & 15], e[6] = '\0';
-    } else {
-      e[0] = (char)c, e[1] = '\0';
-    }
-    put_raw(buf, n, e);
-  }
-  put_raw(buf, n, "\"");
-}
-
 static size_t payload(char* buf, const char* payout_id,
                       const ob__payment_captured_t* p) {
   char amount[24];
   size_t n = 0;
   /* Not cJSON: it prints 9007199254740991 as 9.00719925474099e+15. */
   snprintf(amount, sizeof amount, "%" PRId64, p->amount_minor);
-  put_raw(buf, &n, "{\"payoutId\":");
-  put_str(buf, &n, payout_id, SIZE_MAX);
-  put_raw(buf, &n, ",\"paymentId\":");
-  put_str(buf, &n, p->payment_id, OB_UUID_STRLEN);
-  put_raw(buf, &n, ",\"merchantId\":");
-  put_str(buf, &n, p->merchant_id, OB_UUID_STRLEN);
-  put_raw(buf, &n, ",\"amountInMinorUnits\":");
-  put_raw(buf, &n, amount);
-  put_raw(buf, &n, ",\"currency\":");
-  put_str(buf, &n, p->currency, 3);
-  put_raw(buf, &n, "}");
+  ob__json_put_raw(buf, &n, "{\"payoutId\":");
+  ob__json_put_str(buf, &n, payout_id, SIZE_MAX);
+  ob__json_put_raw(buf, &n, ",\"paymentId\":");
+  ob__json_put_str(buf, &n, p->payment_id, OB_UUID_STRLEN);
+  ob__json_put_raw(buf, &n, ",\"merchantId\":");
+  ob__json_put_str(buf, &n, p->merchant_id, OB_UUID_STRLEN);
+  ob__json_put_raw(buf, &n, ",\"amountInMinorUnits\":");
+  ob__json_put_raw(buf, &n, amount);
+  ob__json_put_raw(buf, &n, ",\"currency\":");
+  ob__json_put_str(buf, &n, p->currency, 3);
+  ob__json_put_raw(buf, &n, "}");
   return n;
 }
 

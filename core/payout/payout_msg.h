@@ -48,6 +48,12 @@ int ob__payment_captured_parse(const char* body, size_t len,
                                ob__payment_captured_t* out, char* reason,
                                size_t reason_len);
 
+/* Judge an amountInMinorUnits value from its exact decimal text at p (a
+** value inside a document ob__json_valid accepted): NULL and *out set, or
+** the reason, e.g. "amountInMinorUnits must be > 0". Shared with
+** ChargeOrder, whose amount field has the same name and rules. */
+const char* ob__amount_parse(const char* p, int64_t* out);
+
 /*
 ** JSON payload of MerchantPayoutCreated:
 ** {"payoutId":..,"paymentId":..,"merchantId":..,"amountInMinorUnits":..,

@@ -619,14 +619,17 @@ static void handle_one(consumer_t* c, msg_t* m) {
             ce.id, vis);
     return;
   }
-  outcome = res.handled    ? "handled"
+  /* Waiting for an effect: it is now a local queue row, committed, so SQS
+  ** can forget it like a handled one. */
+  outcome = res.handled      ? "handled"
             : res.duplicates ? "duplicate"
+            : res.waiting    ? "waiting for an effect in the local queue"
                              : "in the failure store";
   m->state = M_DONE;
   /* Tests stop a worker on this line: after COMMIT, before the delete. */
   ob__log(e, OB_LOG_DEBUG, "sqs message %s (event %s): %s, committed; deleting",
           m->sqs_id, ce.id, outcome);
-  if (res.handled > 0) kick_others(c);
+  if (res.handled > 0 || res.waiting > 0) kick_others(c);
   return;
 
 fail:

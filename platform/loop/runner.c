@@ -52,11 +52,6 @@ static void component_closed(void* arg) {
   one_closed(arg);
 }
 
-static void kick_components(ob_engine_t* e) {
-  for (size_t i = 0; i < e->ncomponents; i++)
-    if (e->components[i].kick) e->components[i].kick(e->components[i].self);
-}
-
 static int components_idle(ob_engine_t* e) {
   for (size_t i = 0; i < e->ncomponents; i++)
     if (e->components[i].idle && !e->components[i].idle(e->components[i].self))
@@ -136,7 +131,8 @@ static void work_cb(uv_timer_t* t) {
     return;
   }
   if (res.claimed > 0) {
-    if (res.handled > 0) kick_components(e);
+    /* New outbox rows for the relay, new claims for an effect performer. */
+    if (res.handled > 0 || res.waiting > 0) ob__engine_kick_components(e);
     arm(r, 0);  /* more may be ready: next transaction on the next turn */
     return;
   }

@@ -115,6 +115,7 @@ static inline ob_batch_result_t fx_drain(fixture_t* f) {
     sum.duplicates += r.duplicates;
     sum.retried += r.retried;
     sum.failed += r.failed;
+    sum.waiting += r.waiting;
   }
   return sum;
 }

@@ -45,7 +45,7 @@ static void test_pragmas_in_effect(void** state) {
   assert_int_equal(fx_count(f, "SELECT count(*) FROM pragma_journal_mode WHERE"
                                " journal_mode = 'wal'"),
                    1);
-  assert_int_equal(fx_count(f, "PRAGMA user_version"), 2);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), 3);
   assert_int_equal(fx_count(f, "PRAGMA application_id"), 0x4f425831);
   /* STRICT tables refuse a wrong type instead of converting it. */
   assert_int_equal(fx_count(f, "SELECT count(*) FROM pragma_table_list WHERE"
@@ -75,6 +75,35 @@ static void test_newer_schema_refused(void** state) {
   fx_free(f);
 }
 
+/* What migration 2 -> 3 (the fence) added, undone. */
+#define UNDO_V3                                                           \
+  "DROP TABLE effect; DROP TABLE charge; DROP INDEX queue_waiting;"       \
+  "DROP INDEX failed_message_effect; ALTER TABLE queue DROP COLUMN"       \
+  " waiting_on; ALTER TABLE failed_message DROP COLUMN effect_key;"
+
+/* A version-2 database (before the fence) is migrated in place: a queued
+** message and a failed one keep their rows and gain the new columns. */
+static void test_migrates_version_2(void** state) {
+  fixture_t* f = fx_new(1);
+  char id[37];
+  (void)state;
+  fx_enqueue(f, "Nobody", fx_event(1, id), "{}");
+  fx_drain(f);  /* no handler: failure store */
+  fx_enqueue(f, "Nobody", fx_event(2, id), "{}");
+  ob_close(f->e);
+  f->e = NULL;
+  set_user_version(f->db_path, UNDO_V3 "PRAGMA user_version=2");
+  fx_open(f);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), 3);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM queue WHERE waiting_on"
+                               " IS NULL"), 1);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM failed_message WHERE"
+                               " effect_key IS NULL"), 1);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM effect"), 0);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM charge"), 0);
+  fx_free(f);
+}
+
 /* A version-1 database (before the relay) is migrated in place, its rows
 ** kept. */
 static void test_migrates_version_1(void** state) {
@@ -86,12 +115,12 @@ static void test_migrates_version_1(void** state) {
   fx_drain(f);
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path,
+  set_user_version(f->db_path, UNDO_V3
                    "DROP INDEX outbox_unpublished_aggregate;"
                    "DROP TABLE relay_status; PRAGMA user_version=1");
   assert_int_equal(fx_count(f, "PRAGMA user_version"), 1);
   fx_open(f);
-  assert_int_equal(fx_count(f, "PRAGMA user_version"), 2);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), 3);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM relay_status"), 0);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM merchant_payout"), 1);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM sqlite_schema WHERE name ="
@@ -287,6 +316,7 @@ int main(void) {
       cmocka_unit_test(test_pragmas_in_effect),
       cmocka_unit_test(test_newer_schema_refused),
       cmocka_unit_test(test_migrates_version_1),
+      cmocka_unit_test(test_migrates_version_2),
       cmocka_unit_test(test_not_a_database),
       cmocka_unit_test(test_full_disk_then_resume),
       cmocka_unit_test(test_retention),

@@ -1,0 +1,395 @@
+/* Driving effects: take due ones under a lease, record the provider's
+** answers, and the operator's verbs (list, reconcile, resolve). A final
+** outcome and the re-run of the messages waiting on it share ONE
+** transaction: the business rows and the ack commit with the outcome. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/engine/engine_int.h"
+#include "core/fence/fence.h"
+#include "core/util/retry.h"
+#include "core/util/uuid.h"
+
+#define WAITING_BATCH 64
+
+void ob__effect_job_free(ob__effect_job_t* j) {
+  free(j->key);
+  free(j->idempotency_key);
+  free(j->provider);
+  free(j->method);
+  free(j->path);
+  free(j->body);
+  free(j->lookup_path);
+  memset(j, 0, sizeof *j);
+}
+
+void ob__effect_job_call(const ob__effect_job_t* j, ob_effect_call_t* c) {
+  memset(c, 0, sizeof *c);
+  c->key = j->key;
+  c->idempotency_key = j->idempotency_key;
+  c->provider = j->provider;
+  c->lookup = j->lookup;
+  c->lookup_path = j->lookup_path;
+  c->method = j->method;
+  c->path = j->path;
+  c->body = j->body;
+  c->body_len = j->body_len;
+}
+
+/* Move the row's strings into the job (the row is left empty). */
+static int job_from_row(ob__effect_job_t* j, ob__effect_row_t* r,
+                        const ob__provider_t* p, int lookup,
+                        const char* token) {
+  memset(j, 0, sizeof *j);
+  j->key = r->key, r->key = NULL;
+  j->idempotency_key = r->idempotency_key, r->idempotency_key = NULL;
+  j->provider = r->provider, r->provider = NULL;
+  j->method = r->method, r->method = NULL;
+  j->path = r->path, r->path = NULL;
+  j->body = r->request, r->request = NULL;
+  j->body_len = r->request_len;
+  j->lookup_path = p->lookup_path ? strdup(p->lookup_path) : NULL;
+  j->lookup = lookup;
+  j->state = r->state;
+  j->attempts = r->attempts;
+  memcpy(j->token, token, 37);
+  if (p->lookup_path && j->lookup_path == NULL) {
+    ob__effect_job_free(j);
+    return OB_ENOMEM;
+  }
+  return 0;
+}
+
+/* Re-run every message waiting on key (the effect is now final), and bring
+** back those that waited in the failure store. Inside the caller's
+** transaction. */
+static int release_waiting(ob_engine_t* e, const char* key, int64_t now,
+                           ob_batch_result_t* res) {
+  ob__queue_row_t rows[WAITING_BATCH];
+  int n, rc;
+  do {
+    n = ob__queue_claim_waiting(&e->db, key, WAITING_BATCH, rows);
+    if (n < 0) return n;
+    rc = 0;
+    for (int i = 0; i < n; i++) {
+      if (rc >= 0) rc = ob__process_row(e, &rows[i], now, res, NULL);
+      ob__queue_row_free(&rows[i]);
+    }
+    if (rc < 0) return rc;
+  } while (n == WAITING_BATCH);
+  rc = ob__effect_requeue_failed(&e->db, key, now);
+  if (rc > 0)
+    ob__log(e, OB_LOG_INFO, "effect %s: %d message(s) back from the failure "
+            "store", key, rc);
+  return rc < 0 ? rc : 0;
+}
+
+static int park(ob_engine_t* e, const ob__effect_row_t* r, const char* why,
+                int64_t now) {
+  ob__effect_update_t u;
+  int rc;
+  memset(&u, 0, sizeof u);
+  u.state = OB_EFFECT_UNKNOWN;
+  u.reason = why;
+  u.attempts = r->attempts;
+  u.next_attempt_at = now;
+  u.parked_at = now;
+  rc = ob__effect_update(&e->db, r->key, NULL, &u, now);
+  if (rc <= 0) return rc;
+  ob__log(e, OB_LOG_WARN, "effect %s parked for a person: %s", r->key, why);
+  rc = ob__effect_park_waiting(&e->db, r->key, why, now);
+  return rc < 0 ? rc : 0;
+}
+
+int ob__effect_take(ob_engine_t* e, const char* provider, int max,
+                    ob__effect_job_t* jobs) {
+  ob__effect_row_t* rows;
+  char token[37];
+  int n, got = 0, rc, fresh;
+  int64_t now;
+
+  if (max <= 0) return 0;
+  rows = calloc((size_t)max, sizeof *rows);
+  if (rows == NULL) return ob__db_seterr(&e->db, OB_ENOMEM, "out of memory");
+  /* Leases and parking are recomputed from the effect rows if a power cut
+  ** loses them, so this bookkeeping runs at synchronous=NORMAL
+  ** (docs/decisions/0009-fence.md). */
+  rc = ob__db_begin_relaxed(&e->db);
+  if (rc < 0) {
+    free(rows);
+    return rc;
+  }
+  now = ob__now(e);
+  ob__uuid7_next(&e->idgen, e->opts.clock, token);
+  n = ob__effect_due(&e->db, provider, now, max, rows);
+  rc = n < 0 ? n : 0;
+  for (int i = 0; i < n && rc >= 0; i++) {
+    const ob__provider_t* p = ob__provider_find(e, rows[i].provider);
+    ob__fence_action_t act;
+    if (p == NULL) continue;  /* another process's provider */
+    fresh = ob__fresh_take(e, rows[i].key);
+    act = ob__fence_next_action(fresh, p->idempotency_keys,
+                                p->lookup_path != NULL);
+    if (act == OB__FENCE_PARK) {
+      rc = park(e, &rows[i],
+                "the call may have reached the provider, which has neither "
+                "idempotency keys nor a lookup: only a person can tell",
+                now);
+      continue;
+    }
+    rc = ob__effect_lease(&e->db, rows[i].key, token, now + p->lease_ms, now);
+    if (rc == 1)
+      rc = job_from_row(&jobs[got], &rows[i], p, act == OB__FENCE_LOOKUP,
+                        token);
+    if (rc == 0 && jobs[got].key != NULL) jobs[got++].fresh = fresh;
+  }
+  for (int i = 0; i < (n > 0 ? n : 0); i++) ob__effect_row_free(&rows[i]);
+  free(rows);
+  if (rc >= 0) rc = ob__engine_commit(e);
+  else ob__engine_rollback(e);
+  if (rc < 0) {
+    for (int i = 0; i < got; i++) ob__effect_job_free(&jobs[i]);
+    return rc;
+  }
+  return got;
+}
+
+int ob__effect_settle(ob_engine_t* e, ob__effect_job_t* job,
+                      const ob_effect_reply_t* reply, ob_batch_result_t* res) {
+  const ob__provider_t* p = ob__provider_find(e, job->provider);
+  ob_batch_result_t local;
+  ob__effect_update_t u;
+  char reason[OB__REASON_LEN], ref[256];
+  int rc, final = 0, parked = 0;
+  int64_t now;
+
+  if (res == NULL) res = &local;
+  memset(res, 0, sizeof *res);
+  job->outcome = ob__fence_classify(job->lookup, reply);
+  if (job->outcome == OB__ANSWER_ABSENT) {
+    /* The provider never saw the key: the call is safe to make now. */
+    ob__log(e, OB_LOG_INFO, "effect %s: lookup found nothing, calling",
+            job->key);
+    job->lookups_made++;
+    job->lookup = 0;
+    return 1;
+  }
+  now = ob__now(e);
+  memset(&u, 0, sizeof u);
+  u.state = job->state;
+  u.attempts = job->attempts;
+  u.next_attempt_at = now;
+  u.http_status = reply->status > 0 ? reply->status : 0;
+  u.add_calls = !job->lookup && reply->sent;
+  u.add_lookups = job->lookups_made + (job->lookup && reply->sent);
+  ob__fence_reason(reply, reason, sizeof reason);
+
+  switch (job->outcome) {
+    case OB__ANSWER_CONFIRMED:
+      final = 1;
+      u.state = OB_EFFECT_CONFIRMED;
+      u.add_successes = 1;
+      u.reason = NULL;
+      if (ob__fence_reference(reply->body, reply->body_len, ref,
+                              sizeof ref) == 0)
+        u.reference = ref;
+      u.response = reply->body ? reply->body : "";
+      u.response_len = reply->body ? reply->body_len : 0;
+      break;
+    case OB__ANSWER_FAILED:
+      final = 1;
+      u.state = OB_EFFECT_FAILED;
+      u.reason = reason;
+      u.response = reply->body ? reply->body : "";
+      u.response_len = reply->body ? reply->body_len : 0;
+      break;
+    case OB__ANSWER_NOT_SENT:
+      /* Nothing reached the provider: the effect is where it was (still
+      ** certainly unsent if it was). The performer backs off while the
+      ** provider can't be reached. */
+      if (job->fresh) ob__fresh_keep(e, job->key);
+      u.reason = reason;
+      u.next_attempt_at =
+          now + (p ? p->retry.delay_ms : e->opts.retry.delay_ms);
+      break;
+    default: { /* UNKNOWN */
+      int64_t delay;
+      const ob_retry_policy_t* pol = p ? &p->retry : &e->opts.retry;
+      /* A call that may have arrived makes the outcome unknown; a failed
+      ** lookup teaches nothing. */
+      if (!job->lookup) u.state = OB_EFFECT_UNKNOWN;
+      u.reason = reason;
+      u.attempts = job->attempts + 1;
+      if (ob__retry_decide(pol, job->attempts, 0, -1, e->opts.clock,
+                           &delay) != OB__RETRY_AGAIN) {
+        parked = 1;
+        u.state = OB_EFFECT_UNKNOWN;
+        u.parked_at = now;
+      } else {
+        u.next_attempt_at = now + delay;
+      }
+      break;
+    }
+  }
+  u.response = u.response ? u.response : (reply->body_len ? reply->body : NULL);
+  u.response_len = u.response ? reply->body_len : 0;
+
+  rc = job->outcome == OB__ANSWER_NOT_SENT ? ob__db_begin_relaxed(&e->db)
+                                           : ob__db_begin(&e->db);
+  if (rc < 0) return rc;
+  now = ob__now(e);
+  /* A final answer is recorded even if the lease ran out: it is the truth
+  ** about the effect. Anything else only by the lease holder. */
+  rc = ob__effect_update(&e->db, job->key, final ? NULL : job->token, &u, now);
+  if (rc == 0) {
+    ob__log(e, OB_LOG_INFO, "effect %s: already settled or taken over; "
+            "answer %d not recorded", job->key, reply->status);
+  } else if (rc > 0 && final) {
+    ob__log(e, OB_LOG_INFO, "effect %s %s (%s)", job->key,
+            ob_effect_state_name(u.state),
+            u.state == OB_EFFECT_CONFIRMED ? (u.reference ? u.reference : "")
+                                           : reason);
+    rc = release_waiting(e, job->key, now, res);
+  } else if (rc > 0 && parked) {
+    char why[OB__REASON_LEN];
+    ob__fmt(why, sizeof why, "effect %s unknown after %d attempts: %s",
+            job->key, u.attempts, reason);
+    ob__log(e, OB_LOG_WARN, "%s; parked for a person", why);
+    rc = ob__effect_park_waiting(&e->db, job->key, why, now);
+  }
+  if (rc >= 0) rc = ob__engine_commit(e);
+  else ob__engine_rollback(e);
+  if (rc < 0) {
+    memset(res, 0, sizeof *res);
+    return rc;
+  }
+  return 0;
+}
+
+int ob__effect_release(ob_engine_t* e, const ob__effect_job_t* job) {
+  int rc = ob__effect_unlease(&e->db, job->key, job->token, ob__now(e));
+  if (job->fresh) ob__fresh_keep(e, job->key);
+  return rc < 0 ? rc : 0;
+}
+
+int ob__effect_next_due(ob_engine_t* e, const char* provider, int64_t* at) {
+  return ob__effect_next_due_db(&e->db, provider, at);
+}
+
+int ob_effects_perform(ob_engine_t* e, ob_effect_perform_cb perform,
+                       void* arg, size_t max, size_t* settled) {
+  ob__effect_job_t* jobs;
+  size_t done = 0;
+  int n, rc = 0;
+
+  if (settled) *settled = 0;
+  if (e == NULL || perform == NULL) return OB_EINVAL;
+  if (e->db.in_tx)
+    return ob__db_seterr(&e->db, OB_ESTATE, "effects performed inside a "
+                         "handler");
+  if (max == 0) return 0;
+  if (max > 1000) max = 1000;
+  jobs = calloc(max, sizeof *jobs);
+  if (jobs == NULL) return OB_ENOMEM;
+  n = ob__effect_take(e, NULL, (int)max, jobs);
+  if (n < 0) rc = n;
+  for (int i = 0; i < n; i++) {
+    int s = 1;
+    while (rc >= 0 && s == 1) {
+      ob_effect_call_t call;
+      ob_effect_reply_t reply;
+      memset(&reply, 0, sizeof reply);
+      ob__effect_job_call(&jobs[i], &call);
+      rc = perform(arg, &call, &reply);
+      if (rc < 0) break;
+      s = rc = ob__effect_settle(e, &jobs[i], &reply, NULL);
+    }
+    if (rc < 0) {
+      (void)ob__effect_release(e, &jobs[i]);
+    } else if (jobs[i].outcome == OB__ANSWER_CONFIRMED ||
+               jobs[i].outcome == OB__ANSWER_FAILED) {
+      done++;
+    }
+    ob__effect_job_free(&jobs[i]);
+  }
+  free(jobs);
+  if (settled) *settled = done;
+  return rc < 0 ? rc : 0;
+}
+
+int ob_effect_list(ob_engine_t* e, int state, const char* key,
+                   int (*cb)(void* arg, const ob_effect_t* ef), void* arg) {
+  if (e == NULL || state < -1 || state > OB_EFFECT_FAILED) return OB_EINVAL;
+  return ob__effect_list(&e->db, state, key, cb, arg);
+}
+
+int ob_effects_reconcile(ob_engine_t* e, const char* const* keys, size_t n) {
+  int rc, total = 0;
+  int64_t now;
+  if (e == NULL || (keys == NULL && n > 0)) return OB_EINVAL;
+  if (e->db.in_tx) return OB_ESTATE;
+  rc = ob__db_begin(&e->db);
+  if (rc < 0) return rc;
+  now = ob__now(e);
+  for (size_t i = 0; i < (n ? n : 1) && rc >= 0; i++) {
+    rc = ob__effect_reconcile(&e->db, n ? keys[i] : NULL, now);
+    if (rc > 0) total += rc;
+  }
+  if (rc >= 0) rc = ob__db_commit(&e->db);
+  else ob__db_rollback(&e->db);
+  if (rc < 0) return rc;
+  if (total > 0) ob__engine_kick_components(e);
+  return total;
+}
+
+int ob_effect_resolve(ob_engine_t* e, const char* key, int state,
+                      const char* text) {
+  ob__effect_row_t row;
+  ob__effect_update_t u;
+  ob_batch_result_t res;
+  int rc;
+  int64_t now;
+
+  if (e == NULL || key == NULL || text == NULL || text[0] == '\0' ||
+      (state != OB_EFFECT_CONFIRMED && state != OB_EFFECT_FAILED))
+    return OB_EINVAL;
+  if (e->db.in_tx) return OB_ESTATE;
+  rc = ob__db_begin(&e->db);
+  if (rc < 0) return rc;
+  now = ob__now(e);
+  rc = ob__effect_get(&e->db, key, &row);
+  if (rc == OB_ENOTFOUND) {
+    ob__db_rollback(&e->db);
+    return ob__db_seterr(&e->db, OB_ENOTFOUND, "no effect %s", key);
+  }
+  if (rc < 0) goto fail;
+  if (row.state == OB_EFFECT_CONFIRMED || row.state == OB_EFFECT_FAILED) {
+    ob__db_seterr(&e->db, OB_ESTATE, "effect %s is already %s", key,
+                  ob_effect_state_name(row.state));
+    ob__effect_row_free(&row);
+    ob__db_rollback(&e->db);
+    return OB_ESTATE;
+  }
+  memset(&u, 0, sizeof u);
+  u.state = state;
+  u.attempts = row.attempts;
+  u.next_attempt_at = now;
+  if (state == OB_EFFECT_CONFIRMED) u.reference = text;
+  else u.reason = text;
+  ob__effect_row_free(&row);
+  rc = ob__effect_update(&e->db, key, NULL, &u, now);
+  if (rc < 0) goto fail;
+  ob__log(e, OB_LOG_WARN, "effect %s resolved by a person: %s (%s)", key,
+          ob_effect_state_name(state), text);
+  rc = release_waiting(e, key, now, &res);
+  if (rc < 0) goto fail;
+  rc = ob__engine_commit(e);
+  if (rc < 0) return rc;
+  if (e->wake) e->wake(e);
+  if (res.handled > 0) ob__engine_kick_components(e);
+  return 0;
+fail:
+  ob__engine_rollback(e);
+  return rc;
+}

@@ -1,0 +1,194 @@
+/* The fence inside a handler: ob_tx_effect reads the effect in the handling
+** transaction and says what the handler must do; the claim itself (and the
+** wait) is written by the engine after the handler, once its savepoint is
+** rolled back, so nothing else the handler wrote commits with it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/engine/engine_int.h"
+#include "core/fence/fence.h"
+#include "core/util/json_check.h"
+
+/* A waiting message is re-checked after this even if nothing wakes it; the
+** outcome's transaction normally runs it long before. */
+#define RECHECK_MS (3600LL * 1000)
+
+static int valid_key(const char* k) {
+  size_t n = k ? strlen(k) : 0;
+  if (n == 0 || n > OB__EFFECT_KEY_MAX) return 0;
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char)k[i] < 0x20 || (unsigned char)k[i] > 0x7e) return 0;
+  return 1;
+}
+
+static int valid_method(const char* m) {
+  size_t n = m ? strlen(m) : 0;
+  if (n == 0 || n > 16) return 0;
+  for (size_t i = 0; i < n; i++)
+    if (m[i] < 'A' || m[i] > 'Z') return 0;
+  return 1;
+}
+
+static int valid_path(const char* p) {
+  size_t n = p ? strlen(p) : 0;
+  if (n == 0 || n > 2048 || p[0] != '/') return 0;
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char)p[i] <= 0x20 || (unsigned char)p[i] > 0x7e) return 0;
+  return 1;
+}
+
+static int same_request(const ob__effect_row_t* r,
+                        const ob_effect_request_t* q) {
+  return strcmp(r->provider, q->provider) == 0 &&
+         strcmp(r->method, q->method) == 0 && strcmp(r->path, q->path) == 0 &&
+         r->request_len == q->body_len &&
+         (q->body_len == 0 || memcmp(r->request, q->body, q->body_len) == 0);
+}
+
+static char* dup_n(const char* s, size_t n) {
+  char* d = malloc(n + 1);
+  if (d == NULL) return NULL;
+  if (n > 0) memcpy(d, s, n);
+  d[n] = '\0';
+  return d;
+}
+
+static int keep_row(ob_tx_t* tx, ob__effect_row_t* row, ob_effect_t* out) {
+  ob__effect_row_t* grown =
+      realloc(tx->effect_rows, (tx->neffect_rows + 1) * sizeof *grown);
+  if (grown == NULL) {
+    ob__effect_row_free(row);
+    return OB_ENOMEM;
+  }
+  tx->effect_rows = grown;
+  grown[tx->neffect_rows] = *row;
+  if (out) ob__effect_row_view(&grown[tx->neffect_rows], out);
+  tx->neffect_rows++;
+  return 0;
+}
+
+int ob_tx_effect(ob_tx_t* tx, const char* key, const ob_effect_request_t* req,
+                 ob_effect_t* out) {
+  ob_engine_t* e;
+  ob__effect_row_t row;
+  int rc;
+
+  if (tx == NULL || tx->e == NULL || req == NULL) return OB_EINVAL;
+  e = tx->e;
+  if (out) memset(out, 0, sizeof *out);
+  if (!valid_key(key))
+    return ob__db_seterr(&e->db, OB_EINVAL,
+                         "effect key must be 1..%d printable ASCII characters",
+                         OB__EFFECT_KEY_MAX);
+  if (!valid_method(req->method) || !valid_path(req->path) ||
+      (req->body == NULL && req->body_len > 0) ||
+      (req->body_len > 0 && !ob__json_valid(req->body, req->body_len)))
+    return ob__db_seterr(&e->db, OB_EINVAL,
+                         "effect %s: the request needs an upper-case method, "
+                         "a path starting with '/' and a JSON body", key);
+  if (ob__provider_find(e, req->provider) == NULL)
+    return ob__db_seterr(&e->db, OB_ENOTFOUND,
+                         "effect %s: no provider '%s' is configured", key,
+                         req->provider ? req->provider : "(null)");
+
+  rc = ob__effect_get(&e->db, key, &row);
+  if (rc == OB_ENOTFOUND) {
+    if (tx->effect_action != OB__TX_EFFECT_NONE)
+      return ob__db_seterr(&e->db, OB_ESTATE,
+                           "effect %s: a handler run claims one new effect "
+                           "and then returns OB_WAIT", key);
+    tx->claim.provider = strdup(req->provider);
+    tx->claim.method = strdup(req->method);
+    tx->claim.path = strdup(req->path);
+    tx->claim.body = dup_n(req->body ? req->body : "", req->body_len);
+    tx->claim.body_len = req->body_len;
+    tx->effect_action = OB__TX_EFFECT_CLAIM;
+    snprintf(tx->effect_key, sizeof tx->effect_key, "%s", key);
+    if (!tx->claim.provider || !tx->claim.method || !tx->claim.path ||
+        !tx->claim.body) {
+      tx->fatal = OB_ENOMEM;
+      return OB_ENOMEM;
+    }
+    return OB_WAIT;
+  }
+  if (rc < 0) {
+    if (ob__is_fatal(rc)) tx->fatal = rc;
+    return rc;
+  }
+
+  if (!same_request(&row, req)) {
+    char why[OB__REASON_LEN];
+    ob__fmt(why, sizeof why,
+            "effect %s was claimed by message %s with a different request "
+            "(%s %s); refusing to change it", key, row.message_id,
+            row.method, row.path);
+    ob__effect_row_free(&row);
+    return ob_tx_fail(tx, why);
+  }
+  switch (row.state) {
+    case OB_EFFECT_CONFIRMED:
+      rc = keep_row(tx, &row, out);
+      return rc < 0 ? rc : OB_DONE;
+    case OB_EFFECT_FAILED: {
+      char why[OB__REASON_LEN];
+      ob__fmt(why, sizeof why, "effect %s failed at provider %s: %s", key,
+              row.provider, row.reason ? row.reason : "(no reason)");
+      rc = keep_row(tx, &row, out);
+      if (rc < 0) return rc;
+      return ob_tx_fail(tx, why);
+    }
+    default:
+      break;
+  }
+  snprintf(tx->effect_key, sizeof tx->effect_key, "%s", key);
+  if (row.parked_at > 0) {
+    char why[OB__REASON_LEN];
+    ob__fmt(why, sizeof why,
+            "effect %s is unknown and needs a person: %s; see `oncebox "
+            "effects show --state unknown`, then `effects reconcile` or "
+            "`effects resolve`", key, row.reason ? row.reason : "");
+    tx->effect_action = OB__TX_EFFECT_PARKED;
+    ob__effect_row_free(&row);
+    return ob_tx_fail(tx, why);
+  }
+  if (tx->effect_action == OB__TX_EFFECT_NONE)
+    tx->effect_action = OB__TX_EFFECT_WAIT;
+  rc = keep_row(tx, &row, out);
+  return rc < 0 ? rc : OB_WAIT;
+}
+
+int ob__effect_after_handler(ob_engine_t* e, ob_tx_t* tx,
+                             const ob__queue_row_t* r, int64_t now) {
+  int rc;
+  if (tx->effect_action == OB__TX_EFFECT_CLAIM) {
+    char idem[37];
+    rc = ob__fence_idempotency_key(tx->effect_key, idem);
+    if (rc < 0)
+      return ob__db_seterr(&e->db, rc, "effect %s: cannot derive its "
+                           "idempotency key", tx->effect_key);
+    rc = ob__effect_insert(&e->db, tx->effect_key, idem, &tx->claim,
+                           r->message_id, tx->consumer, now);
+    if (rc < 0) return rc;
+    if (rc == 1) ob__fresh_add(e, tx->effect_key);
+  }
+  if (r->rowid > 0)
+    return ob__queue_wait(&e->db, r->rowid, tx->effect_key, now + RECHECK_MS);
+  /* From SQS: the message becomes a local queue row, so the transport can
+  ** forget it once this commits. */
+  return ob__queue_insert_waiting(&e->db, r, tx->effect_key, now + RECHECK_MS,
+                                  now);
+}
+
+void ob__effect_tx_free(ob_tx_t* tx) {
+  free((char*)tx->claim.provider);
+  free((char*)tx->claim.method);
+  free((char*)tx->claim.path);
+  free((char*)tx->claim.body);
+  memset(&tx->claim, 0, sizeof tx->claim);
+  for (size_t i = 0; i < tx->neffect_rows; i++)
+    ob__effect_row_free(&tx->effect_rows[i]);
+  free(tx->effect_rows);
+  tx->effect_rows = NULL;
+  tx->neffect_rows = 0;
+}

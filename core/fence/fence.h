@@ -1,0 +1,116 @@
+/* The fence, engine side: what a performer (platform/effects over HTTPS,
+** or ob_effects_perform in-process) needs to drive effects. Not API.
+**
+** A performer loops: ob__effect_take() a few due effects under a lease,
+** make each call (or lookup) outside any transaction, then
+** ob__effect_settle() the answer. Everything that decides (call, lookup or
+** park; which answer means what; the backoff) lives in core and is driven
+** by the engine clock, so it is unit-tested with a fake clock. */
+#ifndef OB_CORE_FENCE_H
+#define OB_CORE_FENCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "oncebox.h"
+
+/* One effect in hand. Strings are malloc'd; free with ob__effect_job_free. */
+typedef struct ob__effect_job_s {
+  char* key;
+  char* idempotency_key;
+  char* provider;
+  char* method;
+  char* path;
+  char* body;
+  size_t body_len;
+  char* lookup_path;   /* the provider's; NULL: none */
+  int lookup;          /* the action now: 1 look the key up, 0 make the call */
+  char token[37];      /* the lease */
+  int state;           /* OB_EFFECT_PENDING or OB_EFFECT_UNKNOWN when taken */
+  int attempts;        /* failed attempts so far */
+  int lookups_made;    /* lookups answered "absent" before this call */
+  int fresh;           /* certainly never sent before this attempt */
+  int outcome;         /* after ob__effect_settle: the OB__ANSWER_* seen */
+} ob__effect_job_t;
+
+/* The call as ob_effect_call_t (pointers into job). */
+void ob__effect_job_call(const ob__effect_job_t* job, ob_effect_call_t* call);
+void ob__effect_job_free(ob__effect_job_t* job);
+
+/*
+** Take up to max due effects of `provider` (NULL: every registered one)
+** under a lease of the provider's lease_ms. An effect that may have been
+** sent to a provider with neither idempotency keys nor a lookup is parked
+** here (its waiting messages move to the failure store) and not returned.
+** Returns the number of jobs filled (free each), or a negative code.
+*/
+int ob__effect_take(ob_engine_t* e, const char* provider, int max,
+                    ob__effect_job_t* jobs);
+
+/*
+** Record the answer to job in one transaction; a confirmed or failed
+** outcome re-runs the messages waiting on the effect in that same
+** transaction (res, may be NULL, receives their counters: kick the relay
+** when res->handled > 0). Returns:
+**   0   recorded (or the lease was lost to another process: nothing to do);
+**   1   a lookup found no trace of the key: the call must be made now,
+**       job->lookup is 0 and the lease is kept: perform it and settle again;
+**   < 0 nothing recorded (storage error): the lease expires and the effect
+**       is taken again later.
+*/
+int ob__effect_settle(ob_engine_t* e, ob__effect_job_t* job,
+                      const ob_effect_reply_t* reply, ob_batch_result_t* res);
+
+/* Give the lease back without an answer (shutdown, a call canceled before
+** it was sent). The effect keeps its state; it is due again now. */
+int ob__effect_release(ob_engine_t* e, const ob__effect_job_t* job);
+
+/* When the next open, unparked effect of provider (NULL: any) is due, on
+** the engine clock. OB_ENOTFOUND when there is none. */
+int ob__effect_next_due(ob_engine_t* e, const char* provider, int64_t* at);
+
+/* ---- rules (fence_policy.c): pure functions -------------------------------- */
+
+/* The idempotency key of an effect key: a UUID (version 8) made from
+** SHA-256("oncebox/fence/v1" NUL key). Stable across retries, restarts,
+** replays and devices. Returns 0, or OB_EIO if hashing failed. */
+int ob__fence_idempotency_key(const char* key, char out[37]);
+
+typedef enum {
+  OB__FENCE_CALL = 1,    /* make (or repeat, with the same key) the call */
+  OB__FENCE_LOOKUP = 2,  /* ask the provider whether it saw the key */
+  OB__FENCE_PARK = 3     /* nothing safe to do: a person decides */
+} ob__fence_action_t;
+
+/* What to do with an open effect. fresh: claimed by this process and never
+** handed to a performer, so certainly not sent yet. */
+ob__fence_action_t ob__fence_next_action(int fresh, int idempotency_keys,
+                                         int has_lookup);
+
+typedef enum {
+  OB__ANSWER_CONFIRMED = 1, /* 2xx: done, reference from the body's "id" */
+  OB__ANSWER_FAILED = 2,    /* 4xx but 408/409/425/429: refused, final */
+  OB__ANSWER_UNKNOWN = 3,   /* 5xx, 429, 408/409/425, no answer after the
+                            ** request may have reached the provider */
+  OB__ANSWER_NOT_SENT = 4,  /* no byte reached the provider: nothing changed */
+  OB__ANSWER_ABSENT = 5     /* a lookup: the provider never saw the key */
+} ob__fence_answer_t;
+
+/* Classify a reply to a call (lookup 0) or a lookup (lookup 1). */
+ob__fence_answer_t ob__fence_classify(int lookup,
+                                      const ob_effect_reply_t* reply);
+
+/* The provider's reference: the top-level "id" string of a JSON body,
+** copied into out (NUL-terminated, truncated to outlen - 1). 0 if found,
+** -1 if not (out is then ""). */
+int ob__fence_reference(const char* body, size_t len, char* out,
+                        size_t outlen);
+
+/* A one-line reason for a refusal or an error answer: "402 card_declined:
+** Your card was declined." from {"error":{"code","message"}} or
+** {"message"}, else the status and the first bytes of the body (control
+** characters replaced). Always NUL-terminated. */
+void ob__fence_reason(const ob_effect_reply_t* reply, char* out,
+                      size_t outlen);
+
+#endif

@@ -1,0 +1,144 @@
+/* The fence's rules, as pure functions: the idempotency key of an effect,
+** what to do with an open effect, and what a provider's answer means. */
+#include <mbedtls/md.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/fence/fence.h"
+#include "core/util/json_check.h"
+
+int ob__fence_idempotency_key(const char* key, char out[37]) {
+  static const char prefix[] = "oncebox/fence/v1";  /* + its NUL */
+  static const char hex[] = "0123456789abcdef";
+  const mbedtls_md_info_t* md = mbedtls_md_info_from_type(MBEDTLS_MD_SHA256);
+  mbedtls_md_context_t ctx;
+  unsigned char d[32];
+  int rc, o = 0;
+
+  if (md == NULL) return OB_EIO;
+  mbedtls_md_init(&ctx);
+  rc = mbedtls_md_setup(&ctx, md, 0);
+  if (rc == 0) rc = mbedtls_md_starts(&ctx);
+  if (rc == 0)
+    rc = mbedtls_md_update(&ctx, (const unsigned char*)prefix, sizeof prefix);
+  if (rc == 0)
+    rc = mbedtls_md_update(&ctx, (const unsigned char*)key, strlen(key));
+  if (rc == 0) rc = mbedtls_md_finish(&ctx, d);
+  mbedtls_md_free(&ctx);
+  if (rc != 0) return OB_EIO;
+  /* RFC 9562 UUIDv8: custom bits with the version and variant set. */
+  d[6] = (unsigned char)((d[6] & 0x0f) | 0x80);
+  d[8] = (unsigned char)((d[8] & 0x3f) | 0x80);
+  for (int i = 0; i < 16; i++) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out[o++] = '-';
+    out[o++] = hex[d[i] >> 4];
+    out[o++] = hex[d[i] & 15];
+  }
+  out[o] = '\0';
+  return 0;
+}
+
+ob__fence_action_t ob__fence_next_action(int fresh, int idempotency_keys,
+                                         int has_lookup) {
+  /* Never sent: nothing to repeat, nothing to look up. */
+  if (fresh) return OB__FENCE_CALL;
+  /* Maybe sent. The provider answers a repeated key with the original
+  ** result, so repeating is the reconciliation. */
+  if (idempotency_keys) return OB__FENCE_CALL;
+  /* Otherwise only a lookup can tell whether the first call happened. */
+  if (has_lookup) return OB__FENCE_LOOKUP;
+  return OB__FENCE_PARK;
+}
+
+static int retryable_4xx(int status) {
+  /* Request Timeout, Conflict (the same key is in flight at the provider),
+  ** Too Early, Too Many Requests: the provider has not decided. */
+  return status == 408 || status == 409 || status == 425 || status == 429;
+}
+
+ob__fence_answer_t ob__fence_classify(int lookup,
+                                      const ob_effect_reply_t* reply) {
+  int s = reply->status;
+  if (s < 0) return reply->sent ? OB__ANSWER_UNKNOWN : OB__ANSWER_NOT_SENT;
+  if (s >= 200 && s <= 299) return OB__ANSWER_CONFIRMED;
+  if (lookup) return s == 404 ? OB__ANSWER_ABSENT : OB__ANSWER_UNKNOWN;
+  if (s >= 400 && s <= 499 && !retryable_4xx(s)) return OB__ANSWER_FAILED;
+  /* 5xx, the retryable 4xx, and anything unexpected (1xx, 3xx): the call
+  ** may have been carried out. */
+  return OB__ANSWER_UNKNOWN;
+}
+
+/* The value of member `name` of the JSON object at text, or NULL. */
+static const char* member(const char* text, size_t len, const char* name) {
+  const char* names[1] = {name};
+  const char* val[1] = {NULL};
+  if (ob__json_skip_ws(text)[0] != '{') return NULL;
+  (void)ob__json_members(text, len, names, 1, val);
+  return val[0];
+}
+
+/* Decode a JSON string value into out; 0 if it is one, -1 otherwise. */
+static int string_value(const char* v, char* out, size_t outlen) {
+  size_t n;
+  if (v == NULL || *v != '"') return -1;
+  n = ob__json_str_decode(v, out, outlen);
+  if (n >= outlen) out[outlen - 1] = '\0';
+  /* Keep references printable: a NUL or 0xFF from an escape ends it. */
+  for (size_t i = 0; out[i] != '\0'; i++)
+    if ((unsigned char)out[i] < 0x20 || (unsigned char)out[i] > 0x7e) {
+      out[i] = '\0';
+      break;
+    }
+  return 0;
+}
+
+int ob__fence_reference(const char* body, size_t len, char* out,
+                        size_t outlen) {
+  out[0] = '\0';
+  if (body == NULL || len == 0 || !ob__json_valid(body, len)) return -1;
+  if (string_value(member(body, len, "id"), out, outlen) != 0 ||
+      out[0] == '\0')
+    return -1;
+  return 0;
+}
+
+void ob__fence_reason(const ob_effect_reply_t* reply, char* out,
+                      size_t outlen) {
+  char code[64] = "", msg[256] = "";
+  const char* body = reply->body;
+  size_t len = reply->body_len;
+
+  if (reply->status < 0) {
+    snprintf(out, outlen, "no answer: %s",
+             reply->detail && reply->detail[0] ? reply->detail
+                                                : ob_strerror(reply->status));
+    return;
+  }
+  if (body != NULL && len > 0 && ob__json_valid(body, len)) {
+    const char* err = member(body, len, "error");
+    const char* obj = body;
+    size_t olen = len;
+    if (err != NULL && *err == '{') {
+      obj = err;
+      olen = ob__json_scan(err, len - (size_t)(err - body));
+    } else if (err != NULL) {
+      (void)string_value(err, msg, sizeof msg);
+    }
+    if (msg[0] == '\0') {
+      if (string_value(member(obj, olen, "code"), code, sizeof code) != 0)
+        (void)string_value(member(obj, olen, "type"), code, sizeof code);
+      (void)string_value(member(obj, olen, "message"), msg, sizeof msg);
+    }
+  }
+  if (msg[0] == '\0' && body != NULL && len > 0) {
+    /* Not the expected shape: the first bytes, printable only. */
+    size_t i, n = len < sizeof msg - 1 ? len : sizeof msg - 1;
+    for (i = 0; i < n; i++) {
+      unsigned char c = (unsigned char)body[i];
+      msg[i] = c >= 0x20 && c <= 0x7e ? (char)c : '?';
+    }
+    msg[i] = '\0';
+  }
+  snprintf(out, outlen, "%d%s%s%s%s", reply->status, code[0] ? " " : "", code,
+           msg[0] ? ": " : "", msg);
+}

@@ -1,0 +1,116 @@
+/* Effect providers: their capabilities, and the set of fresh claims (keys
+** claimed by this process and certainly not sent yet). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/engine/engine_int.h"
+#include "core/util/retry.h"
+
+void ob_provider_options_init(ob_provider_options_t* o) {
+  memset(o, 0, sizeof *o);
+  o->idempotency_keys = 1;
+  o->timeout_ms = 30000;
+  o->max_in_flight = 4;
+  o->lease_ms = 120000;
+  ob_retry_policy_init(&o->retry);
+}
+
+static int printable(const char* s, size_t max) {
+  size_t n = s ? strlen(s) : 0;
+  if (n == 0 || n > max) return 0;
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] > 0x7e) return 0;
+  return 1;
+}
+
+int ob_provider_register(ob_engine_t* e, const ob_provider_options_t* o) {
+  ob__provider_t* p;
+  if (e == NULL || o == NULL) return OB_EINVAL;
+  if (!printable(o->name, 64))
+    return ob__db_seterr(&e->db, OB_EINVAL,
+                         "provider name must be 1..64 printable characters");
+  if (o->lookup_path != NULL &&
+      (o->lookup_path[0] != '/' || !printable(o->lookup_path, 1024)))
+    return ob__db_seterr(&e->db, OB_EINVAL,
+                         "provider lookup_path must start with '/' and have "
+                         "no spaces or control characters");
+  if (o->lease_ms < 1000 || o->timeout_ms < 1 || o->max_in_flight < 1 ||
+      ob__retry_policy_check(&o->retry) != 0)
+    return ob__db_seterr(&e->db, OB_EINVAL,
+                         "provider %s: lease_ms must be >= 1000, timeout_ms "
+                         "and max_in_flight >= 1, retry policy valid",
+                         o->name);
+  if (ob__provider_find(e, o->name) != NULL)
+    return ob__db_seterr(&e->db, OB_EEXIST, "provider %s is already "
+                         "registered", o->name);
+  if (e->nproviders == OB__MAX_PROVIDERS)
+    return ob__db_seterr(&e->db, OB_ENOMEM, "too many providers");
+  p = &e->providers[e->nproviders];
+  memset(p, 0, sizeof *p);
+  p->name = strdup(o->name);
+  p->lookup_path = o->lookup_path ? strdup(o->lookup_path) : NULL;
+  if (p->name == NULL || (o->lookup_path && p->lookup_path == NULL)) {
+    free(p->name);
+    free(p->lookup_path);
+    return OB_ENOMEM;
+  }
+  p->idempotency_keys = o->idempotency_keys != 0;
+  p->lease_ms = o->lease_ms;
+  p->retry = o->retry;
+  e->nproviders++;
+  return 0;
+}
+
+const ob__provider_t* ob__provider_find(const ob_engine_t* e,
+                                        const char* name) {
+  for (size_t i = 0; name && i < e->nproviders; i++)
+    if (strcmp(e->providers[i].name, name) == 0) return &e->providers[i];
+  return NULL;
+}
+
+void ob__providers_free(ob_engine_t* e) {
+  for (size_t i = 0; i < e->nproviders; i++) {
+    free(e->providers[i].name);
+    free(e->providers[i].lookup_path);
+  }
+  e->nproviders = 0;
+}
+
+void ob__fresh_add(ob_engine_t* e, const char* key) {
+  char* k;
+  if (e->nfresh == OB__MAX_FRESH) {
+    /* Forget the oldest committed one: it will count as "maybe sent". */
+    if (e->fresh_committed == 0) return;
+    free(e->fresh[0]);
+    memmove(e->fresh, e->fresh + 1, (e->nfresh - 1) * sizeof e->fresh[0]);
+    e->nfresh--;
+    e->fresh_committed--;
+  }
+  k = strdup(key);
+  if (k != NULL) e->fresh[e->nfresh++] = k;
+}
+
+int ob__fresh_take(ob_engine_t* e, const char* key) {
+  for (size_t i = 0; i < e->fresh_committed; i++) {
+    if (strcmp(e->fresh[i], key) != 0) continue;
+    free(e->fresh[i]);
+    memmove(e->fresh + i, e->fresh + i + 1,
+            (e->nfresh - i - 1) * sizeof e->fresh[0]);
+    e->nfresh--;
+    e->fresh_committed--;
+    return 1;
+  }
+  return 0;
+}
+
+/* Drop the claims that did not commit (all of them once fresh_committed
+** is 0, at close). */
+void ob__fresh_free(ob_engine_t* e) {
+  while (e->nfresh > e->fresh_committed) free(e->fresh[--e->nfresh]);
+}
+
+void ob__fresh_keep(ob_engine_t* e, const char* key) {
+  if (e->db.in_tx) return;  /* only between transactions: all committed */
+  ob__fresh_add(e, key);
+  e->fresh_committed = e->nfresh;
+}

@@ -1,0 +1,146 @@
+/* The fence's rules (core/fence/fence_policy.c): pure functions. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "core/fence/fence.h"
+
+static ob_effect_reply_t reply(int status, int sent, const char* body) {
+  ob_effect_reply_t r;
+  memset(&r, 0, sizeof r);
+  r.status = status;
+  r.sent = sent;
+  r.body = body;
+  r.body_len = body ? strlen(body) : 0;
+  return r;
+}
+
+static void test_idempotency_key(void** state) {
+  char a[37], b[37], c[37];
+  (void)state;
+  assert_int_equal(ob__fence_idempotency_key("charge:order-42", a), 0);
+  assert_int_equal(ob__fence_idempotency_key("charge:order-42", b), 0);
+  assert_int_equal(ob__fence_idempotency_key("charge:order-43", c), 0);
+  assert_string_equal(a, b);              /* stable */
+  assert_string_not_equal(a, c);          /* distinct */
+  assert_int_equal(strlen(a), 36);
+  assert_int_equal(a[14], '8');           /* UUID version 8 */
+  assert_true(strchr("89ab", a[19]) != NULL);  /* RFC 9562 variant */
+  /* Pinned: a change would re-charge every in-flight order after an
+  ** upgrade, so the derivation must never change silently. */
+  /* = python3: sha256(b"oncebox/fence/v1\0charge:order-42"), v8 bits set */
+  assert_string_equal(a, "db7e26e2-64af-8543-833f-6076eb40fec9");
+}
+
+static void test_next_action(void** state) {
+  (void)state;
+  /* fresh, idempotency keys, lookup */
+  assert_int_equal(ob__fence_next_action(1, 0, 0), OB__FENCE_CALL);
+  assert_int_equal(ob__fence_next_action(0, 1, 0), OB__FENCE_CALL);
+  assert_int_equal(ob__fence_next_action(0, 1, 1), OB__FENCE_CALL);
+  assert_int_equal(ob__fence_next_action(0, 0, 1), OB__FENCE_LOOKUP);
+  assert_int_equal(ob__fence_next_action(0, 0, 0), OB__FENCE_PARK);
+}
+
+static void test_classify_call(void** state) {
+  ob_effect_reply_t r;
+  (void)state;
+  static const struct { int status, sent, want; } cases[] = {
+      {200, 1, OB__ANSWER_CONFIRMED}, {201, 1, OB__ANSWER_CONFIRMED},
+      {400, 1, OB__ANSWER_FAILED},    {402, 1, OB__ANSWER_FAILED},
+      {404, 1, OB__ANSWER_FAILED},    {422, 1, OB__ANSWER_FAILED},
+      {408, 1, OB__ANSWER_UNKNOWN},   {409, 1, OB__ANSWER_UNKNOWN},
+      {425, 1, OB__ANSWER_UNKNOWN},   {429, 1, OB__ANSWER_UNKNOWN},
+      {500, 1, OB__ANSWER_UNKNOWN},   {503, 1, OB__ANSWER_UNKNOWN},
+      {302, 1, OB__ANSWER_UNKNOWN},   {-111, 1, OB__ANSWER_UNKNOWN},
+      {-112, 0, OB__ANSWER_NOT_SENT}, {-100, 0, OB__ANSWER_NOT_SENT},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    r = reply(cases[i].status, cases[i].sent, NULL);
+    assert_int_equal(ob__fence_classify(0, &r), cases[i].want);
+  }
+}
+
+static void test_classify_lookup(void** state) {
+  ob_effect_reply_t r;
+  (void)state;
+  r = reply(200, 1, "{}");
+  assert_int_equal(ob__fence_classify(1, &r), OB__ANSWER_CONFIRMED);
+  r = reply(404, 1, NULL);
+  assert_int_equal(ob__fence_classify(1, &r), OB__ANSWER_ABSENT);
+  r = reply(400, 1, NULL);  /* a lookup refused teaches nothing */
+  assert_int_equal(ob__fence_classify(1, &r), OB__ANSWER_UNKNOWN);
+  r = reply(501, 1, NULL);
+  assert_int_equal(ob__fence_classify(1, &r), OB__ANSWER_UNKNOWN);
+  r = reply(-115, 1, NULL);
+  assert_int_equal(ob__fence_classify(1, &r), OB__ANSWER_UNKNOWN);
+}
+
+static void test_reference(void** state) {
+  char ref[16];
+  (void)state;
+  assert_int_equal(ob__fence_reference("{\"id\":\"ch_1\"}", 13, ref, sizeof ref),
+                   0);
+  assert_string_equal(ref, "ch_1");
+  assert_int_equal(ob__fence_reference(" { \"x\":{\"id\":\"no\"}, \"id\" : "
+                                       "\"ch_2\" } ", 36, ref, sizeof ref),
+                   0);
+  assert_string_equal(ref, "ch_2");
+  assert_int_equal(ob__fence_reference("{\"id\":7}", 8, ref, sizeof ref), -1);
+  assert_int_equal(ob__fence_reference("{\"id\":\"\"}", 9, ref, sizeof ref), -1);
+  assert_int_equal(ob__fence_reference("[\"id\"]", 6, ref, sizeof ref), -1);
+  assert_int_equal(ob__fence_reference("{\"id\":\"ch", 9, ref, sizeof ref), -1);
+  assert_int_equal(ob__fence_reference(NULL, 0, ref, sizeof ref), -1);
+  /* Truncated to the buffer, control characters end it. */
+  assert_int_equal(ob__fence_reference("{\"id\":\"ch_0123456789abcdef\"}", 28,
+                                       ref, sizeof ref), 0);
+  assert_string_equal(ref, "ch_0123456789ab");
+  assert_int_equal(ob__fence_reference("{\"id\":\"ch\\n1\"}", 14, ref,
+                                       sizeof ref), 0);
+  assert_string_equal(ref, "ch");
+}
+
+static void test_reason(void** state) {
+  char out[128];
+  ob_effect_reply_t r;
+  (void)state;
+  r = reply(402, 1, "{\"error\":{\"type\":\"card_error\",\"code\":"
+                    "\"card_declined\",\"message\":\"Your card was declined.\"}}");
+  ob__fence_reason(&r, out, sizeof out);
+  assert_string_equal(out, "402 card_declined: Your card was declined.");
+  r = reply(400, 1, "{\"error\":{\"type\":\"invalid_request_error\","
+                    "\"message\":\"bad\"}}");
+  ob__fence_reason(&r, out, sizeof out);
+  assert_string_equal(out, "400 invalid_request_error: bad");
+  r = reply(422, 1, "{\"message\":\"nope\"}");
+  ob__fence_reason(&r, out, sizeof out);
+  assert_string_equal(out, "422: nope");
+  r = reply(400, 1, "{\"error\":\"plain\"}");
+  ob__fence_reason(&r, out, sizeof out);
+  assert_string_equal(out, "400: plain");
+  r = reply(503, 1, "<html>\x01\n</html>");
+  ob__fence_reason(&r, out, sizeof out);
+  assert_string_equal(out, "503: <html>?" "?</html>");
+  r = reply(500, 1, NULL);
+  ob__fence_reason(&r, out, sizeof out);
+  assert_string_equal(out, "500");
+  r = reply(-115, 1, NULL);
+  r.detail = "connection closed";
+  ob__fence_reason(&r, out, sizeof out);
+  assert_string_equal(out, "no answer: connection closed");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_idempotency_key),
+      cmocka_unit_test(test_next_action),
+      cmocka_unit_test(test_classify_call),
+      cmocka_unit_test(test_classify_lookup),
+      cmocka_unit_test(test_reference),
+      cmocka_unit_test(test_reason),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
