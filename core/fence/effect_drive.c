@@ -235,6 +235,9 @@ int ob__effect_settle(ob_engine_t* e, ob__effect_job_t* job,
   u.response = u.response ? u.response : (reply->body_len ? reply->body : NULL);
   u.response_len = u.response ? reply->body_len : 0;
 
+  /* Tests stop a worker on this line: answered, nothing recorded yet. */
+  ob__log(e, OB_LOG_DEBUG, "effect %s: %s answered %d, recording", job->key,
+          job->lookup ? "lookup" : "call", reply->status);
   rc = job->outcome == OB__ANSWER_NOT_SENT ? ob__db_begin_relaxed(&e->db)
                                            : ob__db_begin(&e->db);
   if (rc < 0) return rc;
@@ -264,6 +267,9 @@ int ob__effect_settle(ob_engine_t* e, ob__effect_job_t* job,
     memset(res, 0, sizeof *res);
     return rc;
   }
+  /* Tests stop a worker on this line too: the outcome is durable. */
+  ob__log(e, OB_LOG_DEBUG, "effect %s: outcome committed (%s, %d message(s) "
+          "handled)", job->key, ob_effect_state_name(u.state), res->handled);
   return 0;
 }
 

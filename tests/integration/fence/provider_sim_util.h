@@ -1,0 +1,66 @@
+/* The payment provider simulator (provider_sim.mjs) from C: start it on
+** 127.0.0.1 with the test PKI, drive its fault modes over its stdin, read
+** its counters, kill it like a crashing provider and start it again on the
+** same port with the same state file. See README.md next to this file.
+**
+** Built on ht_spawn (tests/integration/http/http_test_util.h): the process
+** gets SIGKILL if the test dies, and every simulator still running at exit
+** is killed and reaped. */
+#ifndef OB_TEST_PROVIDER_SIM_UTIL_H
+#define OB_TEST_PROVIDER_SIM_UTIL_H
+
+typedef struct ps_sim_s ps_sim_t;
+typedef struct ps_stats_s {
+  long charges_total, orders_charged, max_charges_per_order, requests, posts,
+      replays, lookups, held;
+} ps_stats_t;
+
+/* 1 if `node` (>= 18) runs; callers skip their tests otherwise. */
+int ps_node_available(void);
+/* Start node provider_sim.mjs with pki_dir/good.crt, good.key (from
+** ht_gen_pki), state file state_path; flags is NULL or extra arguments
+** separated by spaces ("--no-idempotency", "--no-idempotency --no-lookup").
+** port 0: the kernel chooses. Waits (up to 15 s) for its PORT line. NULL on
+** failure, with the simulator's output on stderr.
+** The script is $OB_SOURCE_DIR/tests/integration/fence/provider_sim.mjs
+** (ctest sets OB_SOURCE_DIR), else the one next to this source file.
+** The simulator's output goes to state_path.out.<n>, n = 0, 1, ... one file
+** per start. */
+ps_sim_t* ps_start(const char* pki_dir, const char* state_path, int port,
+                   const char* flags);
+int ps_port(const ps_sim_t* s);
+/* Sends a control command and waits (up to 5 s) for its ACK line. 0 on
+** success, -1 on failure (bad mode, simulator gone, no ACK). mode: normal,
+** slow, drop_after_charge, error_5xx, error_5xx_after_charge, rate_limited,
+** die_after_charge, die_before_charge, lookup_error_5xx; it applies to the
+** next `count` matching requests. */
+int ps_mode(ps_sim_t* s, const char* mode, int count, int delay_ms,
+            int charge_first);
+int ps_stats(ps_sim_t* s, ps_stats_t* out);
+/* Real charges of the order, -1 on failure. */
+int ps_charges(ps_sim_t* s, const char* order_id);
+/* Wait until the output holds at least n lines starting with prefix
+** ("HELD ", "CHARGED ", "DROPPED ", "DYING"), up to timeout_ms (0: look
+** once); returns the count seen (or -1 on timeout, or when the simulator
+** exited first). Lines of every start since ps_start count, so a count
+** survives ps_kill/ps_restart. */
+int ps_wait_lines(ps_sim_t* s, const char* prefix, int n, int timeout_ms);
+/* SIGKILL the simulator (a provider that dies) and reap it; nothing if it
+** is already gone. ps_restart starts it again on the same port with the same
+** state file and flags (killing it first if it still runs); 0 or -1. */
+void ps_kill(ps_sim_t* s);
+int ps_restart(ps_sim_t* s);
+/* Stop and free (NULL fine). The state and output files stay. */
+void ps_stop(ps_sim_t* s);
+
+/* ---- extras ------------------------------------------------------------- */
+/* Send any command: cmd_json is a JSON object without "seq" (the wrapper
+** adds it), e.g. {"cmd":"stats"}. Returns the ACK's JSON (malloc'd), or
+** NULL on failure (no ACK within 5 s, simulator gone). */
+char* ps_command(ps_sim_t* s, const char* cmd_json);
+/* 1 while the simulator process runs. */
+int ps_alive(const ps_sim_t* s);
+/* Output of every start so far (malloc'd, NUL-terminated). */
+char* ps_output(const ps_sim_t* s);
+
+#endif
