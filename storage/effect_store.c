@@ -241,6 +241,14 @@ int ob__effect_unlease(ob__db_t* db, const char* key, const char* token,
                     "effect release", key, token, NULL, now);
 }
 
+int ob__effect_lease_renew(ob__db_t* db, const char* key, const char* token,
+                           int64_t until) {
+  return exec_bound(db,
+                    "UPDATE effect SET lease_until = ?4 WHERE key = ?1 AND"
+                    " lease_token = ?2 AND state IN ('pending','unknown')",
+                    "effect lease renewal", key, token, NULL, until);
+}
+
 int ob__effect_update(ob__db_t* db, const char* key, const char* token,
                       const ob__effect_update_t* u, int64_t now) {
   sqlite3_stmt* st = ob__db_stmt(

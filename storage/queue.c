@@ -136,3 +136,20 @@ int ob__queue_next_due(ob__db_t* db, int64_t* at) {
   sqlite3_reset(st);
   return ob__db_fail(db, rc, "next due message");
 }
+
+int ob__queue_next_due_unwaited(ob__db_t* db, int64_t* at) {
+  sqlite3_stmt* st = NULL;
+  int rc, null;
+  /* Off the hot path (an until-idle run deciding to stop): not cached. */
+  rc = sqlite3_prepare_v2(db->db,
+                          "SELECT min(max(available_at, coalesce(lease_until,"
+                          " 0))) FROM queue WHERE waiting_on IS NULL",
+                          -1, &st, NULL);
+  if (rc != SQLITE_OK) return ob__db_fail(db, rc, "next due message");
+  rc = sqlite3_step(st);
+  null = rc != SQLITE_ROW || sqlite3_column_type(st, 0) == SQLITE_NULL;
+  if (rc == SQLITE_ROW) *at = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  if (rc != SQLITE_ROW) return ob__db_fail(db, rc, "next due message");
+  return null ? OB_ENOTFOUND : 0;
+}

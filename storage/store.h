@@ -165,6 +165,8 @@ int ob__queue_reschedule(ob__db_t* db, int64_t rowid, int attempts,
                          const char* last_error);
 /* Earliest available_at (or lease end); OB_ENOTFOUND when empty. */
 int ob__queue_next_due(ob__db_t* db, int64_t* at);
+/* The same, leaving out messages that wait for an effect. */
+int ob__queue_next_due_unwaited(ob__db_t* db, int64_t* at);
 
 /* ---- processed.c -------------------------------------------------------- */
 
@@ -346,6 +348,11 @@ int ob__effect_lease(ob__db_t* db, const char* key, const char* token,
 /* Drop the lease if token still holds it; the effect is due at now. */
 int ob__effect_unlease(ob__db_t* db, const char* key, const char* token,
                        int64_t now);
+
+/* Extend the lease token holds to until (own statement). 1 renewed, 0 the
+** lease is gone, < 0 error. */
+int ob__effect_lease_renew(ob__db_t* db, const char* key, const char* token,
+                           int64_t until);
 
 /* What an answer changes. Counters are added; response NULL keeps the old
 ** one; reference/reason replace. */

@@ -65,7 +65,7 @@ typedef struct ob__component_s {
   void (*destroy)(void* self);
 } ob__component_t;
 
-#define OB__MAX_COMPONENTS 4
+#define OB__MAX_COMPONENTS 8
 
 /* Register c (copied). OB_EEXIST if one of that name exists, OB_ESTATE when
 ** attached. */

@@ -152,6 +152,11 @@ int ob__effect_take(ob_engine_t* e, const char* provider, int max,
     for (int i = 0; i < got; i++) ob__effect_job_free(&jobs[i]);
     return rc;
   }
+  /* Tests stop a worker on this line: claimed, leased, not sent. */
+  for (int i = 0; i < got; i++)
+    ob__log(e, OB_LOG_DEBUG, "effect %s: taken for a %s%s", jobs[i].key,
+            jobs[i].lookup ? "lookup" : "call",
+            jobs[i].fresh ? " (never sent)" : "");
   return got;
 }
 
@@ -168,8 +173,20 @@ int ob__effect_settle(ob_engine_t* e, ob__effect_job_t* job,
   memset(res, 0, sizeof *res);
   job->outcome = ob__fence_classify(job->lookup, reply);
   if (job->outcome == OB__ANSWER_ABSENT) {
-    /* The provider never saw the key: the call is safe to make now. */
-    ob__log(e, OB_LOG_INFO, "effect %s: lookup found nothing, calling",
+    /* The provider never saw the key: the call is safe to make now, under
+    ** a lease renewed for it, so no other process looks the key up (and
+    ** finds nothing) while this call is in flight. */
+    now = ob__now(e);
+    rc = ob__effect_lease_renew(&e->db, job->key, job->token,
+                                now + (p ? p->lease_ms : 120000));
+    if (rc < 0) return rc;
+    if (rc == 0) {
+      ob__log(e, OB_LOG_INFO, "effect %s: lease lost after the lookup; "
+              "not calling", job->key);
+      job->outcome = OB__ANSWER_NOT_SENT;
+      return 0;
+    }
+    ob__log(e, OB_LOG_DEBUG, "effect %s: lookup found nothing, calling",
             job->key);
     job->lookups_made++;
     job->lookup = 0;
@@ -249,7 +266,7 @@ int ob__effect_settle(ob_engine_t* e, ob__effect_job_t* job,
     ob__log(e, OB_LOG_INFO, "effect %s: already settled or taken over; "
             "answer %d not recorded", job->key, reply->status);
   } else if (rc > 0 && final) {
-    ob__log(e, OB_LOG_INFO, "effect %s %s (%s)", job->key,
+    ob__log(e, OB_LOG_DEBUG, "effect %s %s (%s)", job->key,
             ob_effect_state_name(u.state),
             u.state == OB_EFFECT_CONFIRMED ? (u.reference ? u.reference : "")
                                            : reason);
@@ -267,6 +284,9 @@ int ob__effect_settle(ob_engine_t* e, ob__effect_job_t* job,
     memset(res, 0, sizeof *res);
     return rc;
   }
+  /* The queue changed under the runner (messages handled, parked or back
+  ** from the failure store): let it look again now. */
+  if ((final || parked) && e->wake) e->wake(e);
   /* Tests stop a worker on this line too: the outcome is durable. */
   ob__log(e, OB_LOG_DEBUG, "effect %s: outcome committed (%s, %d message(s) "
           "handled)", job->key, ob_effect_state_name(u.state), res->handled);

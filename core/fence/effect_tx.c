@@ -34,7 +34,9 @@ static int valid_path(const char* p) {
   size_t n = p ? strlen(p) : 0;
   if (n == 0 || n > 2048 || p[0] != '/') return 0;
   for (size_t i = 0; i < n; i++)
-    if ((unsigned char)p[i] <= 0x20 || (unsigned char)p[i] > 0x7e) return 0;
+    if ((unsigned char)p[i] <= 0x20 || (unsigned char)p[i] > 0x7e ||
+        p[i] == '#')
+      return 0;
   return 1;
 }
 
@@ -87,13 +89,14 @@ int ob_tx_effect(ob_tx_t* tx, const char* key, const ob_effect_request_t* req,
     return ob__db_seterr(&e->db, OB_EINVAL,
                          "effect %s: the request needs an upper-case method, "
                          "a path starting with '/' and a JSON body", key);
-  if (ob__provider_find(e, req->provider) == NULL)
-    return ob__db_seterr(&e->db, OB_ENOTFOUND,
-                         "effect %s: no provider '%s' is configured", key,
-                         req->provider ? req->provider : "(null)");
-
   rc = ob__effect_get(&e->db, key, &row);
   if (rc == OB_ENOTFOUND) {
+    /* Only a new claim needs someone to make the call; an effect with an
+    ** outcome is read without its provider. */
+    if (ob__provider_find(e, req->provider) == NULL)
+      return ob__db_seterr(&e->db, OB_ENOTFOUND,
+                           "effect %s: no provider '%s' is configured", key,
+                           req->provider ? req->provider : "(null)");
     if (tx->effect_action != OB__TX_EFFECT_NONE)
       return ob__db_seterr(&e->db, OB_ESTATE,
                            "effect %s: a handler run claims one new effect "

@@ -439,7 +439,9 @@ OB_EXTERN int ob_detach(ob_engine_t* e, void (*done)(ob_engine_t*, void*),
 
 typedef enum {
   OB_RUN_FOREVER = 0,     /* until ob_stop() or a signal */
-  OB_RUN_UNTIL_IDLE = 1   /* until the queue holds no message, ready or delayed */
+  OB_RUN_UNTIL_IDLE = 1   /* until the queue holds no message, ready or
+                          ** delayed, except messages waiting for effects
+                          ** no component can progress right now */
 } ob_run_mode_t;
 
 /*

@@ -22,7 +22,8 @@ typedef struct cli_s {
 
 typedef int (*cli_cmd_fn)(cli_t* cli, int argc, char** argv);
 
-/* Open the engine on cli->db_path with the payout module registered;
+/* Open the engine on cli->db_path with the payout and ChargeOrder modules
+** registered;
 ** prints the reason and returns NULL on failure (*exit_code set). */
 ob_engine_t* cli_open(cli_t* cli, int batch, int* exit_code);
 void cli_log(void* ctx, ob_log_level_t level, const char* msg);
@@ -48,6 +49,46 @@ int cli_enable_relay(ob_engine_t* e, cli_sync_t* s);
 int cli_enable_consumer(ob_engine_t* e, const char* url, int prefetch,
                         int until_idle);
 
+/* The payment provider of the built-in ChargeOrder module, shared by `run`
+** and `effects reconcile`. NULL/0 fields fall back to ONCEBOX_PROVIDER_URL
+** and ONCEBOX_PROVIDER_ALLOW_HTTP=1. */
+typedef struct cli_provider_s {
+  const char* url;        /* --provider-url */
+  int allow_http;         /* --provider-allow-http */
+  int no_idempotency;     /* --provider-no-idempotency */
+  int no_lookup;          /* --provider-no-lookup */
+  long long timeout_ms;   /* --provider-timeout; 0: the default */
+} cli_provider_t;
+
+/* getopt_long entries of the provider options; their values are
+** CLI_OPT_PROVIDER_* (above any short option). */
+#define CLI_OPT_PROVIDER_URL 0x100
+#define CLI_OPT_PROVIDER_ALLOW_HTTP 0x101
+#define CLI_OPT_PROVIDER_NO_IDEMPOTENCY 0x102
+#define CLI_OPT_PROVIDER_NO_LOOKUP 0x103
+#define CLI_OPT_PROVIDER_TIMEOUT 0x104
+#define CLI_PROVIDER_LONG_OPTIONS                                           \
+  {"provider-url", required_argument, NULL, CLI_OPT_PROVIDER_URL},          \
+  {"provider-allow-http", no_argument, NULL, CLI_OPT_PROVIDER_ALLOW_HTTP},  \
+  {"provider-no-idempotency", no_argument, NULL,                            \
+   CLI_OPT_PROVIDER_NO_IDEMPOTENCY},                                        \
+  {"provider-no-lookup", no_argument, NULL, CLI_OPT_PROVIDER_NO_LOOKUP},    \
+  {"provider-timeout", required_argument, NULL, CLI_OPT_PROVIDER_TIMEOUT}
+
+/* Help text of those options (each line indented by two spaces). */
+extern const char cli_provider_help[];
+
+/* Apply getopt_long's result c to p. Returns 1 if it was a provider option,
+** 0 if not, -1 for a bad value (printed, prefixed "oncebox <cmd>: "). */
+int cli_provider_option(cli_provider_t* p, int c, const char* arg,
+                        const char* cmd);
+/* 1 if a provider URL is configured (option or environment). */
+int cli_provider_configured(cli_provider_t* p);
+/* Enable the provider "payments" over HTTPS when a URL is configured.
+** Returns 0 (also when none is), or an exit code after printing why (an
+** http:// URL without --provider-allow-http is a usage error). */
+int cli_enable_provider(ob_engine_t* e, cli_provider_t* p, const char* cmd);
+
 /* 1 if argv contains -h/--help (before "--"). */
 int cli_wants_help(int argc, char** argv);
 /* Parse a non-negative integer option value; -1 on error. */
@@ -68,5 +109,6 @@ int cmd_gc(cli_t* cli, int argc, char** argv);
 int cmd_demo(cli_t* cli, int argc, char** argv);
 int cmd_outbox(cli_t* cli, int argc, char** argv);
 int cmd_sqs(cli_t* cli, int argc, char** argv);
+int cmd_effects(cli_t* cli, int argc, char** argv);
 
 #endif

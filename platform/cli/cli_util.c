@@ -99,6 +99,7 @@ static ob_engine_t* open_with(cli_t* cli, int batch, int no_handling,
     return NULL;
   }
   rc = ob_register_payout(e);
+  if (rc >= 0) rc = ob_register_charge_order(e);
   if (rc < 0) {
     fprintf(stderr, "oncebox: %s\n", ob_strerror(rc));
     ob_close(e);

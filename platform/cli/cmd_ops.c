@@ -32,7 +32,10 @@ int cmd_stats(cli_t* cli, int argc, char** argv) {
   if (cli_wants_help(argc, argv)) {
     printf("usage: oncebox --db FILE stats [--json]\n\n"
            "Queue ready/delayed/in hand, failed messages, dedup records,\n"
-           "payouts, outbox unpublished count and oldest unpublished age.\n");
+           "payouts, outbox unpublished count and oldest unpublished age,\n"
+           "charges, effects by state, fence claims against the provider's\n"
+           "2xx answers (replays: a repeated call answered again). A success\n"
+           "recorded without a confirmed fence is reported in an ALERT line.\n");
     return EXIT_OK;
   }
   if (!only_flags(argc, argv, "stats", "--json")) return EXIT_USAGE;
@@ -67,6 +70,19 @@ int cmd_stats(cli_t* cli, int argc, char** argv) {
       cJSON_AddNullToObject(ob, "lastPublishAtMs");
     if (s.relay_online < 0) cJSON_AddNullToObject(ob, "online");
     else cJSON_AddBoolToObject(ob, "online", s.relay_online == 1);
+    cJSON_AddNumberToObject(o, "charges", (double)s.charges);
+    cJSON* ef = cJSON_AddObjectToObject(o, "effects");
+    cJSON_AddNumberToObject(ef, "pending", (double)s.effects_pending);
+    cJSON_AddNumberToObject(ef, "unknown", (double)s.effects_unknown);
+    cJSON_AddNumberToObject(ef, "parked", (double)s.effects_parked);
+    cJSON_AddNumberToObject(ef, "confirmed", (double)s.effects_confirmed);
+    cJSON_AddNumberToObject(ef, "failed", (double)s.effects_failed);
+    cJSON* fe = cJSON_AddObjectToObject(o, "fence");
+    cJSON_AddNumberToObject(fe, "claims", (double)s.fence_claims);
+    cJSON_AddNumberToObject(fe, "provider2xx", (double)s.provider_2xx);
+    cJSON_AddNumberToObject(fe, "providerReplays", (double)s.provider_replays);
+    cJSON_AddNumberToObject(fe, "unfencedSuccesses",
+                            (double)s.unfenced_successes);
     char* t = cJSON_Print(o);
     printf("%s\n", t);
     free(t);
@@ -93,7 +109,29 @@ int cmd_stats(cli_t* cli, int argc, char** argv) {
            s.outbox_unpublished ? age : "-", (long long)s.outbox_published,
            (long long)s.outbox_parked, last, s.relay_online < 0 ? "never run"
            : s.relay_online ? "online" : "offline");
+    printf("charges:   %lld\n"
+           "effects:   %lld pending, %lld unknown (%lld parked), "
+           "%lld confirmed, %lld failed\n"
+           "fence:     %lld claims, %lld provider 2xx (%lld replays)\n",
+           (long long)s.charges, (long long)s.effects_pending,
+           (long long)s.effects_unknown, (long long)s.effects_parked,
+           (long long)s.effects_confirmed, (long long)s.effects_failed,
+           (long long)s.fence_claims, (long long)s.provider_2xx,
+           (long long)s.provider_replays);
+    if (s.effects_parked > 0)
+      printf("           %lld parked effect(s) wait for a person: oncebox "
+             "effects show --state parked\n", (long long)s.effects_parked);
   }
+  /* On stdout with the report; beside --json, on stderr. */
+  if (s.unfenced_successes > 0)
+    fprintf(json ? stderr : stdout,
+            "ALERT: %lld provider success(es) recorded "
+            "WITHOUT a confirmed fence (a charge with no confirmed effect "
+            "carrying its reference, or one reference confirmed for two "
+            "keys); this must be 0: a customer may have been charged twice "
+            "or a charge is unaccounted for. Run `oncebox check` and "
+            "reconcile with the provider.\n",
+            (long long)s.unfenced_successes);
   ob_close(e);
   return EXIT_OK;
 }

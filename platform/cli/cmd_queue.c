@@ -264,18 +264,25 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
       {"consume-queue-url", required_argument, NULL, 'c'},
       {"prefetch", required_argument, NULL, 'p'},
       {"help", no_argument, NULL, 'h'},
+      CLI_PROVIDER_LONG_OPTIONS,
       {NULL, 0, NULL, 0}};
-  int c, code, rc, until_idle = 0;
+  int c, p, code, rc, until_idle = 0;
   const char* consume_url = NULL;
   long long prefetch = 0;
   long long batch = 1;
   ob_engine_t* e;
   ob_stats_t before, after;
   cli_sync_t sync;
+  cli_provider_t prov;
 
   memset(&sync, 0, sizeof sync);
+  memset(&prov, 0, sizeof prov);
   optind = 1;
   while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    if ((p = cli_provider_option(&prov, c, optarg, "run")) != 0) {
+      if (p < 0) return EXIT_USAGE;
+      continue;
+    }
     switch (c) {
       case 'u': until_idle = 1; break;
       case 'q': sync.outbox_queue_url = optarg; break;
@@ -300,7 +307,11 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
         printf("usage: oncebox --db FILE run [--until-idle] [--batch N]\n"
                "              [--outbox-queue-url URL] [--source URI] "
                "[--ordered]\n"
-               "              [--consume-queue-url URL] [--prefetch N]\n\n"
+               "              [--consume-queue-url URL] [--prefetch N]\n"
+               "              [--provider-url URL] [--provider-allow-http]\n"
+               "              [--provider-no-idempotency] "
+               "[--provider-no-lookup]\n"
+               "              [--provider-timeout MS]\n\n"
                "Handle queued messages. --batch N handles up to N messages in\n"
                "one transaction (group commit, a savepoint each).\n"
                "--outbox-queue-url (or ONCEBOX_OUTBOX_QUEUE_URL) publishes the\n"
@@ -312,10 +323,14 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
                "--consume-queue-url (or ONCEBOX_CONSUME_QUEUE_URL) also handles\n"
                "CloudEvents from that SQS queue, deleting each only after its\n"
                "transaction committed; --prefetch N receives up to N at once.\n"
+               "--provider-url (or ONCEBOX_PROVIDER_URL) makes the charges of\n"
+               "ChargeOrder messages at that payment provider, each once,\n"
+               "with an Idempotency-Key; without it they cannot be charged.\n"
                "--until-idle exits once the queue holds no message, ready or\n"
                "delayed, and the outbox has nothing it can publish right now.\n"
                "SIGTERM/SIGINT: finish the message in hand, exit 0; a second\n"
-               "signal exits at once.\n");
+               "signal exits at once.\n"
+               "\nProvider options:\n%s", cli_provider_help);
         return EXIT_OK;
       default: return EXIT_USAGE;
     }
@@ -326,7 +341,8 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
   }
   e = cli_open(cli, (int)batch, &code);
   if (e == NULL) return code;
-  if ((code = cli_enable_relay(e, &sync)) != 0 ||
+  if ((code = cli_enable_provider(e, &prov, "run")) != 0 ||
+      (code = cli_enable_relay(e, &sync)) != 0 ||
       (code = cli_enable_consumer(e, consume_url, (int)prefetch,
                                   until_idle)) != 0) {
     ob_close(e);
@@ -343,12 +359,14 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
   }
   if (ob_stats(e, &after) == 0)
     fprintf(stderr,
-            "stopped: %lld processed records, %lld payouts, %lld failed, "
-            "%lld still queued\n",
+            "stopped: %lld processed records, %lld payouts, %lld charges, "
+            "%lld failed, %lld still queued, %lld effect(s) open\n",
             (long long)(after.processed - before.processed),
             (long long)(after.payouts - before.payouts),
+            (long long)(after.charges - before.charges),
             (long long)(after.failed - before.failed),
-            (long long)(after.queue_ready + after.queue_delayed));
+            (long long)(after.queue_ready + after.queue_delayed),
+            (long long)(after.effects_pending + after.effects_unknown));
   ob_close(e);
   return EXIT_OK;
 }

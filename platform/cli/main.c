@@ -21,6 +21,7 @@ static const command_t commands[] = {
     {"check", cmd_check, "integrity check and invariants"},
     {"gc", cmd_gc, "delete expired dedup records and published events"},
     {"demo", cmd_demo, "a day at a terminal: duplicates, a crash, bad input"},
+    {"effects", cmd_effects, "show, reconcile or resolve provider calls"},
     {"sqs", cmd_sqs, "talk to Amazon SQS: send, receive, attributes"},
 };
 

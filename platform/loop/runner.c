@@ -152,6 +152,18 @@ static void work_cb(uv_timer_t* t) {
     arm(r, e->opts.poll_interval_ms);
     return;
   }
+  if (r->mode == OB_RUN_UNTIL_IDLE &&
+      ob__queue_next_due_unwaited(&e->db, &at) == OB_ENOTFOUND &&
+      components_idle(e)) {
+    /* Only messages waiting for effects are left, and no performer can do
+    ** anything for them right now (provider offline, or effects leased by
+    ** a process that died): they stay queued for the next run. */
+    ob__log(e, OB_LOG_INFO, "idle: the messages left wait for effects that "
+            "can't progress right now");
+    begin_close(r);
+    return;
+  }
+  rc = ob_next_due(e, &at);
   now = ob__now(e);
   delay = at - now;
   /* Other processes may enqueue earlier work; look again at least every

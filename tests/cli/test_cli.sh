@@ -48,7 +48,7 @@ contains "--help lists exit codes" out "Exit codes"
 check "--version" 0 "$OB" --version
 check "unknown command" 2 "$OB" --db "$DB" frobnicate
 check "no db" 2 env -u ONCEBOX_DB "$OB" stats
-for c in init enqueue run failed stats check gc demo; do
+for c in init enqueue run failed stats check gc demo effects; do
   check "$c --help" 0 "$OB" "$c" --help
   contains "$c --help shows usage" out "usage: oncebox"
 done
@@ -82,7 +82,8 @@ contains "stats ready" out "queue:     5 ready"
 check "run until idle" 0 "$OB" --db "$DB" --log-level error run --until-idle --batch 4
 check "stats json" 0 "$OB" --db "$DB" stats --json
 equals "payouts" "$(grep -o '"payouts":[[:space:]]*[0-9]*' "$T/out" | grep -o '[0-9]*$')" 2
-equals "failed" "$(grep -o '"failed":[[:space:]]*[0-9]*' "$T/out" | grep -o '[0-9]*$')" 1
+# The first "failed" is the failure store's ("effects" has one too).
+equals "failed" "$(grep -o '"failed":[[:space:]]*[0-9]*' "$T/out" | head -1 | grep -o '[0-9]*$')" 1
 
 check "failed show" 0 "$OB" --db "$DB" failed show
 contains "failed show reason" out "amountInMinorUnits must be > 0"
@@ -129,6 +130,45 @@ sleep 0.5
 kill -TERM $pid
 wait $pid
 equals "run SIGTERM exit" "$?" 0
+
+# The fence's commands that need no provider (the HTTPS ones are in
+# tests/integration/fence).
+FX="$T/fx.db"
+check "effects init" 0 "$OB" --db "$FX" init
+check "effects no subcommand" 2 "$OB" --db "$FX" effects
+check "effects unknown subcommand" 2 "$OB" --db "$FX" effects frob
+check "effects show empty" 0 "$OB" --db "$FX" effects show
+contains "effects show header" out "REFERENCE/REASON"
+contains "effects show count" out "0 effect(s)"
+check "effects show json empty" 0 "$OB" --db "$FX" effects show --json
+equals "effects show json prints nothing" "$(cat "$T/out")" ""
+check "effects show parked" 0 "$OB" --db "$FX" effects show --state parked --json
+check "effects show bad state" 2 "$OB" --db "$FX" effects show --state lost
+contains "effects bad state reason" err "--state wants pending"
+check "effects show missing key" 1 "$OB" --db "$FX" effects show charge:none
+contains "effects show missing key reason" err "no effect with key 'charge:none'"
+check "effects resolve missing" 1 "$OB" --db "$FX" effects resolve charge:none --confirmed ch_1
+contains "effects resolve missing reason" err "no effect with key 'charge:none'"
+check "effects resolve no verdict" 2 "$OB" --db "$FX" effects resolve charge:none
+check "effects resolve both verdicts" 2 "$OB" --db "$FX" effects resolve charge:none --confirmed a --failed b
+check "effects resolve no key" 2 "$OB" --db "$FX" effects resolve --failed b
+check "effects reconcile no provider" 2 env -u ONCEBOX_PROVIDER_URL "$OB" --db "$FX" effects reconcile
+contains "effects reconcile no provider reason" err "no provider to ask: pass --provider-url"
+check "run http provider refused" 2 env -u ONCEBOX_PROVIDER_ALLOW_HTTP "$OB" --db "$FX" run --until-idle --provider-url http://127.0.0.1:9
+contains "run http provider reason" err "plain http://: refused"
+contains "run http provider hint" err "--provider-allow-http"
+check "run http provider refused (env)" 2 env -u ONCEBOX_PROVIDER_ALLOW_HTTP ONCEBOX_PROVIDER_URL=http://127.0.0.1:9 "$OB" --db "$FX" run --until-idle
+check "reconcile http provider refused" 2 env -u ONCEBOX_PROVIDER_ALLOW_HTTP "$OB" --db "$FX" effects reconcile --provider-url http://127.0.0.1:9
+check "run bad provider scheme" 2 "$OB" --db "$FX" run --until-idle --provider-url ftp://example.test
+contains "run bad provider scheme reason" err "must start with https://"
+check "run bad provider timeout" 2 "$OB" --db "$FX" run --until-idle --provider-url https://example.test --provider-timeout 0
+check "run with provider, nothing to do" 0 "$OB" --db "$FX" --log-level error run --until-idle --provider-url https://127.0.0.1:9
+check "stats effects" 0 "$OB" --db "$FX" stats
+contains "stats effects line" out "effects:   0 pending, 0 unknown (0 parked), 0 confirmed, 0 failed"
+contains "stats fence line" out "fence:     0 claims, 0 provider 2xx (0 replays)"
+check "stats effects json" 0 "$OB" --db "$FX" stats --json
+contains "stats json effects" out '"effects":'
+contains "stats json unfenced" out '"unfencedSuccesses":'
 
 check "demo" 0 "$OB" demo --payments 300
 contains "demo says done" out "every payment paid exactly once"

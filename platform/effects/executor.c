@@ -1,0 +1,723 @@
+/* The effects executor: performs a provider's fenced effects (ob_tx_effect)
+** over HTTPS while the engine is attached to a loop.
+**
+** A round takes due effects under a lease (ob__effect_take, at most
+** max_in_flight at once), makes each call or lookup outside any
+** transaction, and records each answer with ob__effect_settle, which also
+** re-runs the messages waiting on an effect that reached an outcome. Every
+** decision (call, lookup or park; what an answer means; backoff) is core's
+** (core/fence); this file only moves bytes and keeps time on the loop.
+**
+** Connectivity, as the relay (docs/decisions/0007-relay-failures.md): a
+** request that certainly never reached the provider (connection refused,
+** DNS, TLS failure) costs the effect nothing (settle records it as not
+** sent) and takes the executor offline; it then probes with one effect at a
+** time, with backoff and jitter, until an answer arrives;
+** ob_network_changed() probes at once.
+**
+** Shutdown: the HTTP client's close cancels what is in flight. A canceled
+** request that was not sent gives its lease back; one that may have reached
+** the provider is NOT settled as an answer: its lease expires and core
+** decides (repeat with the same idempotency key, look the key up, or park).
+**
+** Logs name the effect key, the action and the HTTP status (and the
+** provider's reason or reference); never request bodies nor header values. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "core/engine/engine_int.h"
+#include "core/fence/fence.h"
+#include "core/relay/relay_policy.h"
+#include "platform/http/http_client.h"
+#include "platform/http/http_int.h"
+
+#define PROBE_BASE_MS 1000
+#define PROBE_CAP_MS 60000
+/* Look again at least this often: another process may have claimed an
+** effect whose message this one then handles. */
+#define MAX_SLEEP_MS 60000
+/* Something is due but could not be taken (in flight here, or leased by
+** another process): look again after this long instead of spinning. */
+#define LEASED_RETRY_MS 1000
+#define DB_RETRY_MS 1000
+#define MAX_IN_FLIGHT_LIMIT 64
+#define MAX_TIMEOUT_MS 600000
+#define CONNECT_TIMEOUT_MS 10000
+
+typedef struct executor_s executor_t;
+
+typedef struct slot_s {
+  executor_t* x;
+  ob_http_req_t req;
+  ob__effect_job_t job;
+  int busy;       /* job is held (under its lease) */
+  int in_flight;  /* a request is submitted and its callback pending */
+  int probe;      /* taken while offline */
+} slot_t;
+
+struct executor_s {
+  ob_engine_t* e;
+  uv_loop_t* loop;
+  char* component_name;  /* "effects:<name>" */
+  char* name;
+  char* base_url;        /* without trailing slashes */
+  char* ca_file;
+  int allow_http;
+  int idempotency_keys;
+  int64_t timeout_ms;
+  int max_in_flight;
+
+  ob_http_client_t* client;
+  uv_timer_t timer;
+  int timer_open;
+  ob__relay_link_t link;
+  slot_t* slots;
+  ob__effect_job_t* taken;  /* scratch for ob__effect_take */
+  int in_flight;
+
+  int closing;
+  int pending_closes;
+  void (*done)(void*);
+  void* done_arg;
+};
+
+static void arm(executor_t* x, int64_t delay_ms);
+
+static int64_t now_ms(const executor_t* x) {
+  return ob__now(x->e);
+}
+
+static void slot_clear(slot_t* s) {
+  if (s->busy) ob__effect_job_free(&s->job);
+  memset(&s->job, 0, sizeof s->job);
+  s->busy = 0;
+  s->probe = 0;
+}
+
+static slot_t* free_slot(executor_t* x) {
+  for (int i = 0; i < x->max_in_flight; i++)
+    if (!x->slots[i].busy) return &x->slots[i];
+  return NULL;
+}
+
+/* The relay (and any other component) publishes what a settled effect's
+** messages just wrote to the outbox. */
+static void kick_others(executor_t* x) {
+  ob_engine_t* e = x->e;
+  for (size_t i = 0; i < e->ncomponents; i++)
+    if (e->components[i].self != x && e->components[i].kick != NULL)
+      e->components[i].kick(e->components[i].self);
+}
+
+static const char* action_name(const ob__effect_job_t* j) {
+  return j->lookup ? "lookup" : "call";
+}
+
+/* Percent-encode everything outside RFC 3986's unreserved characters.
+** malloc'd, NULL when out of memory. */
+static char* pct_encode(const char* s) {
+  static const char hex[] = "0123456789ABCDEF";
+  size_t n = strlen(s);
+  char* out = malloc(n * 3 + 1);
+  char* p = out;
+  if (out == NULL) return NULL;
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+        (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
+        c == '~') {
+      *p++ = (char)c;
+    } else {
+      *p++ = '%';
+      *p++ = hex[c >> 4];
+      *p++ = hex[c & 15];
+    }
+  }
+  *p = '\0';
+  return out;
+}
+
+/* base_url + a + b (a path gets a leading '/' if it lacks one). */
+static char* join_url(const char* base, const char* a, const char* b) {
+  size_t nb = strlen(base), na = strlen(a), n2 = b ? strlen(b) : 0;
+  int slash = a[0] != '/';
+  char* u = malloc(nb + (size_t)slash + na + n2 + 1);
+  if (u == NULL) return NULL;
+  memcpy(u, base, nb);
+  if (slash) u[nb] = '/';
+  memcpy(u + nb + slash, a, na);
+  if (b) memcpy(u + nb + slash + na, b, n2);
+  u[nb + slash + na + n2] = '\0';
+  return u;
+}
+
+static void on_reply(ob_http_req_t* req, int status,
+                     const ob_http_response_t* res);
+
+/* Submit the slot's job (call or lookup). Returns 0 when in flight, else a
+** negative code and nothing was sent. */
+static int submit(executor_t* x, slot_t* s) {
+  const ob__effect_job_t* j = &s->job;
+  ob_http_header_t h[3];
+  size_t nh = 0;
+  char* url = NULL;
+  char* enc = NULL;
+  int rc;
+
+  memset(&s->req, 0, sizeof s->req);
+  s->req.data = s;
+  if (j->lookup) {
+    if (j->lookup_path == NULL || j->idempotency_key == NULL) return OB_EINVAL;
+    enc = pct_encode(j->idempotency_key);
+    if (enc == NULL) return OB_ENOMEM;
+    url = join_url(x->base_url, j->lookup_path, enc);
+    free(enc);
+    h[nh++] = (ob_http_header_t){"Accept", "application/json"};
+    s->req.method = "GET";
+  } else {
+    if (j->method == NULL || j->path == NULL || j->idempotency_key == NULL)
+      return OB_EINVAL;
+    url = join_url(x->base_url, j->path, NULL);
+    h[nh++] = (ob_http_header_t){"Idempotency-Key", j->idempotency_key};
+    h[nh++] = (ob_http_header_t){"Content-Type", "application/json"};
+    h[nh++] = (ob_http_header_t){"Accept", "application/json"};
+    s->req.method = j->method;
+    s->req.body = j->body;
+    s->req.body_len = j->body ? j->body_len : 0;
+  }
+  if (url == NULL) return OB_ENOMEM;
+  s->req.url = url;
+  s->req.headers = h;
+  s->req.nheaders = nh;
+  rc = ob_http_request(x->client, &s->req, on_reply);  /* copies all */
+  free(url);
+  s->req.url = NULL;
+  s->req.headers = NULL;
+  s->req.body = NULL;
+  if (rc < 0) return rc;
+  s->in_flight = 1;
+  x->in_flight++;
+  return 0;
+}
+
+/* Go offline after a request that never reached the provider. */
+static void link_failed(executor_t* x, const slot_t* s, int code,
+                        const char* detail) {
+  int64_t d;
+  /* Several requests in flight fail together when the network goes: count
+  ** the outage once, and then once per probe. */
+  if (!x->link.online && !s->probe) return;
+  d = ob__relay_link_failed(&x->link, now_ms(x), x->e->opts.clock);
+  if (code == OB_HTTP_E_TLS_HOSTNAME || code == OB_HTTP_E_TLS_EXPIRED ||
+      code == OB_HTTP_E_TLS_FUTURE || code == OB_HTTP_E_TLS_UNTRUSTED ||
+      code == OB_HTTP_E_TLS_CERT || code == OB_HTTP_E_TLS_PROTOCOL ||
+      code == OB_HTTP_E_TLS_NO_HOSTNAME || code == OB_HTTP_E_PLAIN_HTTP ||
+      code == OB_HTTP_E_URL)
+    /* A configuration fault: fixed once, by a person. */
+    ob__log(x->e, OB_LOG_ERROR, "effects: provider %s: %s (%s); effects "
+            "wait, probing again in %lld ms", x->name, detail,
+            ob_http_err_name(code), (long long)d);
+  else
+    ob__log(x->e, s->probe ? OB_LOG_DEBUG : OB_LOG_WARN,
+            "effects: provider %s unreachable (%s); effects wait, probing "
+            "again in %lld ms", x->name, detail, (long long)d);
+}
+
+/* Record an answer that never left (a request refused before sending).
+** Costs the effect nothing; the executor goes offline so it is not tried
+** again at once. */
+static void settle_unsent(executor_t* x, slot_t* s, int code) {
+  ob_effect_reply_t reply;
+  ob_batch_result_t br;
+  int rc;
+
+  memset(&reply, 0, sizeof reply);
+  memset(&br, 0, sizeof br);
+  reply.status = code;
+  reply.sent = 0;
+  reply.body = "";
+  reply.detail = ob_http_strerror(code);
+  ob__log(x->e, OB_LOG_ERROR, "effects: %s: %s not sent: %s (%s)",
+          s->job.key, action_name(&s->job), reply.detail,
+          ob_http_err_name(code));
+  rc = ob__effect_settle(x->e, &s->job, &reply, &br);
+  if (rc == 1 || rc < 0) {
+    /* 1 cannot happen for an unsent reply; give the lease back anyway. */
+    if (ob__effect_release(x->e, &s->job) < 0)
+      ob__log(x->e, OB_LOG_WARN, "effects: %s: cannot give the lease back "
+              "(it expires): %s", s->job.key, ob_errmsg(x->e));
+  }
+  if (br.handled > 0) kick_others(x);
+  link_failed(x, s, code, reply.detail);
+  slot_clear(s);
+}
+
+/* Submit the slot's job; a request refused before sending is settled as
+** unsent at once. */
+static void start_job(executor_t* x, slot_t* s) {
+  int rc = submit(x, s);
+  if (rc < 0) settle_unsent(x, s, rc);
+}
+
+static void log_answer(executor_t* x, const ob__effect_job_t* j,
+                       const ob_effect_reply_t* reply) {
+  char why[256];
+  ob__fence_answer_t a = ob__fence_classify(j->lookup, reply);
+  switch (a) {
+    case OB__ANSWER_CONFIRMED:
+      if (ob__fence_reference(reply->body, reply->body_len, why, 128) != 0)
+        snprintf(why, sizeof why, "no reference");
+      ob__log(x->e, OB_LOG_INFO, "effects: %s: %s answered HTTP %d: "
+              "confirmed (%s)", j->key, action_name(j), reply->status, why);
+      break;
+    case OB__ANSWER_FAILED:
+      ob__fence_reason(reply, why, sizeof why);
+      ob__log(x->e, OB_LOG_INFO, "effects: %s: %s answered HTTP %d: "
+              "refused: %s", j->key, action_name(j), reply->status, why);
+      break;
+    case OB__ANSWER_ABSENT:
+      ob__log(x->e, OB_LOG_INFO, "effects: %s: lookup answered HTTP %d: the "
+              "provider never saw the key; calling", j->key, reply->status);
+      break;
+    case OB__ANSWER_NOT_SENT:
+      ob__log(x->e, OB_LOG_INFO, "effects: %s: %s not sent: %s; nothing "
+              "changed", j->key, action_name(j),
+              reply->detail ? reply->detail : ob_http_strerror(reply->status));
+      break;
+    case OB__ANSWER_UNKNOWN:
+    default:
+      if (reply->status > 0) {
+        ob__fence_reason(reply, why, sizeof why);
+        ob__log(x->e, OB_LOG_INFO, "effects: %s: %s answered HTTP %d: "
+                "outcome unknown: %s", j->key, action_name(j), reply->status,
+                why);
+      } else {
+        ob__log(x->e, OB_LOG_INFO, "effects: %s: %s got no answer: %s; "
+                "outcome unknown", j->key, action_name(j),
+                reply->detail ? reply->detail
+                              : ob_http_strerror(reply->status));
+      }
+      break;
+  }
+}
+
+static void on_reply(ob_http_req_t* req, int status,
+                     const ob_http_response_t* res) {
+  slot_t* s = req->data;
+  executor_t* x = s->x;
+  ob_engine_t* e = x->e;
+  ob_effect_reply_t reply;
+  ob_batch_result_t br;
+  int rc;
+
+  s->in_flight = 0;
+  x->in_flight--;
+  if (status == OB_HTTP_E_CANCELED) {
+    /* Shutdown. Never an answer: we cannot know what the provider did. */
+    if (!res->request_sent) {
+      if (ob__effect_release(e, &s->job) < 0)
+        ob__log(e, OB_LOG_WARN, "effects: %s: cannot give the lease back "
+                "(it expires): %s", s->job.key, ob_errmsg(e));
+    } else {
+      ob__log(e, OB_LOG_INFO, "effects: %s: %s canceled after it was sent; "
+              "outcome unknown, asked again when its lease expires",
+              s->job.key, action_name(&s->job));
+    }
+    slot_clear(s);
+    return;
+  }
+
+  memset(&reply, 0, sizeof reply);
+  memset(&br, 0, sizeof br);
+  reply.status = status == 0 ? res->status : status;
+  reply.sent = status == 0 ? 1 : res->request_sent != 0;
+  reply.body = (const char*)res->body;
+  reply.body_len = res->body_len;
+  reply.detail = status == 0 ? NULL : res->detail;
+  if (reply.detail != NULL && reply.detail[0] == '\0')
+    reply.detail = ob_http_strerror(status);
+  log_answer(x, &s->job, &reply);
+  rc = ob__effect_settle(e, &s->job, &reply, &br);
+  if (rc < 0)
+    ob__log(e, OB_LOG_ERROR, "effects: %s: cannot record the answer (asked "
+            "again when its lease expires): %s", s->job.key, ob_errmsg(e));
+  if (!reply.sent) {
+    link_failed(x, s, status, reply.detail);
+  } else if (ob__relay_link_ok(&x->link)) {
+    ob__log(e, OB_LOG_INFO, "effects: provider %s reachable again", x->name);
+  }
+  if (br.handled > 0) kick_others(x);
+  if (rc == 1) {
+    /* The lookup found no trace of the key: make the call now, under the
+    ** same lease. Not while shutting down: then the lease goes back. */
+    s->probe = 0;
+    if (!x->closing && !e->stopping) {
+      start_job(x, s);
+      if (!x->closing) arm(x, 0);
+      return;
+    }
+    if (ob__effect_release(e, &s->job) < 0)
+      ob__log(e, OB_LOG_WARN, "effects: %s: cannot give the lease back (it "
+              "expires): %s", s->job.key, ob_errmsg(e));
+  }
+  slot_clear(s);
+  if (!x->closing) arm(x, rc < 0 ? DB_RETRY_MS : 0);
+}
+
+/* One round: take what is due into the free slots, submit, then sleep until
+** the next effect is due (completions and kicks wake us sooner). */
+static void timer_cb(uv_timer_t* t) {
+  executor_t* x = t->data;
+  ob_engine_t* e = x->e;
+  int64_t now = now_ms(x), at, delay;
+  int want, cap, n = 0, rc;
+
+  if (x->closing || e->stopping) return;
+  /* Never inside a handler's transaction (take and settle are their own). */
+  if (e->db.in_tx) {
+    arm(x, 10);
+    return;
+  }
+  if (!x->link.online && now < x->link.next_probe_at) {
+    arm(x, x->link.next_probe_at - now);
+    return;
+  }
+  /* Offline: one effect at a time probes. */
+  cap = x->link.online ? x->max_in_flight : 1;
+  want = cap - x->in_flight;
+  if (want > 0) {
+    n = ob__effect_take(e, x->name, want, x->taken);
+    if (n < 0) {
+      ob__log(e, OB_LOG_ERROR, "effects: provider %s: cannot take effects: "
+              "%s", x->name, ob_errmsg(e));
+      arm(x, DB_RETRY_MS);
+      return;
+    }
+    for (int i = 0; i < n; i++) {
+      slot_t* s = free_slot(x);
+      if (s == NULL) {  /* cannot happen: want counts free slots */
+        if (ob__effect_release(e, &x->taken[i]) < 0)
+          ob__log(e, OB_LOG_WARN, "effects: %s: cannot give the lease back "
+                  "(it expires): %s", x->taken[i].key, ob_errmsg(e));
+        ob__effect_job_free(&x->taken[i]);
+        continue;
+      }
+      s->job = x->taken[i];
+      memset(&x->taken[i], 0, sizeof x->taken[i]);
+      s->busy = 1;
+      s->probe = !x->link.online;
+      start_job(x, s);
+    }
+  }
+  if (!x->link.online && x->in_flight == 0) {
+    /* The probe failed before it was sent: wait for the next probe. */
+    now = now_ms(x);
+    arm(x, x->link.next_probe_at - now);
+    return;
+  }
+  /* Every slot busy: a completion runs the next round. */
+  if (x->in_flight >= cap) return;
+  rc = ob__effect_next_due(e, x->name, &at);
+  now = now_ms(x);
+  if (rc == OB_ENOTFOUND) {
+    delay = MAX_SLEEP_MS;
+  } else if (rc < 0) {
+    ob__log(e, OB_LOG_WARN, "effects: provider %s: cannot read the next due "
+            "effect: %s", x->name, ob_errmsg(e));
+    delay = DB_RETRY_MS;
+  } else {
+    delay = at - now;
+    /* Due now but not taken: it is in flight here or leased elsewhere. */
+    if (delay <= 0) delay = n < want ? LEASED_RETRY_MS : 0;
+  }
+  if (delay > MAX_SLEEP_MS) delay = MAX_SLEEP_MS;
+  arm(x, delay);
+}
+
+static void arm(executor_t* x, int64_t delay_ms) {
+  if (x->closing || !x->timer_open) return;
+  if (delay_ms < 0) delay_ms = 0;
+  if (delay_ms > MAX_SLEEP_MS) delay_ms = MAX_SLEEP_MS;
+  uv_timer_start(&x->timer, timer_cb, (uint64_t)delay_ms, 0);
+}
+
+/* ---- component interface ------------------------------------------------ */
+
+/* Origin of the base URL for logs: scheme://host[:port], no path. */
+static void origin_of(const char* url, char* out, size_t n) {
+  const char* p = strstr(url, "://");
+  size_t len = p ? (size_t)(p + 3 - url) + strcspn(p + 3, "/?#") : 0;
+  if (len >= n) len = n - 1;
+  memcpy(out, url, len);
+  out[len] = '\0';
+}
+
+static int executor_start(void* self, ob_engine_t* e, uv_loop_t* loop) {
+  executor_t* x = self;
+  ob_http_config_t hc;
+  char err[256], origin[160];
+  const char* ca = x->ca_file;
+  int rc;
+
+  x->e = e;
+  x->loop = loop;
+  x->closing = 0;
+  x->done = NULL;
+  x->done_arg = NULL;
+  x->in_flight = 0;
+  x->client = NULL;
+  ob__relay_link_init(&x->link, PROBE_BASE_MS, PROBE_CAP_MS);
+  if (ca == NULL) {
+    ca = getenv("AWS_CA_BUNDLE");
+    if (ca != NULL && ca[0] == '\0') ca = NULL;
+  }
+  ob_http_config_init(&hc);
+  hc.ca_file = ca;
+  hc.allow_plain_http = x->allow_http;
+  hc.request_timeout_ms = (uint64_t)x->timeout_ms;
+  hc.connect_timeout_ms = x->timeout_ms < CONNECT_TIMEOUT_MS
+                              ? (uint64_t)x->timeout_ms
+                              : CONNECT_TIMEOUT_MS;
+  /* A provider without idempotency keys cannot tell a repeated call from a
+  ** new one, so a POST lost to a keep-alive race (the server closed the
+  ** pooled connection as we wrote) would leave the effect unknown. Use a
+  ** fresh connection for each of its requests. */
+  if (!x->idempotency_keys) hc.max_idle_per_host = 0;
+  rc = ob_http_client_open(&x->client, loop, &hc, err, sizeof err);
+  if (rc < 0) {
+    x->client = NULL;
+    /* ob_attach returns OB_E* codes: a CA bundle that yields nothing is a
+    ** configuration fault. */
+    if (rc < OB__ERR_LAST) rc = OB_EINVAL;
+    ob__db_seterr(&e->db, rc, "provider %s: %s", x->name, err);
+    return rc;
+  }
+  uv_timer_init(loop, &x->timer);
+  x->timer.data = x;
+  x->timer_open = 1;
+  arm(x, 0);
+  origin_of(x->base_url, origin, sizeof origin);
+  ob__log(e, OB_LOG_INFO, "effects: provider %s at %s (%d in flight, %s)",
+          x->name, origin, x->max_in_flight,
+          x->idempotency_keys ? "idempotency keys" : "no idempotency keys");
+  return 0;
+}
+
+static void executor_kick(void* self) {
+  executor_t* x = self;
+  if (x->closing || !x->timer_open) return;
+  if (x->link.online && x->in_flight < x->max_in_flight) arm(x, 0);
+}
+
+static void executor_network(void* self) {
+  executor_t* x = self;
+  if (x->closing || !x->timer_open) return;
+  ob__relay_link_nudge(&x->link, now_ms(x));
+  arm(x, 0);
+}
+
+static int executor_idle(void* self) {
+  executor_t* x = self;
+  int64_t at, now;
+  if (x->in_flight > 0) return 0;
+  if (!x->link.online) return 1;  /* cannot perform anything right now */
+  now = now_ms(x);
+  if (ob__effect_next_due(x->e, x->name, &at) != 0) return 1;
+  return at > now;
+}
+
+static void part_closed(executor_t* x) {
+  if (--x->pending_closes > 0) return;
+  x->client = NULL;
+  if (x->done) {
+    void (*done)(void*) = x->done;
+    x->done = NULL;
+    done(x->done_arg);
+  }
+}
+
+static void timer_closed(uv_handle_t* h) {
+  executor_t* x = h->data;
+  x->timer_open = 0;
+  part_closed(x);
+}
+
+static void client_closed(ob_http_client_t* c, void* arg) {
+  (void)c;
+  part_closed(arg);
+}
+
+static void executor_close(void* self, void (*done)(void*), void* arg) {
+  executor_t* x = self;
+  x->closing = 1;
+  x->done = done;
+  x->done_arg = arg;
+  x->pending_closes = 2;
+  uv_timer_stop(&x->timer);
+  uv_close((uv_handle_t*)&x->timer, timer_closed);
+  /* Requests in flight complete with OB_HTTP_E_CANCELED (on_reply gives
+  ** back the leases of those not sent) before client_closed runs. */
+  ob_http_client_close(x->client, client_closed, x);
+}
+
+static void executor_destroy(void* self) {
+  executor_t* x = self;
+  if (x == NULL) return;
+  if (x->slots != NULL)
+    for (int i = 0; i < x->max_in_flight; i++) slot_clear(&x->slots[i]);
+  free(x->slots);
+  free(x->taken);
+  free(x->component_name);
+  free(x->name);
+  free(x->base_url);
+  free(x->ca_file);
+  free(x);
+}
+
+/* ---- enabling ----------------------------------------------------------- */
+
+static int fail(char* errbuf, size_t errlen, int code, const char* fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int fail(char* errbuf, size_t errlen, int code, const char* fmt, ...) {
+  if (errbuf != NULL && errlen > 0) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(errbuf, errlen, fmt, ap);
+    va_end(ap);
+  }
+  return code;
+}
+
+static int has_prefix_ci(const char* s, const char* prefix) {
+  for (; *prefix; s++, prefix++) {
+    char c = *s;
+    if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
+    if (c != *prefix) return 0;
+  }
+  return 1;
+}
+
+int ob_provider_enable(ob_engine_t* e, const ob_provider_options_t* o,
+                       char* errbuf, size_t errlen) {
+  executor_t* x;
+  ob__component_t c;
+  ob__http_url_t u;
+  size_t n;
+  int rc;
+
+  if (errbuf != NULL && errlen > 0) errbuf[0] = '\0';
+  if (e == NULL || o == NULL)
+    return fail(errbuf, errlen, OB_EINVAL, "NULL engine or options");
+  if (e->runner != NULL)
+    return fail(errbuf, errlen, OB_ESTATE, "enable the provider before "
+                "attaching the engine to a loop");
+  if (o->name == NULL || o->name[0] == '\0')
+    return fail(errbuf, errlen, OB_EINVAL, "provider name is required");
+  if (o->base_url == NULL || o->base_url[0] == '\0')
+    return fail(errbuf, errlen, OB_EINVAL, "provider %s: base_url is "
+                "required (https://host[:port][/path])", o->name);
+  if (has_prefix_ci(o->base_url, "http://")) {
+    if (!o->allow_http)
+      return fail(errbuf, errlen, OB_EINVAL, "provider %s: base_url is "
+                  "plain http://; use https://, or set allow_http (tests "
+                  "and local simulators only)", o->name);
+  } else if (!has_prefix_ci(o->base_url, "https://")) {
+    return fail(errbuf, errlen, OB_EINVAL, "provider %s: base_url must "
+                "start with https://", o->name);
+  }
+  if (strpbrk(o->base_url, "?#") != NULL)
+    return fail(errbuf, errlen, OB_EINVAL, "provider %s: base_url must not "
+                "have a query or fragment (the request path is appended)",
+                o->name);
+  if (ob__http_url_parse(o->base_url, &u) != 0)
+    return fail(errbuf, errlen, OB_EINVAL, "provider %s: base_url is not a "
+                "valid URL (https://host[:port][/path], no user info, no "
+                "spaces)", o->name);
+  if (o->timeout_ms < 1 || o->timeout_ms > MAX_TIMEOUT_MS)
+    return fail(errbuf, errlen, OB_EINVAL, "provider %s: timeout_ms must be "
+                "1..%d", o->name, MAX_TIMEOUT_MS);
+  if (o->max_in_flight < 1 || o->max_in_flight > MAX_IN_FLIGHT_LIMIT)
+    return fail(errbuf, errlen, OB_EINVAL, "provider %s: max_in_flight must "
+                "be 1..%d", o->name, MAX_IN_FLIGHT_LIMIT);
+  /* A request must end (answer or timeout) while its lease holds, or
+  ** another process could take the effect and call concurrently. */
+  if (o->lease_ms <= o->timeout_ms)
+    return fail(errbuf, errlen, OB_EINVAL, "provider %s: lease_ms must be "
+                "more than timeout_ms (a request must end while its lease "
+                "holds)", o->name);
+  if (o->lookup_path != NULL &&
+      (o->lookup_path[0] != '/' || strpbrk(o->lookup_path, " #") != NULL))
+    return fail(errbuf, errlen, OB_EINVAL, "provider %s: lookup_path must "
+                "start with '/' and have no spaces or fragment", o->name);
+  if (o->ca_file != NULL && access(o->ca_file, R_OK) != 0)
+    return fail(errbuf, errlen, OB_EINVAL, "provider %s: ca_file %s cannot "
+                "be read: %s", o->name, o->ca_file, strerror(errno));
+
+  x = calloc(1, sizeof *x);
+  if (x == NULL) return fail(errbuf, errlen, OB_ENOMEM, "out of memory");
+  x->name = strdup(o->name);
+  x->base_url = strdup(o->base_url);
+  x->ca_file = o->ca_file ? strdup(o->ca_file) : NULL;
+  x->component_name = malloc(strlen(o->name) + sizeof "effects:");
+  x->slots = calloc((size_t)o->max_in_flight, sizeof *x->slots);
+  x->taken = calloc((size_t)o->max_in_flight, sizeof *x->taken);
+  if (x->name == NULL || x->base_url == NULL ||
+      (o->ca_file && x->ca_file == NULL) || x->component_name == NULL ||
+      x->slots == NULL || x->taken == NULL) {
+    executor_destroy(x);
+    return fail(errbuf, errlen, OB_ENOMEM, "out of memory");
+  }
+  sprintf(x->component_name, "effects:%s", o->name);
+  n = strlen(x->base_url);
+  while (n > 0 && x->base_url[n - 1] == '/') x->base_url[--n] = '\0';
+  x->allow_http = o->allow_http != 0;
+  x->idempotency_keys = o->idempotency_keys != 0;
+  x->timeout_ms = o->timeout_ms;
+  x->max_in_flight = o->max_in_flight;
+  for (int i = 0; i < x->max_in_flight; i++) x->slots[i].x = x;
+
+  /* Refuse a second executor of this name before core registers it. */
+  for (size_t i = 0; i < e->ncomponents; i++)
+    if (strcmp(e->components[i].name, x->component_name) == 0) {
+      executor_destroy(x);
+      return fail(errbuf, errlen, OB_EEXIST, "provider %s is already "
+                  "enabled", o->name);
+    }
+  if (e->ncomponents == OB__MAX_COMPONENTS) {
+    executor_destroy(x);
+    return fail(errbuf, errlen, OB_ENOMEM, "provider %s: too many engine "
+                "components (at most %d)", o->name, OB__MAX_COMPONENTS);
+  }
+  rc = ob_provider_register(e, o);
+  if (rc < 0) {
+    executor_destroy(x);
+    if (rc == OB_EEXIST)
+      return fail(errbuf, errlen, rc, "provider %s is already registered",
+                  o->name);
+    return fail(errbuf, errlen, rc, "provider %s: %s%s%s", o->name,
+                ob_strerror(rc), ob_errmsg(e)[0] ? ": " : "", ob_errmsg(e));
+  }
+  memset(&c, 0, sizeof c);
+  c.name = x->component_name;
+  c.self = x;
+  c.start = executor_start;
+  c.kick = executor_kick;
+  c.network = executor_network;
+  c.idle = executor_idle;
+  c.close = executor_close;
+  c.destroy = executor_destroy;
+  rc = ob__engine_add_component(e, &c);
+  if (rc < 0) {
+    /* Checked above; the provider stays registered without transport. */
+    executor_destroy(x);
+    return fail(errbuf, errlen, rc, "provider %s: cannot add its executor: "
+                "%s", o->name, ob_strerror(rc));
+  }
+  return 0;
+}
