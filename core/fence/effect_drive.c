@@ -11,6 +11,10 @@
 #include "core/util/retry.h"
 #include "core/util/uuid.h"
 
+#ifdef OB_MUTANT_FENCE_NEW_KEY
+#include <unistd.h>
+#endif
+
 #define WAITING_BATCH 64
 
 void ob__effect_job_free(ob__effect_job_t* j) {
@@ -51,6 +55,21 @@ static int job_from_row(ob__effect_job_t* j, ob__effect_row_t* r,
   j->body_len = r->request_len;
   j->lookup_path = p->lookup_path ? strdup(p->lookup_path) : NULL;
   j->lookup = lookup;
+#ifdef OB_MUTANT_FENCE_NEW_KEY
+  /* MUTANT for tests/integration/fence only: a new idempotency key on every
+  ** attempt, as a handler that makes one up per call would. Built into a
+  ** separate test library; never define it elsewhere. */
+  {
+    static unsigned n;
+    char* k = malloc(64);
+    if (k != NULL) {
+      snprintf(k, 64, "%.36s-%u-%u", j->idempotency_key, (unsigned)getpid(),
+               n++);
+      free(j->idempotency_key);
+      j->idempotency_key = k;
+    }
+  }
+#endif
   j->state = r->state;
   j->attempts = r->attempts;
   memcpy(j->token, token, 37);

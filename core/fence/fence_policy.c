@@ -40,6 +40,13 @@ int ob__fence_idempotency_key(const char* key, char out[37]) {
 
 ob__fence_action_t ob__fence_next_action(int fresh, int idempotency_keys,
                                          int has_lookup) {
+#ifdef OB_MUTANT_FENCE_BLIND_RERUN
+  /* MUTANT for tests/integration/fence only: re-run every open effect
+  ** blindly. Built into a separate test library; never define it
+  ** elsewhere. */
+  (void)fresh, (void)idempotency_keys, (void)has_lookup;
+  return OB__FENCE_CALL;
+#endif
   /* Never sent: nothing to repeat, nothing to look up. */
   if (fresh) return OB__FENCE_CALL;
   /* Maybe sent. The provider answers a repeated key with the original
