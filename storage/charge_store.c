@@ -14,7 +14,7 @@ int ob__charge_insert(ob__db_t* db, const char* order_id, int64_t amount_minor,
       " provider_charge_id, effect_key, message_id, created_at)"
       " VALUES (?1,?2,?3,?4,?5,?6,?7)"
       " ON CONFLICT(order_id) DO NOTHING RETURNING 1");
-  if (st == NULL) return OB_EDB;
+  if (st == NULL) return db->last_err;
   sqlite3_bind_text(st, 1, order_id, -1, SQLITE_STATIC);
   sqlite3_bind_int64(st, 2, amount_minor);
   sqlite3_bind_text(st, 3, currency, -1, SQLITE_STATIC);

@@ -36,6 +36,7 @@ static int map_rc(int rc) {
 int ob__db_fail(ob__db_t* db, int rc, const char* what) {
   int code = map_rc(rc);
   if (code == 0) code = OB_EDB;
+  db->last_err = code;
   /* SQLITE_FULL from max_page_count and from ENOSPC look the same to the
   ** caller: both mean "free space and it resumes". */
   ob__db_seterr(db, code, "%s: %s (%s)", what,
@@ -78,13 +79,23 @@ static int pragma_text(ob__db_t* db, const char* sql, char* out, size_t n) {
   rc = sqlite3_step(st);
   if (rc == SQLITE_ROW) {
     const unsigned char* t = sqlite3_column_text(st, 0);
+    /* NULL for a non-NULL value means the conversion ran out of memory. */
+    if (t == NULL && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+      sqlite3_finalize(st);
+      return ob__db_fail(db, SQLITE_NOMEM, sql);
+    }
     snprintf(out, n, "%s", t ? (const char*)t : "");
     rc = SQLITE_OK;
   } else if (rc == SQLITE_DONE) {
     out[0] = '\0';
     rc = SQLITE_OK;
   }
-  sqlite3_finalize(st);
+  /* Some pragmas (journal_mode=WAL on a new file) commit their change when
+  ** the statement is finalized: its result is the pragma's. */
+  {
+    int frc = sqlite3_finalize(st);
+    if (rc == SQLITE_OK && frc != SQLITE_OK) rc = frc;
+  }
   return rc == SQLITE_OK ? 0 : ob__db_fail(db, rc, sql);
 }
 

@@ -121,7 +121,7 @@ int ob__effect_get(ob__db_t* db, const char* key, ob__effect_row_t* r) {
   int rc, found = 0;
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__E_GET, "SELECT " EFFECT_COLS " FROM effect WHERE key = ?1");
-  if (st == NULL) return OB_EDB;
+  if (st == NULL) return db->last_err;
   sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
   rc = sqlite3_step(st);
   if (rc == SQLITE_ROW) {
@@ -150,7 +150,7 @@ int ob__effect_insert(ob__db_t* db, const char* key, const char* idem_key,
       " created_at, updated_at)"
       " VALUES (?1,?2,?3,?4,?5,?6,'pending',?7,?8,?9,?9,?9)"
       " ON CONFLICT DO NOTHING RETURNING 1");
-  if (st == NULL) return OB_EDB;
+  if (st == NULL) return db->last_err;
   sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 2, idem_key, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 3, req->provider, -1, SQLITE_STATIC);
@@ -180,7 +180,7 @@ int ob__effect_due(ob__db_t* db, const char* provider, int64_t now, int max,
       " AND next_attempt_at <= ?1 AND (?2 IS NULL OR provider = ?2)"
       " AND (lease_until IS NULL OR lease_until <= ?1)"
       " ORDER BY next_attempt_at, key LIMIT ?3");
-  if (st == NULL) return OB_EDB;
+  if (st == NULL) return db->last_err;
   sqlite3_bind_int64(st, 1, now);
   if (provider) sqlite3_bind_text(st, 2, provider, -1, SQLITE_STATIC);
   sqlite3_bind_int(st, 3, max);
@@ -207,7 +207,7 @@ int ob__effect_lease(ob__db_t* db, const char* key, const char* token,
       "UPDATE effect SET lease_token = ?2, lease_until = ?3"
       " WHERE key = ?1 AND state IN ('pending','unknown')"
       " AND parked_at IS NULL AND (lease_until IS NULL OR lease_until <= ?4)");
-  if (st == NULL) return OB_EDB;
+  if (st == NULL) return db->last_err;
   sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 2, token, -1, SQLITE_STATIC);
   sqlite3_bind_int64(st, 3, until);
@@ -262,7 +262,7 @@ int ob__effect_update(ob__db_t* db, const char* key, const char* token,
       " updated_at = ?14"
       " WHERE key = ?1 AND state IN ('pending','unknown')"
       " AND (?2 IS NULL OR lease_token = ?2)");
-  if (st == NULL) return OB_EDB;
+  if (st == NULL) return db->last_err;
   sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
   if (token) sqlite3_bind_text(st, 2, token, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 3, ob_effect_state_name(u->state), -1, SQLITE_STATIC);
@@ -288,7 +288,7 @@ int ob__effect_next_due_db(ob__db_t* db, const char* provider, int64_t* at) {
       "SELECT min(max(next_attempt_at, coalesce(lease_until, 0))) FROM effect"
       " WHERE state IN ('pending','unknown') AND parked_at IS NULL"
       " AND (?1 IS NULL OR provider = ?1)");
-  if (st == NULL) return OB_EDB;
+  if (st == NULL) return db->last_err;
   if (provider) sqlite3_bind_text(st, 1, provider, -1, SQLITE_STATIC);
   rc = sqlite3_step(st);
   null = rc != SQLITE_ROW || sqlite3_column_type(st, 0) == SQLITE_NULL;
@@ -352,7 +352,7 @@ int ob__queue_wait(ob__db_t* db, int64_t rowid, const char* key,
       db, OB__Q_WAIT,
       "UPDATE queue SET waiting_on = ?2, available_at = ?3, lease_until = NULL"
       " WHERE id = ?1");
-  if (st == NULL) return OB_EDB;
+  if (st == NULL) return db->last_err;
   sqlite3_bind_int64(st, 1, rowid);
   sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
   sqlite3_bind_int64(st, 3, available_at);
@@ -368,7 +368,7 @@ int ob__queue_insert_waiting(ob__db_t* db, const ob__queue_row_t* r,
       "INSERT INTO queue(queue_name, message_id, type, headers, body,"
       " available_at, attempts, created_at, waiting_on)"
       " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)");
-  if (st == NULL) return OB_EDB;
+  if (st == NULL) return db->last_err;
   sqlite3_bind_text(st, 1, r->queue, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 2, r->message_id, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 3, r->type, -1, SQLITE_STATIC);
@@ -391,7 +391,7 @@ int ob__queue_claim_waiting(ob__db_t* db, const char* key, int max,
       "SELECT id, queue_name, message_id, type, headers, body, attempts,"
       " first_failed_at, created_at FROM queue WHERE waiting_on = ?1"
       " ORDER BY id LIMIT ?2");
-  if (st == NULL) return OB_EDB;
+  if (st == NULL) return db->last_err;
   sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
   sqlite3_bind_int(st, 2, max);
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {

@@ -23,7 +23,7 @@ int ob__failed_insert_effect(ob__db_t* db, const ob__queue_row_t* r,
       " error_class, reason, attempts, first_failed_at, last_failed_at,"
       " created_at, effect_key) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,"
       "?12)");
-  if (st == NULL) return OB_EDB;
+  if (st == NULL) return db->last_err;
   sqlite3_bind_text(st, 1, r->queue, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 2, r->message_id, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 3, r->type, -1, SQLITE_STATIC);

@@ -10,7 +10,7 @@ int ob__outbox_insert(ob__db_t* db, const char* id, const char* causation_id,
       db, OB__O_INSERT,
       "INSERT INTO outbox_event(id, causation_id, event_type, aggregate_id,"
       " payload, created_at, next_attempt_at) VALUES (?1,?2,?3,?4,?5,?6,?6)");
-  if (st == NULL) return OB_EDB;
+  if (st == NULL) return db->last_err;
   sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 2, causation_id, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 3, event_type, -1, SQLITE_STATIC);
@@ -30,7 +30,7 @@ int ob__outbox_due(ob__db_t* db, int64_t now, size_t max,
       " attempt_count FROM outbox_event"
       " WHERE published_at IS NULL AND parked_at IS NULL"
       " AND next_attempt_at <= ?1 ORDER BY created_at, id LIMIT ?2");
-  if (st == NULL) return OB_EDB;
+  if (st == NULL) return db->last_err;
   sqlite3_bind_int64(st, 1, now);
   sqlite3_bind_int64(st, 2, (sqlite3_int64)max);
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -65,7 +65,7 @@ int ob__outbox_mark_published(ob__db_t* db, const char* id, int64_t now) {
       db, OB__O_MARK_PUBLISHED,
       "UPDATE outbox_event SET published_at = ?2, claim_token = NULL,"
       " claim_until = NULL WHERE id = ?1 AND published_at IS NULL");
-  if (st == NULL) return OB_EDB;
+  if (st == NULL) return db->last_err;
   sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
   sqlite3_bind_int64(st, 2, now);
   int rc = ob__db_step_done(db, st, "outbox mark published");
@@ -79,7 +79,7 @@ int ob__outbox_mark_failed(ob__db_t* db, const char* id,
       "UPDATE outbox_event SET attempt_count = attempt_count + 1,"
       " next_attempt_at = ?2, last_error = ?3, claim_token = NULL,"
       " claim_until = NULL WHERE id = ?1 AND published_at IS NULL");
-  if (st == NULL) return OB_EDB;
+  if (st == NULL) return db->last_err;
   sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
   sqlite3_bind_int64(st, 2, next_attempt_at);
   sqlite3_bind_text(st, 3, error, -1, SQLITE_STATIC);

@@ -17,7 +17,7 @@ int ob__payout_insert(ob__db_t* db, const char* payout_id,
       " amount_minor, currency, source_event_id, created_at)"
       " VALUES (?1,?2,?3,?4,?5,?6,?7)"
       " ON CONFLICT(source_payment_id) DO NOTHING RETURNING 1");
-  if (st == NULL) return OB_EDB;
+  if (st == NULL) return db->last_err;
   sqlite3_bind_text(st, 1, payout_id, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 2, payment_id, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 3, merchant_id, -1, SQLITE_STATIC);

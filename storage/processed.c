@@ -11,7 +11,7 @@ int ob__processed_claim(ob__db_t* db, const char* consumer,
       db, OB__P_CLAIM,
       "INSERT INTO processed_message(consumer_name, message_id, processed_at)"
       " VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING RETURNING 1");
-  if (st == NULL) return OB_EDB;
+  if (st == NULL) return db->last_err;
   sqlite3_bind_text(st, 1, consumer, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 2, message_id, -1, SQLITE_STATIC);
   sqlite3_bind_int64(st, 3, now);

@@ -12,7 +12,7 @@ int ob__queue_insert(ob__db_t* db, const char* queue, const char* message_id,
       db, OB__Q_ENQUEUE,
       "INSERT INTO queue(queue_name, message_id, type, headers, body,"
       " available_at, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
-  if (st == NULL) return OB_EDB;
+  if (st == NULL) return db->last_err;
   sqlite3_bind_text(st, 1, queue, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 2, message_id, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 3, type, -1, SQLITE_STATIC);
@@ -61,7 +61,7 @@ int ob__queue_claim_ready(ob__db_t* db, int64_t now, int max,
       " first_failed_at, created_at FROM queue"
       " WHERE available_at <= ?1 AND (lease_until IS NULL OR lease_until <= ?1)"
       " ORDER BY available_at, id LIMIT ?2");
-  if (st == NULL) return OB_EDB;
+  if (st == NULL) return db->last_err;
   sqlite3_bind_int64(st, 1, now);
   sqlite3_bind_int(st, 2, max);
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -96,7 +96,7 @@ int ob__queue_claim_ready(ob__db_t* db, int64_t now, int max,
 int ob__queue_delete(ob__db_t* db, int64_t rowid) {
   sqlite3_stmt* st =
       ob__db_stmt(db, OB__Q_DELETE, "DELETE FROM queue WHERE id = ?1");
-  if (st == NULL) return OB_EDB;
+  if (st == NULL) return db->last_err;
   sqlite3_bind_int64(st, 1, rowid);
   int rc = ob__db_step_done(db, st, "ack");
   return rc < 0 ? rc : 0;
@@ -110,7 +110,7 @@ int ob__queue_reschedule(ob__db_t* db, int64_t rowid, int attempts,
       "UPDATE queue SET attempts = ?2, available_at = ?3, lease_until = NULL,"
       " first_failed_at = ?4, last_error = ?5, waiting_on = NULL"
       " WHERE id = ?1");
-  if (st == NULL) return OB_EDB;
+  if (st == NULL) return db->last_err;
   sqlite3_bind_int64(st, 1, rowid);
   sqlite3_bind_int(st, 2, attempts);
   sqlite3_bind_int64(st, 3, available_at);
@@ -125,7 +125,7 @@ int ob__queue_next_due(ob__db_t* db, int64_t* at) {
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__Q_NEXT_DUE,
       "SELECT min(max(available_at, coalesce(lease_until, 0))) FROM queue");
-  if (st == NULL) return OB_EDB;
+  if (st == NULL) return db->last_err;
   rc = sqlite3_step(st);
   if (rc == SQLITE_ROW) {
     int null = sqlite3_column_type(st, 0) == SQLITE_NULL;

@@ -70,8 +70,9 @@ int ob__relay_claim(ob__db_t* db, const char* token, int64_t now,
   st = ob__db_stmt(db, ordered ? OB__R_CLAIM_ORDERED : OB__R_CLAIM,
                    sql[ordered ? 1 : 0]);
   if (st == NULL) {
+    int code = db->last_err;
     ob__db_rollback(db);
-    return OB_EDB;
+    return code;
   }
   sqlite3_bind_int64(st, 1, now);
   sqlite3_bind_text(st, 2, token, -1, SQLITE_STATIC);
@@ -119,7 +120,7 @@ int ob__relay_mark_published(ob__db_t* db, const char* id, const char* token,
       "UPDATE outbox_event SET published_at = ?3, claim_token = NULL,"
       " claim_until = NULL, last_error = NULL"
       " WHERE id = ?1 AND claim_token = ?2 AND published_at IS NULL");
-  if (st == NULL) return OB_EDB;
+  if (st == NULL) return db->last_err;
   sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 2, token, -1, SQLITE_STATIC);
   sqlite3_bind_int64(st, 3, now);
@@ -136,7 +137,7 @@ int ob__relay_mark_failed(ob__db_t* db, const char* id, const char* token,
       " claim_until = NULL, parked_at = CASE WHEN ?5 > 0 AND"
       " attempt_count + 1 >= ?5 THEN ?6 ELSE NULL END"
       " WHERE id = ?1 AND claim_token = ?2 AND published_at IS NULL");
-  if (st == NULL) return OB_EDB;
+  if (st == NULL) return db->last_err;
   sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 2, token, -1, SQLITE_STATIC);
   sqlite3_bind_int64(st, 3, next_attempt_at);
@@ -198,7 +199,7 @@ int ob__relay_next_due(ob__db_t* db, int64_t now, int ordered, int64_t* at) {
   (void)now;
   st = ob__db_stmt(db, ordered ? OB__R_NEXT_DUE_ORDERED : OB__R_NEXT_DUE,
                    sql[ordered ? 1 : 0]);
-  if (st == NULL) return OB_EDB;
+  if (st == NULL) return db->last_err;
   rc = sqlite3_step(st);
   if (rc == SQLITE_ROW) {
     int null = sqlite3_column_type(st, 0) == SQLITE_NULL;
@@ -221,7 +222,7 @@ int ob__relay_status_set(ob__db_t* db, const char* name, int online,
       " last_publish_at = coalesce(excluded.last_publish_at,"
       " relay_status.last_publish_at), last_error = excluded.last_error,"
       " updated_at = excluded.updated_at");
-  if (st == NULL) return OB_EDB;
+  if (st == NULL) return db->last_err;
   sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
   sqlite3_bind_int(st, 2, online);
   sqlite3_bind_int64(st, 3, last_publish_at);

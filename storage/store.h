@@ -71,6 +71,7 @@ typedef struct ob__db_s {
   int in_tx;
   int sync_full;      /* configured synchronous=FULL */
   int relaxed;        /* the open transaction runs at NORMAL */
+  int last_err;       /* code of the last ob__db_fail (ob__db_stmt's NULL) */
   char errmsg[OB__ERRMSG_LEN];
 } ob__db_t;
 
@@ -101,7 +102,8 @@ int ob__db_seterr(ob__db_t* db, int code, const char* fmt, ...)
 
 /* The cached statement for id, prepared from sql on first use (the SQL text
 ** lives next to the code that runs it). Returned reset and unbound; the
-** caller resets it after use. NULL on error (errmsg set). */
+** caller resets it after use. NULL on error: errmsg set, and the code
+** (OB_ENOMEM, OB_EIO, ...) in db->last_err for the caller to return. */
 sqlite3_stmt* ob__db_stmt(ob__db_t* db, ob__stmt_id_t id, const char* sql);
 
 int ob__db_begin(ob__db_t* db);        /* BEGIN IMMEDIATE */

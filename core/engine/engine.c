@@ -161,10 +161,11 @@ int ob_set_retry_policy(ob_engine_t* e, const char* queue,
     }
   }
   grown = realloc(e->policies, (e->npolicies + 1) * sizeof *grown);
-  if (grown == NULL) return OB_ENOMEM;
+  if (grown == NULL) return ob__db_seterr(&e->db, OB_ENOMEM, "out of memory");
   e->policies = grown;
   grown[e->npolicies].queue = strdup(queue);
-  if (grown[e->npolicies].queue == NULL) return OB_ENOMEM;
+  if (grown[e->npolicies].queue == NULL)
+    return ob__db_seterr(&e->db, OB_ENOMEM, "out of memory");
   grown[e->npolicies].policy = *p;
   e->npolicies++;
   return 0;
@@ -188,14 +189,17 @@ int ob_register(ob_engine_t* e, const char* type, const char* consumer,
         strcmp(e->handlers[i].consumer, consumer) == 0)
       return OB_EEXIST;
   grown = realloc(e->handlers, (e->nhandlers + 1) * sizeof *grown);
-  if (grown == NULL) return OB_ENOMEM;
+  if (grown == NULL)
+    return ob__db_seterr(&e->db, OB_ENOMEM, "out of memory registering %s",
+                         type);
   e->handlers = grown;
   grown[e->nhandlers].type = strdup(type);
   grown[e->nhandlers].consumer = strdup(consumer);
   if (!grown[e->nhandlers].type || !grown[e->nhandlers].consumer) {
     free(grown[e->nhandlers].type);
     free(grown[e->nhandlers].consumer);
-    return OB_ENOMEM;
+    return ob__db_seterr(&e->db, OB_ENOMEM, "out of memory registering %s",
+                         type);
   }
   grown[e->nhandlers].fn = handler;
   grown[e->nhandlers].arg = arg;
@@ -471,10 +475,40 @@ int ob__process_row(ob_engine_t* e, const ob__queue_row_t* r, int64_t now,
   return rc;
 }
 
+/* After a failed write, before the next transaction:
+**   - an I/O error: the kernel may have dropped the dirty pages of a failed
+**     fsync and report success next time ("fsyncgate"), so the connection is
+**     not trusted again: a new one replaces it (the old one stays if the
+**     new one can't open);
+**   - a full disk: the WAL may hold most of the space; a TRUNCATE checkpoint
+**     gives it back, so freeing a little space is enough to resume.
+** The failure's message is kept for ob_errmsg. */
+static void recover_after(ob_engine_t* e, int rc) {
+  char msg[OB__ERRMSG_LEN];
+  memcpy(msg, e->db.errmsg, sizeof msg);
+  if (rc == OB_EIO) {
+    ob__db_t fresh;
+    if (ob__db_open(&fresh, e->db_path, e->opts.synchronous,
+                    e->opts.busy_timeout_ms, e->opts.max_db_bytes) == 0) {
+      ob__db_close(&e->db);
+      e->db = fresh;
+      ob__log(e, OB_LOG_WARN, "I/O error: the database connection was "
+              "reopened");
+    } else {
+      ob__log(e, OB_LOG_ERROR, "I/O error, and reopening failed: %s",
+              fresh.errmsg);
+    }
+  } else if (rc == OB_ENOSPC && !e->db.in_tx) {
+    (void)ob__db_exec_fixed(&e->db, "PRAGMA wal_checkpoint(TRUNCATE)");
+  }
+  memcpy(e->db.errmsg, msg, sizeof msg);
+}
+
 int ob__engine_commit(ob_engine_t* e) {
   int rc = ob__db_commit(&e->db);
   if (rc < 0) {
     ob__fresh_free(e);  /* the claims of this transaction did not happen */
+    recover_after(e, rc);
     return rc;
   }
   e->fresh_committed = e->nfresh;
@@ -482,8 +516,10 @@ int ob__engine_commit(ob_engine_t* e) {
 }
 
 void ob__engine_rollback(ob_engine_t* e) {
+  int rc = e->db.last_err;
   ob__db_rollback(&e->db);
   ob__fresh_free(e);
+  if (rc == OB_EIO || rc == OB_ENOSPC) recover_after(e, rc);
 }
 
 void ob__engine_kick_components(ob_engine_t* e) {

@@ -92,7 +92,8 @@ typedef enum {
   OB__ANSWER_FAILED = 2,    /* 4xx but 408/409/425/429: refused, final */
   OB__ANSWER_UNKNOWN = 3,   /* 5xx, 429, 408/409/425, no answer after the
                             ** request may have reached the provider */
-  OB__ANSWER_NOT_SENT = 4,  /* no byte reached the provider: nothing changed */
+  OB__ANSWER_NOT_SENT = 4,  /* no byte reached the provider, or it refused
+                            ** the credentials (401/403): nothing changed */
   OB__ANSWER_ABSENT = 5     /* a lookup: the provider never saw the key */
 } ob__fence_answer_t;
 

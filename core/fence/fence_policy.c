@@ -68,6 +68,9 @@ ob__fence_answer_t ob__fence_classify(int lookup,
   int s = reply->status;
   if (s < 0) return reply->sent ? OB__ANSWER_UNKNOWN : OB__ANSWER_NOT_SENT;
   if (s >= 200 && s <= 299) return OB__ANSWER_CONFIRMED;
+  /* Credentials refused: the provider acted on nothing. A configuration
+  ** fault must not fail (or use up the retries of) every effect. */
+  if (s == 401 || s == 403) return OB__ANSWER_NOT_SENT;
   if (lookup) return s == 404 ? OB__ANSWER_ABSENT : OB__ANSWER_UNKNOWN;
   if (s >= 400 && s <= 499 && !retryable_4xx(s)) return OB__ANSWER_FAILED;
   /* 5xx, the retryable 4xx, and anything unexpected (1xx, 3xx): the call

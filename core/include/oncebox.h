@@ -405,7 +405,12 @@ typedef struct ob_batch_result_s {
 ** Returns 0 and fills *res (may be NULL) when the batch committed or there
 ** was nothing to do (res->claimed == 0). Returns a negative code if the
 ** transaction could not commit (OB_ENOSPC, OB_EIO, OB_EBUSY, ...): then
-** nothing of the batch is applied and every message stays in the queue.
+** nothing of the batch is applied and every message stays in the queue,
+** with one exception no database can rule out: when the COMMIT's own fsync
+** fails (OB_EIO), the batch may still be found committed later. Either way
+** is safe, since a redelivered message meets its dedup record. After
+** OB_EIO the engine replaces its database connection; after OB_ENOSPC it
+** checkpoints the WAL so that freeing space is enough to resume.
 */
 OB_EXTERN int ob_run_once(ob_engine_t* e, ob_batch_result_t* res);
 
@@ -654,6 +659,10 @@ typedef struct ob_provider_options_s {
   int allow_http;            /* 1: accept http:// (tests, local simulators) */
   const char* ca_file;       /* PEM bundle; NULL: $AWS_CA_BUNDLE, else the
                              ** system bundle */
+  const char* authorization; /* value of the Authorization header of every
+                             ** request ("Bearer sk_..."), or NULL. A secret:
+                             ** copied, wiped on close, never logged or
+                             ** stored in the database */
   int idempotency_keys;      /* 1: the provider honours Idempotency-Key, a
                              ** call may be repeated with the same key: 1 */
   const char* lookup_path;   /* GET this path with the URL-encoded

@@ -39,7 +39,8 @@ static int payout_handle(ob_tx_t* tx, const ob_message_t* msg, void* arg) {
   }
   payload = ob__payout_event_payload(payout_id, &p);
   if (payload == NULL) {
-    tx->fatal = OB_ENOMEM;
+    tx->fatal = ob__db_seterr(&tx->e->db, OB_ENOMEM,
+                              "out of memory encoding the payout event");
     return OB_ENOMEM;
   }
   rc = ob_tx_emit(tx, OB_PAYOUT_EVENT_TYPE, p.payment_id, payload,
