@@ -51,9 +51,11 @@ int cli_enable_consumer(ob_engine_t* e, const char* url, int prefetch,
 
 /* The payment provider of the built-in ChargeOrder module, shared by `run`
 ** and `effects reconcile`. NULL/0 fields fall back to ONCEBOX_PROVIDER_URL
-** and ONCEBOX_PROVIDER_ALLOW_HTTP=1. */
+** and ONCEBOX_PROVIDER_ALLOW_HTTP=1. The Authorization value comes from
+** ONCEBOX_PROVIDER_AUTHORIZATION only (an option would show in `ps`). */
 typedef struct cli_provider_s {
   const char* url;        /* --provider-url */
+  const char* authorization;  /* $ONCEBOX_PROVIDER_AUTHORIZATION; a secret */
   int allow_http;         /* --provider-allow-http */
   int no_idempotency;     /* --provider-no-idempotency */
   int no_lookup;          /* --provider-no-lookup */

@@ -27,7 +27,12 @@ const char cli_provider_help[] =
     "  --provider-no-lookup      the provider cannot look a key up (GET\n"
     "                            " OB_CHARGE_LOOKUP_PATH "KEY)\n"
     "  --provider-timeout MS     one call or lookup, connect included "
-    "(30000)\n";
+    "(30000)\n"
+    "  ONCEBOX_PROVIDER_AUTHORIZATION  (environment only, never an option:\n"
+    "                            options show in ps) the value of the\n"
+    "                            Authorization header of every request, e.g.\n"
+    "                            \"Bearer sk_live_...\"; never logged or "
+    "stored\n";
 
 int cli_provider_option(cli_provider_t* p, int c, const char* arg,
                         const char* cmd) {
@@ -50,6 +55,11 @@ int cli_provider_option(cli_provider_t* p, int c, const char* arg,
 
 static void provider_env(cli_provider_t* p) {
   if (p->url == NULL) p->url = getenv("ONCEBOX_PROVIDER_URL");
+  if (p->authorization == NULL) {
+    /* Empty: none, as an unset variable. */
+    const char* v = getenv("ONCEBOX_PROVIDER_AUTHORIZATION");
+    p->authorization = v != NULL && v[0] != '\0' ? v : NULL;
+  }
   if (!p->allow_http) {
     const char* v = getenv("ONCEBOX_PROVIDER_ALLOW_HTTP");
     p->allow_http = v != NULL && strcmp(v, "1") == 0;
@@ -78,6 +88,7 @@ int cli_enable_provider(ob_engine_t* e, cli_provider_t* p, const char* cmd) {
   o.name = OB_CHARGE_PROVIDER;
   o.base_url = p->url;
   o.allow_http = p->allow_http;
+  o.authorization = p->authorization;  /* copied (and wiped) by the engine */
   o.idempotency_keys = !p->no_idempotency;
   o.lookup_path = p->no_lookup ? NULL : OB_CHARGE_LOOKUP_PATH;
   if (p->timeout_ms > 0) o.timeout_ms = p->timeout_ms;
@@ -85,8 +96,12 @@ int cli_enable_provider(ob_engine_t* e, cli_provider_t* p, const char* cmd) {
   if (o.lease_ms <= 2 * o.timeout_ms) o.lease_ms = 2 * o.timeout_ms + 30000;
   rc = ob_provider_enable(e, &o, err, sizeof err);
   if (rc < 0) {
-    fprintf(stderr, "oncebox %s: cannot use the payment provider: %s (%s)\n",
-            cmd, err[0] ? err : ob_strerror(rc), ob_err_name(rc));
+    /* err never quotes the authorization value. */
+    fprintf(stderr, "oncebox %s: cannot use the payment provider: %s (%s)%s\n",
+            cmd, err[0] ? err : ob_strerror(rc), ob_err_name(rc),
+            p->authorization != NULL && strstr(err, "authorization") != NULL
+                ? "; check ONCEBOX_PROVIDER_AUTHORIZATION"
+                : "");
     return rc == OB_EINVAL ? EXIT_USAGE : EXIT_FAIL;
   }
   return 0;

@@ -326,6 +326,8 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
                "--provider-url (or ONCEBOX_PROVIDER_URL) makes the charges of\n"
                "ChargeOrder messages at that payment provider, each once,\n"
                "with an Idempotency-Key; without it they cannot be charged.\n"
+               "ONCEBOX_PROVIDER_AUTHORIZATION (environment only) is sent as\n"
+               "the Authorization header of every request to it.\n"
                "--until-idle exits once the queue holds no message, ready or\n"
                "delayed, and the outbox has nothing it can publish right now.\n"
                "SIGTERM/SIGINT: finish the message in hand, exit 0; a second\n"

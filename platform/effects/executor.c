@@ -20,6 +20,14 @@
 ** the provider is NOT settled as an answer: its lease expires and core
 ** decides (repeat with the same idempotency key, look the key up, or park).
 **
+** Credentials: the Authorization value (ob_provider_options_t.authorization)
+** is a secret. It is copied at enable, sent on every call and lookup, and
+** wiped before it is freed. A 401 or 403 answer (core: the provider did
+** nothing) is treated like a connectivity fault: logged at ERROR once per
+** outage and probe, then one probe at a time with backoff, so wrong
+** credentials do not hammer the provider. Its body is neither logged nor
+** recorded (some providers echo part of the key in it).
+**
 ** Logs name the effect key, the action and the HTTP status (and the
 ** provider's reason or reference); never request bodies nor header values. */
 #include <errno.h>
@@ -28,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <mbedtls/platform_util.h>
 #include <uv.h>
 
 #include "core/engine/engine_int.h"
@@ -48,6 +57,8 @@
 #define MAX_IN_FLIGHT_LIMIT 64
 #define MAX_TIMEOUT_MS 600000
 #define CONNECT_TIMEOUT_MS 10000
+/* Longest Authorization value accepted. */
+#define MAX_AUTHORIZATION 8192
 
 typedef struct executor_s executor_t;
 
@@ -67,6 +78,7 @@ struct executor_s {
   char* name;
   char* base_url;        /* without trailing slashes */
   char* ca_file;
+  char* authorization;   /* secret: NULL, or the header value; wiped */
   int allow_http;
   int idempotency_keys;
   int64_t timeout_ms;
@@ -90,6 +102,19 @@ static void arm(executor_t* x, int64_t delay_ms);
 
 static int64_t now_ms(const executor_t* x) {
   return ob__now(x->e);
+}
+
+/* A secret: zeroed (in a way the compiler may not elide), then freed. */
+static void wipe_free(char* s) {
+  if (s == NULL) return;
+  mbedtls_platform_zeroize(s, strlen(s));
+  free(s);
+}
+
+/* HTTP 401/403: the provider refused the credentials (core counts it as
+** not sent: nothing was done). */
+static int credentials_refused(int status) {
+  return status == 401 || status == 403;
 }
 
 static void slot_clear(slot_t* s) {
@@ -163,7 +188,7 @@ static void on_reply(ob_http_req_t* req, int status,
 ** negative code and nothing was sent. */
 static int submit(executor_t* x, slot_t* s) {
   const ob__effect_job_t* j = &s->job;
-  ob_http_header_t h[3];
+  ob_http_header_t h[4];
   size_t nh = 0;
   char* url = NULL;
   char* enc = NULL;
@@ -191,6 +216,8 @@ static int submit(executor_t* x, slot_t* s) {
     s->req.body_len = j->body ? j->body_len : 0;
   }
   if (url == NULL) return OB_ENOMEM;
+  if (x->authorization != NULL)
+    h[nh++] = (ob_http_header_t){"Authorization", x->authorization};
   s->req.url = url;
   s->req.headers = h;
   s->req.nheaders = nh;
@@ -226,6 +253,20 @@ static void link_failed(executor_t* x, const slot_t* s, int code,
     ob__log(x->e, s->probe ? OB_LOG_DEBUG : OB_LOG_WARN,
             "effects: provider %s unreachable (%s); effects wait, probing "
             "again in %lld ms", x->name, detail, (long long)d);
+}
+
+/* The provider refused the credentials (401/403). Nothing works until a
+** person fixes them: go offline and probe with backoff, as when it cannot
+** be reached, so every effect is not sent to be refused again at once.
+** Logged at ERROR (a configuration fault), once per outage and probe;
+** never the value, never the answer's headers or body. */
+static void credentials_failed(executor_t* x, const slot_t* s, int status) {
+  int64_t d;
+  if (!x->link.online && !s->probe) return;
+  d = ob__relay_link_failed(&x->link, now_ms(x), x->e->opts.clock);
+  ob__log(x->e, OB_LOG_ERROR, "effects: provider %s refused the credentials "
+          "(HTTP %d); effects wait, probing again in %lld ms", x->name,
+          status, (long long)d);
 }
 
 /* Record an answer that never left (a request refused before sending).
@@ -285,9 +326,15 @@ static void log_answer(executor_t* x, const ob__effect_job_t* j,
               "provider never saw the key; calling", j->key, reply->status);
       break;
     case OB__ANSWER_NOT_SENT:
-      ob__log(x->e, OB_LOG_INFO, "effects: %s: %s not sent: %s; nothing "
-              "changed", j->key, action_name(j),
-              reply->detail ? reply->detail : ob_http_strerror(reply->status));
+      if (reply->status > 0)  /* 401/403 */
+        ob__log(x->e, OB_LOG_INFO, "effects: %s: %s answered HTTP %d: "
+                "credentials refused; nothing changed", j->key,
+                action_name(j), reply->status);
+      else
+        ob__log(x->e, OB_LOG_INFO, "effects: %s: %s not sent: %s; nothing "
+                "changed", j->key, action_name(j),
+                reply->detail ? reply->detail
+                              : ob_http_strerror(reply->status));
       break;
     case OB__ANSWER_UNKNOWN:
     default:
@@ -313,7 +360,7 @@ static void on_reply(ob_http_req_t* req, int status,
   ob_engine_t* e = x->e;
   ob_effect_reply_t reply;
   ob_batch_result_t br;
-  int rc;
+  int rc, refused;
 
   s->in_flight = 0;
   x->in_flight--;
@@ -341,6 +388,13 @@ static void on_reply(ob_http_req_t* req, int status,
   reply.detail = status == 0 ? NULL : res->detail;
   if (reply.detail != NULL && reply.detail[0] == '\0')
     reply.detail = ob_http_strerror(status);
+  refused = status == 0 && credentials_refused(reply.status);
+  if (refused) {
+    /* Neither logged nor recorded: a provider may echo (part of) the key
+    ** it refused. The status says enough. */
+    reply.body = "";
+    reply.body_len = 0;
+  }
   log_answer(x, &s->job, &reply);
   rc = ob__effect_settle(e, &s->job, &reply, &br);
   if (rc < 0)
@@ -348,6 +402,8 @@ static void on_reply(ob_http_req_t* req, int status,
             "again when its lease expires): %s", s->job.key, ob_errmsg(e));
   if (!reply.sent) {
     link_failed(x, s, status, reply.detail);
+  } else if (refused) {
+    credentials_failed(x, s, reply.status);
   } else if (ob__relay_link_ok(&x->link)) {
     ob__log(e, OB_LOG_INFO, "effects: provider %s reachable again", x->name);
   }
@@ -576,6 +632,8 @@ static void executor_destroy(void* self) {
   free(x->name);
   free(x->base_url);
   free(x->ca_file);
+  wipe_free(x->authorization);
+  x->authorization = NULL;
   free(x);
 }
 
@@ -655,6 +713,24 @@ int ob_provider_enable(ob_engine_t* e, const ob_provider_options_t* o,
       (o->lookup_path[0] != '/' || strpbrk(o->lookup_path, " #") != NULL))
     return fail(errbuf, errlen, OB_EINVAL, "provider %s: lookup_path must "
                 "start with '/' and have no spaces or fragment", o->name);
+  /* The value is a secret: no message below may quote it. */
+  if (o->authorization != NULL) {
+    size_t alen = strnlen(o->authorization, MAX_AUTHORIZATION + 1);
+    if (alen == 0)
+      return fail(errbuf, errlen, OB_EINVAL, "provider %s: authorization is "
+                  "empty (NULL for none)", o->name);
+    if (alen > MAX_AUTHORIZATION)
+      return fail(errbuf, errlen, OB_EINVAL, "provider %s: authorization is "
+                  "longer than %d bytes", o->name, MAX_AUTHORIZATION);
+    for (size_t i = 0; i < alen; i++) {
+      unsigned char ch = (unsigned char)o->authorization[i];
+      if (ch < 0x20 || ch == 0x7f)
+        return fail(errbuf, errlen, OB_EINVAL, "provider %s: authorization "
+                    "contains a control character (CR, LF, tab, ...) at "
+                    "byte %zu (the value is a secret: not shown)", o->name,
+                    i + 1);
+    }
+  }
   if (o->ca_file != NULL && access(o->ca_file, R_OK) != 0)
     return fail(errbuf, errlen, OB_EINVAL, "provider %s: ca_file %s cannot "
                 "be read: %s", o->name, o->ca_file, strerror(errno));
@@ -664,11 +740,14 @@ int ob_provider_enable(ob_engine_t* e, const ob_provider_options_t* o,
   x->name = strdup(o->name);
   x->base_url = strdup(o->base_url);
   x->ca_file = o->ca_file ? strdup(o->ca_file) : NULL;
+  x->authorization = o->authorization ? strdup(o->authorization) : NULL;
   x->component_name = malloc(strlen(o->name) + sizeof "effects:");
   x->slots = calloc((size_t)o->max_in_flight, sizeof *x->slots);
   x->taken = calloc((size_t)o->max_in_flight, sizeof *x->taken);
   if (x->name == NULL || x->base_url == NULL ||
-      (o->ca_file && x->ca_file == NULL) || x->component_name == NULL ||
+      (o->ca_file && x->ca_file == NULL) ||
+      (o->authorization && x->authorization == NULL) ||
+      x->component_name == NULL ||
       x->slots == NULL || x->taken == NULL) {
     executor_destroy(x);
     return fail(errbuf, errlen, OB_ENOMEM, "out of memory");

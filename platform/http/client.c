@@ -13,6 +13,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include <mbedtls/platform_util.h>
+
 #include "platform/http/http_int.h"
 
 void ob_http_config_init(ob_http_config_t* cfg) {
@@ -124,6 +126,15 @@ fail:
 
 /* ---- completion ----------------------------------------------------------- */
 
+/* The serialized request may carry credentials (an Authorization header):
+** wiped before it is freed. */
+static void free_sendbuf(ob__http_op_t* op) {
+  if (op->sendbuf == NULL) return;
+  mbedtls_platform_zeroize(op->sendbuf, op->sendlen);
+  free(op->sendbuf);
+  op->sendbuf = NULL;
+}
+
 static void on_op_closed(uv_handle_t* h) {
   ob__http_op_t* op = h->data;
   ob_http_client_t* c = op->client;
@@ -148,8 +159,7 @@ static void deliver(ob__http_op_t* op) {
   req->op_ = NULL;  /* the callback may reuse req at once */
   op->cb(req, op->result, &res);
   ob__http_parser_free(&op->parser);
-  free(op->sendbuf);
-  op->sendbuf = NULL;
+  free_sendbuf(op);
   uv_close((uv_handle_t*)&op->deadline, on_op_closed);
 }
 
@@ -449,7 +459,7 @@ int ob_http_request(ob_http_client_t* c, ob_http_req_t* req, ob_http_cb cb) {
   return 0;
 
 fail:
-  free(op->sendbuf);
+  free_sendbuf(op);
   free(op);
   return rc;
 }

@@ -34,6 +34,15 @@ contains() {  # contains NAME FILE TEXT
   fi
 }
 
+lacks() {  # lacks NAME FILE TEXT
+  if grep -qF -- "$3" "$T/$2"; then
+    fail=$((fail + 1))
+    echo "FAIL $1: $2 has '$3'"
+  else
+    pass=$((pass + 1))
+  fi
+}
+
 equals() {  # equals NAME GOT WANT
   if [ "$2" = "$3" ]; then pass=$((pass + 1)); else
     fail=$((fail + 1)); echo "FAIL $1: got '$2', want '$3'"; fi
@@ -162,6 +171,29 @@ check "reconcile http provider refused" 2 env -u ONCEBOX_PROVIDER_ALLOW_HTTP "$O
 check "run bad provider scheme" 2 "$OB" --db "$FX" run --until-idle --provider-url ftp://example.test
 contains "run bad provider scheme reason" err "must start with https://"
 check "run bad provider timeout" 2 "$OB" --db "$FX" run --until-idle --provider-url https://example.test --provider-timeout 0
+# Provider credentials: from the environment only, never echoed.
+check "run --help names the authorization variable" 0 "$OB" run --help
+contains "run --help authorization" out "ONCEBOX_PROVIDER_AUTHORIZATION"
+check "effects --help names the authorization variable" 0 "$OB" effects --help
+contains "effects --help authorization" out "ONCEBOX_PROVIDER_AUTHORIZATION"
+check "no authorization option" 2 "$OB" --db "$FX" run --until-idle --provider-url https://127.0.0.1:9 --provider-authorization x
+AUTH_NL=$(printf 'Bearer sk_cli_canary_5f1e2d
+X-Evil: 1')
+for c in "run --until-idle" "effects reconcile"; do
+  # shellcheck disable=SC2086
+  check "$c authorization with a newline" 2 env ONCEBOX_PROVIDER_AUTHORIZATION="$AUTH_NL" "$OB" --db "$FX" $c --provider-url https://127.0.0.1:9
+  contains "$c authorization reason" err "authorization contains a control character"
+  contains "$c authorization names the variable" err "ONCEBOX_PROVIDER_AUTHORIZATION"
+  lacks "$c authorization not echoed (err)" err "sk_cli_canary_5f1e2d"
+  lacks "$c authorization not echoed (out)" out "sk_cli_canary_5f1e2d"
+  lacks "$c authorization injected line not echoed" err "X-Evil"
+done
+check "run authorization too long" 2 env ONCEBOX_PROVIDER_AUTHORIZATION="Bearer $(head -c 8200 /dev/zero | tr '\0' a)" "$OB" --db "$FX" run --until-idle --provider-url https://127.0.0.1:9
+contains "run authorization too long reason" err "longer than 8192 bytes"
+lacks "run authorization too long not echoed" err "aaaaaaaa"
+check "run with authorization, nothing to do" 0 env ONCEBOX_PROVIDER_AUTHORIZATION="Bearer sk_cli_canary_5f1e2d" "$OB" --db "$FX" --log-level debug run --until-idle --provider-url https://127.0.0.1:9
+lacks "run with authorization not echoed (err)" err "sk_cli_canary_5f1e2d"
+lacks "run with authorization not echoed (out)" out "sk_cli_canary_5f1e2d"
 check "run with provider, nothing to do" 0 "$OB" --db "$FX" --log-level error run --until-idle --provider-url https://127.0.0.1:9
 check "stats effects" 0 "$OB" --db "$FX" stats
 contains "stats effects line" out "effects:   0 pending, 0 unknown (0 parked), 0 confirmed, 0 failed"

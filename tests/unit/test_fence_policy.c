@@ -57,6 +57,7 @@ static void test_classify_call(void** state) {
       {500, 1, OB__ANSWER_UNKNOWN},   {503, 1, OB__ANSWER_UNKNOWN},
       {302, 1, OB__ANSWER_UNKNOWN},   {-111, 1, OB__ANSWER_UNKNOWN},
       {-112, 0, OB__ANSWER_NOT_SENT}, {-100, 0, OB__ANSWER_NOT_SENT},
+      {401, 1, OB__ANSWER_NOT_SENT},  {403, 1, OB__ANSWER_NOT_SENT},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     r = reply(cases[i].status, cases[i].sent, NULL);

@@ -4,6 +4,7 @@
 //
 //   node provider_sim.mjs --cert C --key K --state FILE [--port N]
 //                         [--no-idempotency] [--no-lookup]
+//                         [--require-auth VALUE]
 //
 // stdout, one line per event (the tests read it):
 //   PORT <port>                          listening on 127.0.0.1
@@ -26,12 +27,12 @@ import readline from 'node:readline';
 function usage(msg) {
   if (msg) console.error(`provider_sim: ${msg}`);
   console.error('usage: provider_sim.mjs --cert C --key K --state FILE ' +
-                '[--port N] [--no-idempotency] [--no-lookup]');
+                '[--port N] [--no-idempotency] [--no-lookup] [--require-auth VALUE]');
   process.exit(2);
 }
 
 const opt = { cert: null, key: null, state: null, port: 0,
-              idempotency: true, lookup: true };
+              idempotency: true, lookup: true, auth: null };
 {
   const a = process.argv.slice(2);
   for (let i = 0; i < a.length; i++) {
@@ -51,6 +52,12 @@ const opt = { cert: null, key: null, state: null, port: 0,
       }
       case '--no-idempotency': opt.idempotency = false; break;
       case '--no-lookup': opt.lookup = false; break;
+      case '--require-auth': {
+        const v = needValue();
+        if (v.length === 0) usage('--require-auth needs a non-empty value');
+        opt.auth = Buffer.from(v, 'utf8');
+        break;
+      }
       default: usage(`unknown argument ${a[i]}`);
     }
   }
@@ -120,7 +127,7 @@ function saveState() {
 loadState();
 
 // ---- counters and fault mode ----------------------------------------------------
-const stats = { requests: 0, posts: 0, replays: 0, lookups: 0, held: 0 };
+const stats = { requests: 0, posts: 0, replays: 0, lookups: 0, held: 0, unauthorized: 0 };
 const MODES = new Set(['normal', 'slow', 'drop_after_charge', 'error_5xx',
   'error_5xx_after_charge', 'rate_limited', 'die_after_charge',
   'die_before_charge', 'lookup_error_5xx']);
@@ -151,6 +158,7 @@ const ERR = {
   internal: { type: 'api_error', message: 'Internal server error' },
   rateLimited: { type: 'rate_limit_error', message: 'Too many requests' },
   notFound: { type: 'invalid_request_error', message: 'Unrecognized request URL' },
+  unauthorized: { type: 'authentication_error', message: 'Invalid API key provided' },
 };
 
 const errBody = (e) => JSON.stringify({ error: e });
@@ -331,6 +339,17 @@ function handleLookup(req, res) {
   return send(req, res, 200, JSON.stringify(ch));
 }
 
+// --require-auth: the request's Authorization header is exactly the value
+// (compared in constant time). Never printed: the tests look for the value
+// in every output.
+function authorized(req) {
+  if (opt.auth === null) return true;
+  const h = req.headers.authorization;
+  if (typeof h !== 'string') return false;
+  const got = Buffer.from(h, 'utf8');
+  return got.length === opt.auth.length && crypto.timingSafeEqual(got, opt.auth);
+}
+
 // ---- server ----------------------------------------------------------------------------
 const MAX_BODY = 1024 * 1024;
 
@@ -353,7 +372,13 @@ const server = https.createServer({
     const route = routeOf(req);
     const buf = Buffer.concat(chunks);
     try {
-      if (req.method === 'POST' && route === '/v1/charges') {
+      if (!authorized(req)) {
+        // Before anything else: no charge, no idempotency key stored or
+        // consumed, no fault mode used up, lookups included.
+        stats.unauthorized++;
+        send(req, res, 401, errBody(ERR.unauthorized),
+             { 'www-authenticate': 'Bearer realm="provider_sim"' });
+      } else if (req.method === 'POST' && route === '/v1/charges') {
         handleCharge(req, res, buf, tooBig).catch((e) => {
           // saveState failing is fatal: an unpersisted charge must not be
           // answered.
@@ -408,6 +433,7 @@ function statsJson() {
     replays: stats.replays,
     lookups: stats.lookups,
     held: stats.held,
+    unauthorized: stats.unauthorized,
   };
 }
 

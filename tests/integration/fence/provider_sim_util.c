@@ -123,6 +123,40 @@ static void dump_output(const ps_sim_t* s, const char* why) {
   free(out);
 }
 
+/* Split flags in place into argv words: blanks separate, and '...' is one
+** literal word part (as in sh, no escapes), so a value with a space can be
+** passed: "--require-auth 'Bearer sk_test_1'". Returns the number of words,
+** or -1 (an unterminated quote, more than max words). */
+static int split_flags(char* flags, const char** words, int max) {
+  int n = 0;
+  char* r = flags;
+  while (*r != '\0') {
+    char* w;
+    while (*r == ' ' || *r == '\t') r++;
+    if (*r == '\0') break;
+    if (n >= max) return -1;
+    w = r;           /* the word is compacted in place from here */
+    words[n++] = w;
+    {
+      char* out = w;
+      while (*r != '\0' && *r != ' ' && *r != '\t') {
+        if (*r == '\'') {
+          char* end = strchr(r + 1, '\'');
+          if (end == NULL) return -1;
+          memmove(out, r + 1, (size_t)(end - r - 1));
+          out += end - r - 1;
+          r = end + 1;
+        } else {
+          *out++ = *r++;
+        }
+      }
+      if (*r != '\0') r++;  /* past the blank that ended the word */
+      *out = '\0';
+    }
+  }
+  return n;
+}
+
 static int spawn(ps_sim_t* s) {
   char port[16];
   char suffix[32];
@@ -143,16 +177,14 @@ static int spawn(ps_sim_t* s) {
   argv[argc++] = "--port";
   argv[argc++] = port;
   if (flags != NULL) {
-    char* save = NULL;
-    for (char* t = strtok_r(flags, " \t", &save); t != NULL;
-         t = strtok_r(NULL, " \t", &save)) {
-      if (argc >= 10 + PS_MAX_FLAGS) {
-        fprintf(stderr, "provider_sim: too many flags\n");
-        free(flags);
-        return -1;
-      }
-      argv[argc++] = t;
+    int n = split_flags(flags, argv + argc, PS_MAX_FLAGS);
+    if (n < 0) {
+      fprintf(stderr, "provider_sim: too many flags, or an unterminated "
+              "quote\n");
+      free(flags);
+      return -1;
     }
+    argc += n;
   }
   argv[argc] = NULL;
 
@@ -380,7 +412,8 @@ int ps_stats(ps_sim_t* s, ps_stats_t* out) {
       get_long(j, "posts", &out->posts) == 0 &&
       get_long(j, "replays", &out->replays) == 0 &&
       get_long(j, "lookups", &out->lookups) == 0 &&
-      get_long(j, "held", &out->held) == 0)
+      get_long(j, "held", &out->held) == 0 &&
+      get_long(j, "unauthorized", &out->unauthorized) == 0)
     rc = 0;
   if (rc != 0) fprintf(stderr, "provider_sim: bad stats ACK: %s\n", ack);
   cJSON_Delete(j);

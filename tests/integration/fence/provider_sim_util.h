@@ -13,13 +13,15 @@ typedef struct ps_sim_s ps_sim_t;
 typedef struct ps_stats_s {
   long charges_total, orders_charged, max_charges_per_order, requests, posts,
       replays, lookups, held;
+  long unauthorized;  /* requests refused 401 (--require-auth) */
 } ps_stats_t;
 
 /* 1 if `node` (>= 18) runs; callers skip their tests otherwise. */
 int ps_node_available(void);
 /* Start node provider_sim.mjs with pki_dir/good.crt, good.key (from
 ** ht_gen_pki), state file state_path; flags is NULL or extra arguments
-** separated by spaces ("--no-idempotency", "--no-idempotency --no-lookup").
+** separated by spaces ("--no-idempotency", "--no-idempotency --no-lookup");
+** '...' quotes a value with spaces, as in sh ("--require-auth 'Bearer x'").
 ** port 0: the kernel chooses. Waits (up to 15 s) for its PORT line. NULL on
 ** failure, with the simulator's output on stderr.
 ** The script is $OB_SOURCE_DIR/tests/integration/fence/provider_sim.mjs

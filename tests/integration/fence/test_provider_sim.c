@@ -9,7 +9,9 @@
 ** charge); same key with another body (422); missing or empty key (400);
 ** invalid bodies (400, key not burnt); a decline (402) and its replay;
 ** lookup by key (found, 404, 400, lookup_error_5xx); unknown routes (404);
-** --no-idempotency (every POST charges); --no-lookup (501); each fault mode:
+** --no-idempotency (every POST charges); --no-lookup (501); --require-auth
+** (401 for charges, lookups and other routes before anything else, the value
+** quoted through the wrapper); each fault mode:
 ** slow (HELD seen, held counter, a concurrent same-key request gets 409,
 ** charge_first, a client that gives up before the provider charges),
 ** drop_after_charge, error_5xx, error_5xx_after_charge, rate_limited,
@@ -49,6 +51,7 @@ typedef struct fix_s {
   uv_loop_t loop;
   ob_http_client_t* client;
   ps_sim_t* sim;
+  const char* auth;  /* Authorization header of every request, or NULL */
 } fix_t;
 
 /* A request with its own result; res.r first, so ht_on_response (which
@@ -70,6 +73,9 @@ static const ob_http_resolve_t k_resolve[] = {{"localhost", "127.0.0.1"}};
 static const char* const k_key_required =
     "{\"error\":{\"type\":\"invalid_request_error\",\"message\":"
     "\"Idempotency-Key header is required\"}}";
+static const char* const k_unauthorized =
+    "{\"error\":{\"type\":\"authentication_error\",\"message\":"
+    "\"Invalid API key provided\"}}";
 static const char* const k_key_mismatch =
     "{\"error\":{\"type\":\"idempotency_error\",\"message\":\"Keys for "
     "idempotent requests can only be used with the same parameters they were "
@@ -201,10 +207,11 @@ static void on_response(ob_http_req_t* req, int status,
 static void submit(fix_t* f, call_t* c, const char* method, const char* path,
                    const char* key, const char* body, uint64_t timeout_ms) {
   char url[512];
-  ob_http_header_t h[2];
+  ob_http_header_t h[3];
   size_t nh = 0;
   snprintf(url, sizeof url, "https://localhost:%d%s", ps_port(f->sim), path);
   if (key != NULL) h[nh++] = (ob_http_header_t){"Idempotency-Key", key};
+  if (f->auth != NULL) h[nh++] = (ob_http_header_t){"Authorization", f->auth};
   h[nh++] = (ob_http_header_t){"Content-Type", "application/json"};
   memset(c, 0, sizeof *c);
   c->req.data = &c->res;
@@ -594,6 +601,72 @@ static void test_no_lookup(void** state) {
   assert_int_equal(ps_charges(f->sim, "o-9"), 1);
 }
 
+/* --require-auth: anything without exactly that Authorization is refused
+** 401 before it is looked at: no charge, the key stays free, a fault mode is
+** not used up; lookups and unknown routes too. The value has a space: the
+** wrapper passes it quoted. */
+static void test_require_auth(void** state) {
+  FIX;
+  call_t c;
+  ps_stats_t s;
+  char* out;
+  start(f, "--require-auth 'Bearer sk_test_4eC39HqLyjWDarjtT1zdp7dc'");
+  assert_int_equal(ps_mode(f->sim, "error_5xx", 1, 0, 0), 0);
+  for (int i = 0; i < 3; i++) {
+    f->auth = i == 0   ? NULL
+              : i == 1 ? "Bearer sk_test_wrong"
+                       : "bearer sk_test_4eC39HqLyjWDarjtT1zdp7dc";
+    assert_int_equal(charge(f, &c, "key-a", "o-a", 100), 0);
+    assert_int_equal(c.res.r.http_status, 401);
+    assert_string_equal(c.res.r.body, k_unauthorized);
+    call_free(&c);
+    assert_int_equal(lookup(f, &c, "key-a"), 0);
+    assert_int_equal(c.res.r.http_status, 401);
+    assert_string_equal(c.res.r.body, k_unauthorized);
+    call_free(&c);
+    assert_int_equal(fetch(f, &c, "GET", "/v1/nothing", NULL, NULL), 0);
+    assert_int_equal(c.res.r.http_status, 401);
+    call_free(&c);
+  }
+  s = stats(f);
+  assert_int_equal(s.unauthorized, 9);
+  assert_int_equal(s.requests, 9);
+  assert_int_equal(s.posts, 0);
+  assert_int_equal(s.lookups, 0);
+  assert_int_equal(s.charges_total, 0);
+  assert_int_equal(ps_wait_lines(f->sim, "REQ POST /v1/charges 401", 3, 0), 3);
+  assert_int_equal(ps_wait_lines(f->sim, "REQ GET /v1/charges 401", 3, 0), 3);
+
+  /* The right value: the fault mode is still there, then the key is free. */
+  f->auth = "Bearer sk_test_4eC39HqLyjWDarjtT1zdp7dc";
+  assert_int_equal(charge(f, &c, "key-a", "o-a", 100), 0);
+  assert_int_equal(c.res.r.http_status, 503);
+  call_free(&c);
+  assert_int_equal(lookup(f, &c, "key-a"), 0);
+  assert_int_equal(c.res.r.http_status, 404);
+  call_free(&c);
+  assert_int_equal(charge(f, &c, "key-a", "o-a", 100), 0);
+  assert_int_equal(c.res.r.http_status, 200);
+  assert_int_equal(c.res.replayed, 0);
+  call_free(&c);
+  assert_int_equal(lookup(f, &c, "key-a"), 0);
+  assert_int_equal(c.res.r.http_status, 200);
+  call_free(&c);
+  assert_int_equal(ps_charges(f->sim, "o-a"), 1);
+  assert_int_equal(stats(f).unauthorized, 9);
+  /* ps_restart keeps the flags (and so the quoted value). */
+  assert_int_equal(ps_restart(f->sim), 0);
+  f->auth = NULL;
+  assert_int_equal(lookup(f, &c, "key-a"), 0);
+  assert_int_equal(c.res.r.http_status, 401);
+  call_free(&c);
+  /* The simulator never prints the value. */
+  out = ps_output(f->sim);
+  assert_null(strstr(out, "4eC39HqLyjWDarjtT1zdp7dc"));
+  assert_null(strstr(out, "sk_test_wrong"));
+  free(out);
+}
+
 /* ---- fault modes ----------------------------------------------------------- */
 
 static void test_slow(void** state) {
@@ -915,6 +988,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_unknown_routes, setup, teardown),
       cmocka_unit_test_setup_teardown(test_no_idempotency, setup, teardown),
       cmocka_unit_test_setup_teardown(test_no_lookup, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_require_auth, setup, teardown),
       cmocka_unit_test_setup_teardown(test_slow, setup, teardown),
       cmocka_unit_test_setup_teardown(test_slow_charge_first, setup, teardown),
       cmocka_unit_test_setup_teardown(test_slow_client_gives_up, setup,
