@@ -124,7 +124,14 @@ int ob__queue_next_due(ob__db_t* db, int64_t* at) {
   int rc;
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__Q_NEXT_DUE,
-      "SELECT min(max(available_at, coalesce(lease_until, 0))) FROM queue");
+      /* Two index probes, not a scan: the earliest unleased row through
+      ** queue_ready, and leased rows (rare) through queue_leased. A scan
+      ** here made draining a backlog quadratic (3/4 of a batch's CPU with
+      ** 2,000 rows queued). */
+      "SELECT min(x) FROM (SELECT * FROM (SELECT available_at AS x FROM queue"
+      " WHERE lease_until IS NULL ORDER BY available_at LIMIT 1) UNION ALL"
+      " SELECT max(available_at, lease_until) FROM queue"
+      " WHERE lease_until IS NOT NULL)");
   if (st == NULL) return db->last_err;
   rc = sqlite3_step(st);
   if (rc == SQLITE_ROW) {

@@ -134,6 +134,8 @@ static const char* const migrations[] = {
     "  WHERE state IN ('pending','unknown') AND parked_at IS NULL;"
     "CREATE INDEX effect_reference ON effect(reference)"
     "  WHERE reference IS NOT NULL;"
+    "CREATE INDEX queue_leased ON queue(lease_until)"
+    "  WHERE lease_until IS NOT NULL;"
     "ALTER TABLE queue ADD COLUMN waiting_on TEXT;"
     "CREATE INDEX queue_waiting ON queue(waiting_on)"
     "  WHERE waiting_on IS NOT NULL;"

@@ -51,6 +51,9 @@ typedef enum {
   OB__Q_INSERT_WAITING,
   OB__Q_CLAIM_WAITING,
   OB__CH_INSERT,
+  OB__S_SAVEPOINT,
+  OB__S_RELEASE,
+  OB__S_ROLLBACK_TO,
   OB__STMT_COUNT
 } ob__stmt_id_t;
 

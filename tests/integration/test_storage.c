@@ -78,6 +78,7 @@ static void test_newer_schema_refused(void** state) {
 /* What migration 2 -> 3 (the fence) added, undone. */
 #define UNDO_V3                                                           \
   "DROP TABLE effect; DROP TABLE charge; DROP INDEX queue_waiting;"       \
+  "DROP INDEX queue_leased;"                                              \
   "DROP INDEX failed_message_effect; ALTER TABLE queue DROP COLUMN"       \
   " waiting_on; ALTER TABLE failed_message DROP COLUMN effect_key;"
 
