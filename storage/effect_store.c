@@ -395,20 +395,7 @@ int ob__queue_claim_waiting(ob__db_t* db, const char* key, int max,
   sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
   sqlite3_bind_int(st, 2, max);
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    ob__queue_row_t* r = &rows[n];
-    int bad = 0;
-    memset(r, 0, sizeof *r);
-    r->rowid = sqlite3_column_int64(st, 0);
-    bad |= dup_col(st, 1, &r->queue, NULL);
-    bad |= dup_col(st, 2, &r->message_id, NULL);
-    bad |= dup_col(st, 3, &r->type, NULL);
-    bad |= dup_col(st, 4, &r->headers, NULL);
-    bad |= dup_col(st, 5, &r->body, &r->body_len);
-    r->attempts = sqlite3_column_int(st, 6);
-    r->first_failed_at = sqlite3_column_int64(st, 7);
-    r->created_at = sqlite3_column_int64(st, 8);
-    if (bad || !r->queue || !r->message_id || !r->type || !r->body) {
-      ob__queue_row_free(r);
+    if (ob__queue_row_read(st, &rows[n]) != 0) {
       rc = SQLITE_NOMEM;
       break;
     }

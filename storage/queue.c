@@ -52,6 +52,28 @@ void ob__queue_row_free(ob__queue_row_t* r) {
   memset(r, 0, sizeof *r);
 }
 
+/* Read the columns id, queue_name, message_id, type, headers, body,
+** attempts, first_failed_at, created_at (in that order) into r. 0, or -1
+** when out of memory (r is then freed). */
+int ob__queue_row_read(sqlite3_stmt* st, ob__queue_row_t* r) {
+  memset(r, 0, sizeof *r);
+  r->rowid = sqlite3_column_int64(st, 0);
+  r->queue = dup_col(st, 1, NULL);
+  r->message_id = dup_col(st, 2, NULL);
+  r->type = dup_col(st, 3, NULL);
+  r->headers = dup_col(st, 4, NULL);
+  r->body = dup_col(st, 5, &r->body_len);
+  r->attempts = sqlite3_column_int(st, 6);
+  r->first_failed_at = sqlite3_column_int64(st, 7);
+  r->created_at = sqlite3_column_int64(st, 8);
+  if (!r->queue || !r->message_id || !r->type || !r->body ||
+      (sqlite3_column_type(st, 4) != SQLITE_NULL && !r->headers)) {
+    ob__queue_row_free(r);
+    return -1;
+  }
+  return 0;
+}
+
 int ob__queue_claim_ready(ob__db_t* db, int64_t now, int max,
                           ob__queue_row_t* rows) {
   int n = 0, rc;
@@ -65,20 +87,7 @@ int ob__queue_claim_ready(ob__db_t* db, int64_t now, int max,
   sqlite3_bind_int64(st, 1, now);
   sqlite3_bind_int(st, 2, max);
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    ob__queue_row_t* r = &rows[n];
-    memset(r, 0, sizeof *r);
-    r->rowid = sqlite3_column_int64(st, 0);
-    r->queue = dup_col(st, 1, NULL);
-    r->message_id = dup_col(st, 2, NULL);
-    r->type = dup_col(st, 3, NULL);
-    r->headers = dup_col(st, 4, NULL);
-    r->body = dup_col(st, 5, &r->body_len);
-    r->attempts = sqlite3_column_int(st, 6);
-    r->first_failed_at = sqlite3_column_int64(st, 7);
-    r->created_at = sqlite3_column_int64(st, 8);
-    if (!r->queue || !r->message_id || !r->type || !r->body ||
-        (sqlite3_column_type(st, 4) != SQLITE_NULL && !r->headers)) {
-      ob__queue_row_free(r);
+    if (ob__queue_row_read(st, &rows[n]) != 0) {
       rc = SQLITE_NOMEM;
       break;
     }

@@ -161,6 +161,10 @@ int ob__queue_insert(ob__db_t* db, const char* queue, const char* message_id,
 int ob__queue_claim_ready(ob__db_t* db, int64_t now, int max,
                           ob__queue_row_t* rows);
 void ob__queue_row_free(ob__queue_row_t* r);
+/* One row of a SELECT of id, queue_name, message_id, type, headers, body,
+** attempts, first_failed_at, created_at into r (copies). 0, or -1 when out
+** of memory. */
+int ob__queue_row_read(sqlite3_stmt* st, ob__queue_row_t* r);
 
 /* The ack: delete the row. */
 int ob__queue_delete(ob__db_t* db, int64_t rowid);

@@ -4,7 +4,6 @@
 #include "core/charge/charge_msg.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,19 +17,6 @@ enum { F_ORDER, F_AMOUNT, F_CURRENCY, F_COUNT };
 static const char* const field_name[F_COUNT] = {"orderId",
                                                 "amountInMinorUnits",
                                                 "currency"};
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static int fail(char* reason, size_t reason_len, const char* fmt, ...) {
-  va_list ap;
-  if (reason != NULL && reason_len > 0) {
-    va_start(ap, fmt);
-    vsnprintf(reason, reason_len, fmt, ap);
-    va_end(ap);
-  }
-  return -1;
-}
 
 static int order_id_ok(const char* s, size_t n) {
   if (n == 0 || n > OB__CHARGE_ORDER_ID_MAX) return 0;
@@ -50,37 +36,37 @@ int ob__charge_order_parse(const char* body, size_t len,
   int f;
 
   if (len > OB__CHARGE_MAX_BODY)
-    return fail(reason, reason_len, "body is %zu bytes, over the %d-byte limit",
+    return ob__msg_reject(reason, reason_len, "body is %zu bytes, over the %d-byte limit",
                 len, OB__CHARGE_MAX_BODY);
   if (body == NULL || !ob__json_valid(body, len))
-    return fail(reason, reason_len, "body is not valid JSON");
+    return ob__msg_reject(reason, reason_len, "body is not valid JSON");
   if (*ob__json_skip_ws(body) != '{')
-    return fail(reason, reason_len, "body is not a JSON object");
+    return ob__msg_reject(reason, reason_len, "body is not a JSON object");
   if ((f = ob__json_members(body, len, field_name, F_COUNT, val)) >= 0)
-    return fail(reason, reason_len, "duplicate field %s", field_name[f]);
+    return ob__msg_reject(reason, reason_len, "duplicate field %s", field_name[f]);
 
   memset(&r, 0, sizeof r);
   for (f = 0; f < F_COUNT; f++) {
     if (val[f] == NULL)
-      return fail(reason, reason_len, "missing field %s", field_name[f]);
+      return ob__msg_reject(reason, reason_len, "missing field %s", field_name[f]);
   }
   if (*val[F_ORDER] != '"')
-    return fail(reason, reason_len, "field orderId must be a string");
+    return ob__msg_reject(reason, reason_len, "field orderId must be a string");
   n = ob__json_str_decode(val[F_ORDER], buf, sizeof buf);
   /* A \u escape of a non-ASCII character decodes to 0xFF: refused here. */
   if (n >= sizeof buf || !order_id_ok(buf, n))
-    return fail(reason, reason_len,
+    return ob__msg_reject(reason, reason_len,
                 "orderId must be 1..%d printable ASCII characters",
                 OB__CHARGE_ORDER_ID_MAX);
   memcpy(r.order_id, buf, n + 1);
   if ((why = ob__amount_parse(val[F_AMOUNT], &r.amount_minor)) != NULL)
-    return fail(reason, reason_len, "%s", why);
+    return ob__msg_reject(reason, reason_len, "%s", why);
   if (*val[F_CURRENCY] != '"')
-    return fail(reason, reason_len, "field currency must be a string");
+    return ob__msg_reject(reason, reason_len, "field currency must be a string");
   if (ob__json_str_decode(val[F_CURRENCY], buf, sizeof buf) != 3 ||
       buf[0] < 'A' || buf[0] > 'Z' || buf[1] < 'A' || buf[1] > 'Z' ||
       buf[2] < 'A' || buf[2] > 'Z')
-    return fail(reason, reason_len,
+    return ob__msg_reject(reason, reason_len,
                 "currency must be three upper-case letters (ISO 4217)");
   memcpy(r.currency, buf, 4);
   if (out) *out = r;

@@ -26,10 +26,7 @@ static const char* const field_name[F_COUNT] = {
   "paymentId", "merchantId", "amountInMinorUnits", "currency"
 };
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static int fail(char* reason, size_t reason_len, const char* fmt, ...) {
+int ob__msg_reject(char* reason, size_t reason_len, const char* fmt, ...) {
   va_list ap;
   if (reason != NULL && reason_len > 0) {
     va_start(ap, fmt);
@@ -111,33 +108,33 @@ int ob__payment_captured_parse(const char* body, size_t len,
   int f;
 
   if (len > OB__PAYOUT_MAX_BODY)
-    return fail(reason, reason_len, "body is %zu bytes, over the %d-byte limit",
+    return ob__msg_reject(reason, reason_len, "body is %zu bytes, over the %d-byte limit",
                 len, OB__PAYOUT_MAX_BODY);
   if (body == NULL || !ob__json_valid(body, len))
-    return fail(reason, reason_len, "body is not valid JSON");
+    return ob__msg_reject(reason, reason_len, "body is not valid JSON");
   if (*ob__json_skip_ws(body) != '{')
-    return fail(reason, reason_len, "body is not a JSON object");
+    return ob__msg_reject(reason, reason_len, "body is not a JSON object");
   if ((f = find_fields(body, len, val)) >= 0)
-    return fail(reason, reason_len, "duplicate field %s", field_name[f]);
+    return ob__msg_reject(reason, reason_len, "duplicate field %s", field_name[f]);
 
   /* Fields in declaration order; the first problem is the one reported. */
   memset(&r, 0, sizeof r);
   for (f = 0; f < F_COUNT; f++) {
     const char* name = field_name[f];
     if (val[f] == NULL)
-      return fail(reason, reason_len, "missing field %s", name);
+      return ob__msg_reject(reason, reason_len, "missing field %s", name);
     if (f == F_AMOUNT) {
       if ((why = ob__amount_parse(val[f], &r.amount_minor)) != NULL)
-        return fail(reason, reason_len, "%s", why);
+        return ob__msg_reject(reason, reason_len, "%s", why);
       continue;
     }
     if (*val[f] != '"')
-      return fail(reason, reason_len, "field %s must be a string", name);
+      return ob__msg_reject(reason, reason_len, "field %s must be a string", name);
     if (f == F_CURRENCY) {
       if (ob__json_str_decode(val[f], buf, sizeof buf) != 3 || buf[0] < 'A' ||
           buf[0] > 'Z' || buf[1] < 'A' || buf[1] > 'Z' || buf[2] < 'A' ||
           buf[2] > 'Z')
-        return fail(reason, reason_len,
+        return ob__msg_reject(reason, reason_len,
                     "currency must be three upper-case letters (ISO 4217)");
       memcpy(r.currency, buf, 4);
       continue;
@@ -145,7 +142,7 @@ int ob__payment_captured_parse(const char* body, size_t len,
     if (ob__json_str_decode(val[f], buf, sizeof buf) != OB_UUID_STRLEN ||
         ob__uuid_normalize(buf, f == F_PAYMENT ? r.payment_id
                                                : r.merchant_id) != 0)
-      return fail(reason, reason_len, "%s is not a UUID", name);
+      return ob__msg_reject(reason, reason_len, "%s is not a UUID", name);
   }
   if (out != NULL) *out = r;
   if (reason != NULL && reason_len > 0) reason[0] = '\0';

@@ -48,6 +48,11 @@ int ob__payment_captured_parse(const char* body, size_t len,
                                ob__payment_captured_t* out, char* reason,
                                size_t reason_len);
 
+/* Write a rejection reason (printf-style, truncated, NUL-terminated; reason
+** may be NULL) and return -1. Shared by the message parsers. */
+int ob__msg_reject(char* reason, size_t reason_len, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Judge an amountInMinorUnits value from its exact decimal text at p (a
 ** value inside a document ob__json_valid accepted): NULL and *out set, or
 ** the reason, e.g. "amountInMinorUnits must be > 0". Shared with
