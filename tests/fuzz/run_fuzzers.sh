@@ -30,7 +30,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 all_targets=(http_response http_url sqs_response sigv4 json_check
-             payment_captured uuid)
+             payment_captured uuid charge_order cloudevent)
 
 # Known open bugs, tolerated so that a run keeps looking for new ones. Each
 # has its crasher kept in crashers/<target>/ with its replay test DISABLED
@@ -252,6 +252,27 @@ cat >"$work/dict/sigv4.dict" <<'EOF'
 "\x0a\x09"
 "\x0d\x0a "
 EOF
+cat "$work/dict/json.dict" >"$work/dict/charge_order.dict"
+cat >>"$work/dict/charge_order.dict" <<'EOF'
+"orderId"
+"amountInMinorUnits"
+"currency"
+"EUR"
+"9007199254740991"
+EOF
+cat "$work/dict/json.dict" >"$work/dict/cloudevent.dict"
+cat >>"$work/dict/cloudevent.dict" <<'EOF'
+"specversion"
+"1.0"
+"id"
+"source"
+"type"
+"data"
+"data_base64"
+"datacontenttype"
+"application/json"
+"0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
+EOF
 cat >"$work/dict/http_url.dict" <<'EOF'
 "https://"
 "http://"
@@ -269,7 +290,8 @@ EOF
 max_len() {
   case "$1" in
     http_response|sqs_response) echo 16384 ;;
-    payment_captured) echo 5000 ;;
+    payment_captured|charge_order) echo 5000 ;;
+    cloudevent) echo 8192 ;;
     sigv4|json_check) echo 4096 ;;
     http_url) echo 512 ;;
     uuid) echo 64 ;;
