@@ -30,7 +30,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 all_targets=(http_response http_url sqs_response sigv4 json_check
-             payment_captured uuid charge_order cloudevent)
+             payment_captured uuid charge_order cloudevent aws_config)
 
 # Known open bugs, tolerated so that a run keeps looking for new ones. Each
 # has its crasher kept in crashers/<target>/ with its replay test DISABLED
@@ -273,6 +273,22 @@ cat >>"$work/dict/cloudevent.dict" <<'EOF'
 "application/json"
 "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
 EOF
+cat >"$work/dict/aws_config.dict" <<'EOF'
+"[default]"
+"[profile "
+"aws_access_key_id"
+"aws_secret_access_key"
+"aws_session_token"
+"region"
+"endpoint_url"
+"ca_bundle"
+"max_attempts"
+"role_arn"
+" = "
+"CANARY"
+"\x0a"
+"\x00"
+EOF
 cat >"$work/dict/http_url.dict" <<'EOF'
 "https://"
 "http://"
@@ -291,7 +307,7 @@ max_len() {
   case "$1" in
     http_response|sqs_response) echo 16384 ;;
     payment_captured|charge_order) echo 5000 ;;
-    cloudevent) echo 8192 ;;
+    cloudevent|aws_config) echo 8192 ;;
     sigv4|json_check) echo 4096 ;;
     http_url) echo 512 ;;
     uuid) echo 64 ;;
