@@ -1,7 +1,8 @@
 /* oncebox demo: a day at a point-of-sale terminal, on the embedded default
 ** (one SQLite file, no server). Duplicate deliveries, a worker killed with
 ** SIGKILL mid-batch and restarted, a replay, a payment captured twice under
-** two event ids, malformed messages; then the evidence. */
+** two event ids, malformed messages, orders charged behind the fence
+** (demo_fence.c); then the evidence. */
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "platform/cli/cli.h"
+#include "platform/cli/demo.h"
 
 #define MERCHANTS 40
 #define MAX_EXTRA_DELIVERIES 3
@@ -85,6 +87,11 @@ static void expect(demo_t* s, const char* what, long long want, long long got) {
   if (!ok) s->failures++;
   say("   %s %-52s expected %6lld, got %6lld\n", ok ? "ok  " : "FAIL", what,
       want, got);
+}
+
+static void expect_cb(void* ctx, const char* what, long long want,
+                      long long got) {
+  expect(ctx, what, want, got);
 }
 
 /* ---- the day's traffic ------------------------------------------------- */
@@ -284,10 +291,11 @@ static void demo_usage(FILE* out) {
           "A day at a point-of-sale terminal on one SQLite file: N payments\n"
           "(default 3000) with redeliveries, a worker killed with SIGKILL\n"
           "mid-run and restarted, a replay, a payment captured twice under\n"
-          "two event ids and malformed messages; then counts, the failure\n"
-          "store and the invariant check. Exit 0 only if every expectation\n"
-          "holds. Without --db a temporary database is used and removed\n"
-          "(--keep keeps it).\n");
+          "two event ids and malformed messages; 300 orders charged behind\n"
+          "the fence through a provider that loses replies (in-process, no\n"
+          "server); then counts, the failure store and the invariant check.\n"
+          "Exit 0 only if every expectation holds. Without --db a temporary\n"
+          "database is used and removed (--keep keeps it).\n");
 }
 
 int cmd_demo(cli_t* cli, int argc, char** argv) {
@@ -303,6 +311,7 @@ int cmd_demo(cli_t* cli, int argc, char** argv) {
   char tmpdir[256] = "", path[512];
   int c, keep = 0, status;
   long long seed = 20261130, killed_at = -1, v;
+  int declined = 0, charged = 0;
   pid_t pid;
   ob_engine_t* e = NULL;
   ob_stats_t st;
@@ -465,14 +474,19 @@ int cmd_demo(cli_t* cli, int argc, char** argv) {
            office.payout_events);
   }
 
-  say("\n7. The evidence\n");
+  if (demo_fence(s.db_path, (uint64_t)seed, 300, expect_cb, &s,
+                 &declined, &charged) < 0)
+    goto fail;
+
+  say("\n8. The evidence\n");
   if (ob_stats(e, &st) < 0) goto fail;
   expect(&s, "payouts (one per distinct payment)", s.payments, st.payouts);
   /* A failed message leaves no dedup record: its savepoint rolled back,
   ** so a fixed replay from the failure store can still run. */
-  expect(&s, "dedup records (one per paid event)", s.payments, st.processed);
-  expect(&s, "failed: malformed + second captures",
-         s.malformed + s.second_captures, st.failed);
+  expect(&s, "dedup records (one per paid event or charged order)",
+         s.payments + charged, st.processed);
+  expect(&s, "failed: malformed, second captures, declined cards",
+         s.malformed + s.second_captures + declined, st.failed);
   expect(&s, "messages left in the queue", 0,
          st.queue_ready + st.queue_delayed);
   {
@@ -484,7 +498,8 @@ int cmd_demo(cli_t* cli, int argc, char** argv) {
       s.failures ? "FAILED" : "done",
       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
       s.nd + 300, s.payments, (int)st.payouts,
-      s.failures ? "expectations broken" : "every payment paid exactly once");
+      s.failures ? "expectations broken"
+                 : "every payment paid and every order charged exactly once");
   ob_close(e);
   e = NULL;
   if (tmpdir[0]) {

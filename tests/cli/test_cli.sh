@@ -203,7 +203,7 @@ contains "stats json effects" out '"effects":'
 contains "stats json unfenced" out '"unfencedSuccesses":'
 
 check "demo" 0 "$OB" demo --payments 300
-contains "demo says done" out "every payment paid exactly once"
+contains "demo says done" out "every payment paid and every order charged exactly once"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,0 +1,19 @@
+/* The demo's parts (platform/cli/demo*.c). */
+#ifndef OB_PLATFORM_CLI_DEMO_H
+#define OB_PLATFORM_CLI_DEMO_H
+
+#include <stdint.h>
+
+/* Print one expectation line and count a mismatch. */
+typedef void (*demo_expect_fn)(void* ctx, const char* what, long long want,
+                               long long got);
+
+/* Part two: `orders` ChargeOrder messages behind the fence on db_path, with
+** an in-process provider. *failed_rows receives the deliveries of declined
+** orders (each is a failure-store row), *handled the orders charged (each
+** has a dedup record). Returns 0 or a negative code. */
+int demo_fence(const char* db_path, uint64_t seed, int orders,
+               demo_expect_fn expect, void* ctx, int* failed_rows,
+               int* handled);
+
+#endif
