@@ -1,6 +1,7 @@
 /* The engine: lifecycle, registration, enqueue, and the handling
 ** transaction. Time comes from opts.clock; all SQL goes through storage/. */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,8 +236,10 @@ static int validate_envelope(ob_engine_t* e, const ob_envelope_t* env,
   if (env->headers != NULL &&
       !ob__json_is_object(env->headers, strlen(env->headers)))
     return ob__db_seterr(&e->db, OB_EINVAL, "headers must be a JSON object");
-  if (env->delay_ms < 0)
-    return ob__db_seterr(&e->db, OB_EINVAL, "delay_ms must be >= 0");
+  /* Bounded so that now + delay can't overflow (~292 years is plenty). */
+  if (env->delay_ms < 0 || env->delay_ms > INT64_MAX / 1024)
+    return ob__db_seterr(&e->db, OB_EINVAL,
+                         "delay_ms must be 0..%lld", (long long)(INT64_MAX / 1024));
   return 0;
 }
 

@@ -396,6 +396,7 @@ int ob_effect_resolve(ob_engine_t* e, const char* key, int state,
   int rc;
   int64_t now;
 
+  memset(&res, 0, sizeof res);
   if (e == NULL || key == NULL || text == NULL || text[0] == '\0' ||
       (state != OB_EFFECT_CONFIRMED && state != OB_EFFECT_FAILED))
     return OB_EINVAL;
