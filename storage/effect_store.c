@@ -385,7 +385,6 @@ int ob__queue_insert_waiting(ob__db_t* db, const ob__queue_row_t* r,
 
 int ob__queue_claim_waiting(ob__db_t* db, const char* key, int max,
                             ob__queue_row_t* rows) {
-  int n = 0, rc;
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__Q_CLAIM_WAITING,
       "SELECT id, queue_name, message_id, type, headers, body, attempts,"
@@ -394,20 +393,7 @@ int ob__queue_claim_waiting(ob__db_t* db, const char* key, int max,
   if (st == NULL) return db->last_err;
   sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
   sqlite3_bind_int(st, 2, max);
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    if (ob__queue_row_read(st, &rows[n]) != 0) {
-      rc = SQLITE_NOMEM;
-      break;
-    }
-    n++;
-  }
-  sqlite3_reset(st);
-  sqlite3_clear_bindings(st);
-  if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
-    for (int i = 0; i < n; i++) ob__queue_row_free(&rows[i]);
-    return ob__db_fail(db, rc, "messages waiting for an effect");
-  }
-  return n;
+  return ob__queue_rows_read(db, st, rows, "messages waiting for an effect");
 }
 
 int ob__effect_park_waiting(ob__db_t* db, const char* key, const char* reason,

@@ -74,18 +74,12 @@ int ob__queue_row_read(sqlite3_stmt* st, ob__queue_row_t* r) {
   return 0;
 }
 
-int ob__queue_claim_ready(ob__db_t* db, int64_t now, int max,
-                          ob__queue_row_t* rows) {
+/* Step a bound SELECT of queue rows (columns as ob__queue_row_read) into
+** rows[] until done, then reset it. Returns the count, or a negative code
+** with every row read so far freed. */
+int ob__queue_rows_read(ob__db_t* db, sqlite3_stmt* st, ob__queue_row_t* rows,
+                        const char* what) {
   int n = 0, rc;
-  sqlite3_stmt* st = ob__db_stmt(
-      db, OB__Q_CLAIM_READY,
-      "SELECT id, queue_name, message_id, type, headers, body, attempts,"
-      " first_failed_at, created_at FROM queue"
-      " WHERE available_at <= ?1 AND (lease_until IS NULL OR lease_until <= ?1)"
-      " ORDER BY available_at, id LIMIT ?2");
-  if (st == NULL) return db->last_err;
-  sqlite3_bind_int64(st, 1, now);
-  sqlite3_bind_int(st, 2, max);
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     if (ob__queue_row_read(st, &rows[n]) != 0) {
       rc = SQLITE_NOMEM;
@@ -95,11 +89,25 @@ int ob__queue_claim_ready(ob__db_t* db, int64_t now, int max,
   }
   sqlite3_reset(st);
   sqlite3_clear_bindings(st);
-  if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+  if (rc != SQLITE_DONE) {
     for (int i = 0; i < n; i++) ob__queue_row_free(&rows[i]);
-    return ob__db_fail(db, rc, "read ready messages");
+    return ob__db_fail(db, rc, what);
   }
   return n;
+}
+
+int ob__queue_claim_ready(ob__db_t* db, int64_t now, int max,
+                          ob__queue_row_t* rows) {
+  sqlite3_stmt* st = ob__db_stmt(
+      db, OB__Q_CLAIM_READY,
+      "SELECT id, queue_name, message_id, type, headers, body, attempts,"
+      " first_failed_at, created_at FROM queue"
+      " WHERE available_at <= ?1 AND (lease_until IS NULL OR lease_until <= ?1)"
+      " ORDER BY available_at, id LIMIT ?2");
+  if (st == NULL) return db->last_err;
+  sqlite3_bind_int64(st, 1, now);
+  sqlite3_bind_int(st, 2, max);
+  return ob__queue_rows_read(db, st, rows, "read ready messages");
 }
 
 int ob__queue_delete(ob__db_t* db, int64_t rowid) {

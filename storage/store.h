@@ -165,6 +165,10 @@ void ob__queue_row_free(ob__queue_row_t* r);
 ** attempts, first_failed_at, created_at into r (copies). 0, or -1 when out
 ** of memory. */
 int ob__queue_row_read(sqlite3_stmt* st, ob__queue_row_t* r);
+/* Step such a SELECT (bound, LIMIT <= the size of rows) into rows, reset
+** it. Returns the count or a negative code (rows read so far freed). */
+int ob__queue_rows_read(ob__db_t* db, sqlite3_stmt* st, ob__queue_row_t* rows,
+                        const char* what);
 
 /* The ack: delete the row. */
 int ob__queue_delete(ob__db_t* db, int64_t rowid);
