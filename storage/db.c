@@ -114,6 +114,23 @@ static int apply_size_cap(ob__db_t* db, int64_t max_bytes) {
   return ob__db_exec_fixed(db, sql);
 }
 
+/* sqlite3_open_v2's "unable to open database file" says nothing of why;
+** the operator needs the errno, or that a symlink was refused. */
+static int open_failed(ob__db_t* db, int rc, const char* path) {
+  int sys = db->db ? sqlite3_system_errno(db->db) : 0;
+  int shown = (int)strlen(path) > 200 ? 200 : (int)strlen(path);
+  const char* more = shown < (int)strlen(path) ? "..." : "";
+  if (rc == SQLITE_CANTOPEN_SYMLINK)
+    return ob__db_seterr(db, OB_EPERM,
+                         "%.*s%s is a symbolic link: name the database file "
+                         "itself (symlinks are refused)", shown, path, more);
+  if (sys != 0)
+    return ob__db_seterr(db, map_rc(rc) ? map_rc(rc) : OB_EDB,
+                         "cannot open %.*s%s: %s (%s)", shown, path, more,
+                         strerror(sys), sqlite3_errstr(rc));
+  return ob__db_fail(db, rc, "open");
+}
+
 int ob__db_open(ob__db_t* db, const char* path, ob_sync_t sync,
                 int busy_timeout_ms, int64_t max_bytes) {
   char mode[32];
@@ -128,7 +145,7 @@ int ob__db_open(ob__db_t* db, const char* path, ob_sync_t sync,
                            SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_EXRESCODE,
                        NULL);
   if (rc != SQLITE_OK) {
-    rc = ob__db_fail(db, rc, "open");
+    rc = open_failed(db, rc, path);
     goto fail;
   }
   sqlite3_extended_result_codes(db->db, 1);
@@ -138,7 +155,11 @@ int ob__db_open(ob__db_t* db, const char* path, ob_sync_t sync,
   sqlite3_db_config(db->db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
   sqlite3_db_config(db->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
 
-  /* A file that is not a database fails here, on the first read. */
+  /* Read-only, before anything writes: a file that is not a database fails
+  ** here, and another application's database is refused while it is still
+  ** exactly as it was (journal_mode=WAL would rewrite its header). */
+  rc = ob__schema_identify(db);
+  if (rc < 0) goto fail;
   rc = pragma_text(db, "PRAGMA journal_mode=WAL", mode, sizeof mode);
   if (rc < 0) goto fail;
   if (strcmp(mode, "wal") != 0) {

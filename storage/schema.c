@@ -169,45 +169,57 @@ static int read_int_pragma(ob__db_t* db, const char* sql, int* out) {
   return (rc == SQLITE_ROW || rc == SQLITE_DONE) ? 0 : ob__db_fail(db, rc, sql);
 }
 
-int ob__schema_migrate(ob__db_t* db) {
-  int version, app_id, rc;
-  char bump[64];
-
-  rc = read_int_pragma(db, "PRAGMA user_version", &version);
+/* Refuse a database oncebox must not touch: written by a newer oncebox, or
+** belonging to another application (its application_id, or tables of its
+** own in a file without ours). Reads only. */
+static int check_ownership(ob__db_t* db, int* version, int* app_id) {
+  int rc = read_int_pragma(db, "PRAGMA user_version", version);
   if (rc < 0) return rc;
-  if (version > OB__SCHEMA_VERSION)
+  if (*version > OB__SCHEMA_VERSION)
     return ob__db_seterr(db, OB_EVERSION,
                          "database schema version %d is newer than this "
                          "oncebox (%s) understands (%d); upgrade oncebox",
-                         version, OB_VERSION_STRING, OB__SCHEMA_VERSION);
-  rc = read_int_pragma(db, "PRAGMA application_id", &app_id);
+                         *version, OB_VERSION_STRING, OB__SCHEMA_VERSION);
+  rc = read_int_pragma(db, "PRAGMA application_id", app_id);
   if (rc < 0) return rc;
-  if (app_id != 0 && app_id != OB__APPLICATION_ID)
+  if (*app_id != 0 && *app_id != OB__APPLICATION_ID)
     return ob__db_seterr(db, OB_ECORRUPT,
                          "database belongs to another application "
-                         "(application_id 0x%08x)", (unsigned)app_id);
-  if (version == OB__SCHEMA_VERSION) return 0;
-
-  rc = ob__db_begin(db);
-  if (rc < 0) return rc;
-  /* Re-read inside the write lock: another process may have migrated. */
-  rc = read_int_pragma(db, "PRAGMA user_version", &version);
-  if (rc < 0) goto fail;
-  if (version == 0 && app_id == 0) {
-    /* A fresh file must be empty; a non-oncebox database with tables of its
-    ** own is refused rather than extended. */
+                         "(application_id 0x%08x)", (unsigned)*app_id);
+  if (*version == 0 && *app_id == 0) {
     int tables;
     rc = read_int_pragma(db,
                          "SELECT count(*) FROM sqlite_schema WHERE type='table'",
                          &tables);
-    if (rc < 0) goto fail;
-    if (tables > 0) {
-      rc = ob__db_seterr(db, OB_ECORRUPT,
-                         "database already has %d tables and is not an "
-                         "oncebox database", tables);
-      goto fail;
-    }
+    if (rc < 0) return rc;
+    if (tables > 0)
+      return ob__db_seterr(db, OB_ECORRUPT,
+                           "database already has %d tables and is not an "
+                           "oncebox database", tables);
   }
+  return 0;
+}
+
+int ob__schema_identify(ob__db_t* db) {
+  int version, app_id;
+  return check_ownership(db, &version, &app_id);
+}
+
+int ob__schema_migrate(ob__db_t* db) {
+  int version, app_id, rc;
+  char bump[64];
+
+  rc = check_ownership(db, &version, &app_id);
+  if (rc < 0) return rc;
+  if (version == OB__SCHEMA_VERSION) return 0;
+
+  rc = ob__db_begin(db);
+  if (rc < 0) return rc;
+  /* Again inside the write lock: another process may have migrated, or
+  ** made the file its own, since. */
+  rc = check_ownership(db, &version, &app_id);
+  if (rc < 0) goto fail;
+  if (version == OB__SCHEMA_VERSION) return ob__db_commit(db);
   for (int v = version; v < OB__SCHEMA_VERSION; v++) {
     rc = ob__db_exec_fixed(db, migrations[v]);
     if (rc < 0) goto fail;

@@ -135,6 +135,10 @@ int ob__db_exec_fixed(ob__db_t* db, const char* sql);
 ** is newer, OB_ECORRUPT if it belongs to another application. */
 int ob__schema_migrate(ob__db_t* db);
 
+/* The same refusals as ob__schema_migrate, reading only: run before the
+** open changes anything in the file (journal_mode=WAL rewrites its header). */
+int ob__schema_identify(ob__db_t* db);
+
 /* ---- queue.c ------------------------------------------------------------ */
 
 typedef struct ob__queue_row_s {

@@ -266,6 +266,12 @@ int ob_enqueue(ob_engine_t* e, const ob_envelope_t* env) {
   return rc;
 }
 
+int ob_envelope_check(ob_engine_t* e, const ob_envelope_t* env) {
+  char id[37];
+  if (e == NULL || env == NULL) return OB_EINVAL;
+  return validate_envelope(e, env, id);
+}
+
 int ob_enqueue_many(ob_engine_t* e, const ob_envelope_t* envs, size_t n,
                     int* results) {
   int rc, committed = 0, own_tx;

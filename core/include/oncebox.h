@@ -305,6 +305,14 @@ OB_EXTERN int ob_enqueue(ob_engine_t* e, const ob_envelope_t* env);
 OB_EXTERN int ob_enqueue_many(ob_engine_t* e, const ob_envelope_t* envs,
                               size_t n, int* results);
 
+/*
+** Judge an envelope as ob_enqueue would, without enqueueing it: 0 if it
+** would be accepted, else the same negative code with the reason in
+** ob_errmsg. For callers that collect input first (a till's form, a file
+** of lines after ob_enqueue_many gave only a code). Touches no table.
+*/
+OB_EXTERN int ob_envelope_check(ob_engine_t* e, const ob_envelope_t* env);
+
 /* ---------------------------------------------------------------------------
 ** Inside a handler.
 */

@@ -51,13 +51,27 @@ static void sb_reserve(sbuf* b, size_t extra) {
   if (need <= b->cap) return;
   cap = b->cap ? b->cap : 256;
   while (cap < need) cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-  np = realloc(b->p, cap);
+  /* Not realloc: it would leave the old copy (a canonical request holds the
+  ** session token) in freed memory, and so in a core file. */
+  np = malloc(cap);
   if (np == NULL) {
     b->err = OB_ENOMEM;
     return;
   }
+  if (b->p != NULL) {
+    memcpy(np, b->p, b->len + 1);
+    mbedtls_platform_zeroize(b->p, b->cap);
+    free(b->p);
+  }
   b->p = np;
   b->cap = cap;
+}
+
+/* Free a string that may hold a credential, wiping it first. */
+static void free_wiped(char* s) {
+  if (s == NULL) return;
+  mbedtls_platform_zeroize(s, strlen(s));
+  free(s);
 }
 
 static void sb_putn(sbuf* b, const void* s, size_t n) {
@@ -92,6 +106,7 @@ static char* sb_take(sbuf* b) {
 }
 
 static void sb_free(sbuf* b) {
+  if (b->p != NULL) mbedtls_platform_zeroize(b->p, b->cap);
   free(b->p);
   b->p = NULL;
   b->len = b->cap = 0;
@@ -344,8 +359,8 @@ typedef struct kvlist_s {
 
 static void kv_free(kvlist_t* l) {
   for (size_t i = 0; i < l->n; i++) {
-    free(l->a[i].k);
-    free(l->a[i].v);
+    free_wiped(l->a[i].k);
+    free_wiped(l->a[i].v); /* x-amz-security-token's value is the token */
   }
   free(l->a);
   l->a = NULL;
@@ -370,8 +385,8 @@ static int kv_add(kvlist_t* l, char* k, char* v) {
   l->n++;
   return 0;
 fail:
-  free(k);
-  free(v);
+  free_wiped(k);
+  free_wiped(v);
   return OB_ENOMEM;
 }
 
@@ -976,11 +991,11 @@ void ob__sigv4_params_init(ob__sigv4_params_t* p) {
 
 void ob__sigv4_out_free(ob__sigv4_out_t* out) {
   if (out == NULL) return;
-  free(out->canonical_request);
-  free(out->string_to_sign);
-  free(out->signed_headers);
-  free(out->authorization);
-  free(out->presigned_query);
+  free_wiped(out->canonical_request);
+  free_wiped(out->string_to_sign);
+  free_wiped(out->signed_headers);
+  free_wiped(out->authorization);
+  free_wiped(out->presigned_query);
   memset(out, 0, sizeof *out);
 }
 

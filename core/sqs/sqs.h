@@ -133,6 +133,15 @@ void ob__sqs_send_init(ob__sqs_send_t* m);
 ** data type and value (raw bytes for Binary). */
 size_t ob__sqs_message_size(const ob__sqs_send_t* m);
 
+/* Longest queue URL oncebox accepts (SQS's own are about 80 bytes). */
+#define OB__SQS_QUEUE_URL_MAX 2048
+
+/* NULL if url can name a queue to the relay or the consumer, else why not,
+** as a static phrase to follow "queue URL ": http(s)://, a host, at most
+** OB__SQS_QUEUE_URL_MAX printable ASCII bytes without spaces, no user
+** information (it would reach the logs). */
+const char* ob__sqs_queue_url_problem(const char* url);
+
 int ob__sqs_build_send_message(const char* queue_url, const ob__sqs_send_t* m,
                                char** out, size_t* out_len,
                                ob__sqs_diag_t* diag);

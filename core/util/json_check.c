@@ -265,6 +265,62 @@ size_t ob__json_str_decode(const char* p, char* buf, size_t cap) {
   return n;
 }
 
+/* UTF-8 of one code point (< 0x110000) into out; returns its length. */
+static size_t put_utf8(unsigned long c, char* out) {
+  if (c < 0x80) {
+    out[0] = (char)c;
+    return 1;
+  }
+  if (c < 0x800) {
+    out[0] = (char)(0xC0 | c >> 6);
+    out[1] = (char)(0x80 | (c & 0x3F));
+    return 2;
+  }
+  if (c < 0x10000) {
+    out[0] = (char)(0xE0 | c >> 12);
+    out[1] = (char)(0x80 | (c >> 6 & 0x3F));
+    out[2] = (char)(0x80 | (c & 0x3F));
+    return 3;
+  }
+  out[0] = (char)(0xF0 | c >> 18);
+  out[1] = (char)(0x80 | (c >> 12 & 0x3F));
+  out[2] = (char)(0x80 | (c >> 6 & 0x3F));
+  out[3] = (char)(0x80 | (c & 0x3F));
+  return 4;
+}
+
+size_t ob__json_str_unescape(const char* p, char* buf) {
+  size_t n = 0;
+  for (p++; *p != '"'; p++) {
+    unsigned long c = (unsigned char)*p;
+    if (c != '\\') {
+      buf[n++] = (char)c;
+      continue;
+    }
+    switch (*++p) {
+      case 'b': c = '\b'; break;
+      case 'f': c = '\f'; break;
+      case 'n': c = '\n'; break;
+      case 'r': c = '\r'; break;
+      case 't': c = '\t'; break;
+      case 'u':
+        c = (unsigned long)hex4(p + 1);
+        p += 4;
+        if (c >= 0xD800 && c <= 0xDBFF) { /* validated: a low one follows */
+          c = 0x10000 + ((c - 0xD800) << 10) +
+              ((unsigned long)hex4(p + 3) - 0xDC00);
+          p += 6;
+        }
+        n += put_utf8(c, buf + n);
+        continue;
+      default: c = (unsigned char)*p; break; /* '"', '\\', '/' */
+    }
+    buf[n++] = (char)c;
+  }
+  buf[n] = '\0';
+  return n;
+}
+
 int ob__json_members(const char* body, size_t len, const char* const* names,
                      int count, const char* val[]) {
   const char* end = body + len;

@@ -37,6 +37,14 @@ const char* ob__json_skip_ws(const char* p);
 ** decodes to a NUL byte counted in the length. */
 size_t ob__json_str_decode(const char* p, char* buf, size_t cap);
 
+/* Decode the JSON string whose opening quote is at p into buf, exactly:
+** \u escapes become UTF-8 (a surrogate pair one 4-byte sequence), \u0000 a
+** NUL byte counted in the length. buf needs as many bytes as the string's
+** text spans from its opening quote to its closing one (a decoded string is
+** never longer than its escaped form, and the NUL written after it fits in
+** the closing quote's place). Returns the decoded length. */
+size_t ob__json_str_unescape(const char* p, char* buf);
+
 /* In a valid JSON object text[0..len), find where the value of each of the
 ** `count` ASCII member names starts (val[] must be zeroed; names up to 63
 ** bytes). Unknown members are skipped. Returns the index of the first name

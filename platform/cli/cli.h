@@ -18,6 +18,7 @@ typedef struct cli_s {
   ob_log_level_t log_level;  /* --log-level */
   int sync_normal;           /* --unsafe-sync-normal */
   int json;                  /* --json (per command) */
+  int stdin_closed;          /* fd 0 was closed at start (now /dev/null) */
 } cli_t;
 
 typedef int (*cli_cmd_fn)(cli_t* cli, int argc, char** argv);
@@ -100,6 +101,28 @@ void cli_format_age(int64_t ms, char* out, size_t n);
 /* A one-line progress bar on stderr when it is a terminal. */
 void cli_progress(const char* label, long long done, long long total);
 void cli_progress_end(void);
+
+/* ---- cli_text.c: stored bytes shown safely -------------------------------- */
+
+/* 1 if s[0..n) is well-formed UTF-8 (RFC 3629), else 0. */
+int cli_utf8_valid(const char* s, size_t n);
+
+/* Write s[0..n) as a JSON string (NULL: null). Control characters are
+** escaped and invalid UTF-8 becomes U+FFFD, so the output is valid JSON;
+** lossy only for invalid UTF-8. */
+void cli_json_str(FILE* f, const char* s, size_t n);
+
+/* cli_json_str into a malloc'd string; NULL when out of memory. */
+char* cli_json_quote(const char* s, size_t n);
+
+/* Base64 (RFC 4648) of s[0..n), malloc'd; NULL when out of memory. For
+** bytes that must round-trip and are not valid UTF-8. */
+char* cli_base64(const char* s, size_t n);
+
+/* Write s[0..n) for a terminal: printable ASCII and well-formed UTF-8 as
+** they are, newline and tab as \n and \t, every other byte (ESC, C1
+** controls, invalid UTF-8) as \xNN, so stored bytes can't drive it. */
+void cli_print_safe(FILE* f, const char* s, size_t n);
 
 int cmd_init(cli_t* cli, int argc, char** argv);
 int cmd_enqueue(cli_t* cli, int argc, char** argv);

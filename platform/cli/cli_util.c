@@ -65,7 +65,8 @@ int cli_enable_consumer(ob_engine_t* e, const char* url, int prefetch,
   if (until_idle) o.wait_seconds = 2;
   rc = ob_consumer_enable(e, &o, err, sizeof err);
   if (rc < 0) {
-    fprintf(stderr, "oncebox: cannot consume %s: %s (%s)\n", url,
+    /* Not the URL itself: a refused one may carry a password. */
+    fprintf(stderr, "oncebox: cannot consume the SQS queue: %s (%s)\n",
             err[0] ? err : ob_strerror(rc), ob_err_name(rc));
     return rc == OB_EINVAL ? EXIT_USAGE : EXIT_FAIL;
   }
@@ -95,7 +96,7 @@ static ob_engine_t* open_with(cli_t* cli, int batch, int no_handling,
   if (rc < 0) {
     fprintf(stderr, "oncebox: cannot open %s: %s (%s)\n", cli->db_path, err,
             ob_err_name(rc));
-    *exit_code = rc == OB_EINVAL ? EXIT_USAGE : EXIT_DB;
+    *exit_code = EXIT_DB;  /* the arguments were checked: the file is at fault */
     return NULL;
   }
   rc = ob_register_payout(e);

@@ -162,56 +162,8 @@ static int effect_open(const ob_effect_t* ef) {
   return ef->state == OB_EFFECT_PENDING || ef->state == OB_EFFECT_UNKNOWN;
 }
 
-/* A JSON string of s[0..n) (s may be NULL: null). Control characters are
-** escaped and invalid UTF-8 becomes U+FFFD, so every line is valid JSON. */
-static void json_str(FILE* f, const char* s, size_t n) {
-  const unsigned char* p = (const unsigned char*)s;
-  size_t i = 0;
-  if (s == NULL) {
-    fputs("null", f);
-    return;
-  }
-  fputc('"', f);
-  while (i < n) {
-    unsigned char c = p[i];
-    size_t len = 0;
-    if (c < 0x80) {
-      if (c == '"') fputs("\\\"", f);
-      else if (c == '\\') fputs("\\\\", f);
-      else if (c == '\n') fputs("\\n", f);
-      else if (c == '\r') fputs("\\r", f);
-      else if (c == '\t') fputs("\\t", f);
-      else if (c < 0x20 || c == 0x7f) fprintf(f, "\\u%04x", c);
-      else fputc(c, f);
-      i++;
-      continue;
-    }
-    /* Well-formed UTF-8 only (RFC 3629: no overlongs, no surrogates). */
-    if (c >= 0xc2 && c <= 0xdf) len = 2;
-    else if (c >= 0xe0 && c <= 0xef) len = 3;
-    else if (c >= 0xf0 && c <= 0xf4) len = 4;
-    if (len > 0 && i + len <= n) {
-      int ok = 1;
-      for (size_t k = 1; k < len; k++)
-        if ((p[i + k] & 0xc0) != 0x80) ok = 0;
-      if (ok && c == 0xe0 && p[i + 1] < 0xa0) ok = 0;
-      if (ok && c == 0xed && p[i + 1] > 0x9f) ok = 0;
-      if (ok && c == 0xf0 && p[i + 1] < 0x90) ok = 0;
-      if (ok && c == 0xf4 && p[i + 1] > 0x8f) ok = 0;
-      if (ok) {
-        fwrite(p + i, 1, len, f);
-        i += len;
-        continue;
-      }
-    }
-    fputs("\\ufffd", f);
-    i++;
-  }
-  fputc('"', f);
-}
-
 static void json_cstr(FILE* f, const char* s) {
-  json_str(f, s, s ? strlen(s) : 0);
+  cli_json_str(f, s, s ? strlen(s) : 0);
 }
 
 static void json_ms(FILE* f, int64_t ms) {
@@ -232,14 +184,14 @@ static void print_effect_json(const ob_effect_t* ef) {
   fputs(",\"path\":", f);
   json_cstr(f, ef->path);
   fputs(",\"request\":", f);
-  json_str(f, ef->request, ef->request_len);
+  cli_json_str(f, ef->request, ef->request_len);
   fputs(",\"state\":", f);
   json_cstr(f, ob_effect_state_name(ef->state));
   fprintf(f, ",\"parked\":%s", ef->parked_at_ms != 0 ? "true" : "false");
   fputs(",\"reference\":", f);
   json_cstr(f, ef->reference);
   fputs(",\"response\":", f);
-  json_str(f, ef->response, ef->response_len);
+  cli_json_str(f, ef->response, ef->response_len);
   fputs(",\"httpStatus\":", f);
   if (ef->http_status != 0) fprintf(f, "%d", ef->http_status);
   else fputs("null", f);

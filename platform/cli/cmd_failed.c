@@ -38,6 +38,7 @@ typedef struct show_s {
   cJSON* by_type;
   cJSON* by_class;
   int stats;
+  int out_of_memory;
 } show_t;
 
 static void bump(cJSON* obj, const char* key) {
@@ -58,43 +59,67 @@ static int show_cb(void* arg, const ob_failed_t* f) {
   fmt_time(f->last_failed_at_ms, last, sizeof last);
   if (s->json) {
     cJSON* o = cJSON_CreateObject();
+    char* reason = cli_json_quote(f->reason, strlen(f->reason));
+    int rc = 0;
     cJSON_AddNumberToObject(o, "id", (double)f->id);
     cJSON_AddStringToObject(o, "messageId", f->message_id);
     cJSON_AddStringToObject(o, "queue", f->queue);
     cJSON_AddStringToObject(o, "type", f->type);
     cJSON_AddStringToObject(o, "errorClass", f->error_class);
-    cJSON_AddStringToObject(o, "reason", f->reason);
+    /* A handler's reason may quote the body: valid JSON whatever it holds. */
+    if (reason == NULL || cJSON_AddRawToObject(o, "reason", reason) == NULL)
+      rc = OB_ENOMEM;
+    free(reason);
     cJSON_AddNumberToObject(o, "attempts", f->attempts);
     cJSON_AddStringToObject(o, "firstFailedAt", first);
     cJSON_AddStringToObject(o, "lastFailedAt", last);
     if (s->detail) {
-      char* body = strndup(f->body, f->body_len);
-      cJSON_AddStringToObject(o, "body", body ? body : "");
-      free(body);
+      /* Byte for byte: a JSON string when it is UTF-8 (NUL bytes as
+      ** \u0000), else null and the bytes in bodyBase64. */
+      if (cli_utf8_valid(f->body, f->body_len)) {
+        char* q = cli_json_quote(f->body, f->body_len);
+        if (q == NULL || cJSON_AddRawToObject(o, "body", q) == NULL) rc = -1;
+        free(q);
+      } else {
+        char* b = cli_base64(f->body, f->body_len);
+        cJSON_AddNullToObject(o, "body");
+        if (b == NULL || cJSON_AddStringToObject(o, "bodyBase64", b) == NULL)
+          rc = -1;
+        free(b);
+      }
       if (f->headers) cJSON_AddStringToObject(o, "headers", f->headers);
     }
     cJSON_AddItemToArray(s->arr, o);
-    return 0;
+    if (rc != 0) s->out_of_memory = 1;
+    return rc;
   }
+  /* Type, queue and class are printable ASCII by construction; the reason,
+  ** headers and body are not ours and may hold terminal escapes. */
   if (s->detail) {
     printf("id:            %lld\n"
            "message id:    %s\n"
            "type:          %s\n"
            "queue:         %s\n"
            "error class:   %s\n"
-           "reason:        %s\n"
-           "attempts:      %d\n"
+           "reason:        ",
+           (long long)f->id, f->message_id, f->type, f->queue, f->error_class);
+    cli_print_safe(stdout, f->reason, strlen(f->reason));
+    printf("\nattempts:      %d\n"
            "first failure: %s\n"
            "last failure:  %s\n"
-           "headers:       %s\n"
-           "body:          %.*s\n",
-           (long long)f->id, f->message_id, f->type, f->queue, f->error_class,
-           f->reason, f->attempts, first, last, f->headers ? f->headers : "-",
-           (int)(f->body_len > 4096 ? 4096 : f->body_len), f->body);
+           "headers:       ",
+           f->attempts, first, last);
+    if (f->headers) cli_print_safe(stdout, f->headers, strlen(f->headers));
+    else fputs("-", stdout);
+    printf("\nbody:          ");
+    cli_print_safe(stdout, f->body, f->body_len > 4096 ? 4096 : f->body_len);
+    printf("%s\n", f->body_len > 4096 ? " ... (--json for all of it)" : "");
     return 0;
   }
-  printf("%-6lld %-36s %-18s %-17s %s\n", (long long)f->id, f->message_id,
-         f->type, f->error_class, f->reason);
+  printf("%-6lld %-36s %-18s %-17s ", (long long)f->id, f->message_id,
+         f->type, f->error_class);
+  cli_print_safe(stdout, f->reason, strlen(f->reason));
+  fputc('\n', stdout);
   return 0;
 }
 
@@ -113,7 +138,10 @@ static int failed_show(ob_engine_t* e, int json, int stats, const char* type,
     printf("%-6s %-36s %-18s %-17s %s\n", "ID", "MESSAGE ID", "TYPE", "CLASS",
            "REASON");
   n = ob_failed_list(e, id, type, show_cb, &s);
-  if (n < 0) {
+  if (n >= 0 && s.out_of_memory) {
+    fprintf(stderr, "oncebox failed show: out of memory\n");
+    n = OB_ENOMEM;
+  } else if (n < 0) {
     fprintf(stderr, "oncebox failed show: %s\n", ob_errmsg(e));
   } else if (n == 0 && id > 0) {
     fprintf(stderr, "oncebox failed show: no failed message with id %lld\n",

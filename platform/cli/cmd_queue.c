@@ -1,11 +1,12 @@
 /* oncebox init | enqueue | run */
-#include <cjson/cJSON.h>
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/util/ndjson_envelope.h"
 #include "platform/cli/cli.h"
 
 int cmd_init(cli_t* cli, int argc, char** argv) {
@@ -49,55 +50,8 @@ static void enqueue_usage(FILE* out) {
 
 typedef struct pending_line_s {
   long long lineno;
-  char* type;
-  char* id;
-  char* queue;
-  char* headers;
-  char* body;
+  ob__ndjson_envelope_t env;
 } pending_line_t;
-
-static void pending_free(pending_line_t* p) {
-  free(p->type); free(p->id); free(p->queue); free(p->headers); free(p->body);
-  memset(p, 0, sizeof *p);
-}
-
-/* Decode one NDJSON line into p; returns NULL or a static reason. */
-static const char* decode_line(const char* line, size_t len,
-                               pending_line_t* p) {
-  cJSON* doc = cJSON_ParseWithLength(line, len);
-  const cJSON *id, *type, *body, *queue, *headers;
-  const char* why = NULL;
-  if (doc == NULL) return "not valid JSON";
-  if (!cJSON_IsObject(doc)) { why = "not a JSON object"; goto out; }
-  id = cJSON_GetObjectItemCaseSensitive(doc, "id");
-  type = cJSON_GetObjectItemCaseSensitive(doc, "type");
-  body = cJSON_GetObjectItemCaseSensitive(doc, "body");
-  queue = cJSON_GetObjectItemCaseSensitive(doc, "queue");
-  headers = cJSON_GetObjectItemCaseSensitive(doc, "headers");
-  if (!cJSON_IsString(id)) { why = "missing string field \"id\""; goto out; }
-  if (!cJSON_IsString(type)) { why = "missing string field \"type\""; goto out; }
-  if (body == NULL) { why = "missing field \"body\""; goto out; }
-  if (queue != NULL && !cJSON_IsString(queue)) { why = "\"queue\" must be a string"; goto out; }
-  if (headers != NULL && !cJSON_IsObject(headers)) { why = "\"headers\" must be an object"; goto out; }
-  if (!ob_uuid_valid(id->valuestring)) { why = "\"id\" is not a UUID"; goto out; }
-  if (type->valuestring[0] == '\0' || strlen(type->valuestring) > 128) {
-    why = "\"type\" must be 1..128 characters";
-    goto out;
-  }
-  p->id = strdup(id->valuestring);
-  p->type = strdup(type->valuestring);
-  /* A string body is stored as its text; any other JSON value as JSON. */
-  p->body = cJSON_IsString(body) ? strdup(body->valuestring)
-                                 : cJSON_PrintUnformatted(body);
-  p->queue = queue ? strdup(queue->valuestring) : NULL;
-  p->headers = headers ? cJSON_PrintUnformatted(headers) : NULL;
-  if (!p->id || !p->type || !p->body || (queue && !p->queue) ||
-      (headers && !p->headers))
-    why = "out of memory";
-out:
-  cJSON_Delete(doc);
-  return why;
-}
 
 static int flush_chunk(ob_engine_t* e, pending_line_t* lines, size_t n,
                        long long* committed, long long* rejected) {
@@ -106,12 +60,12 @@ static int flush_chunk(ob_engine_t* e, pending_line_t* lines, size_t n,
   int rc;
   memset(envs, 0, sizeof envs);
   for (size_t i = 0; i < n; i++) {
-    envs[i].id = lines[i].id;
-    envs[i].type = lines[i].type;
-    envs[i].queue = lines[i].queue;
-    envs[i].headers = lines[i].headers;
-    envs[i].body = lines[i].body;
-    envs[i].body_len = strlen(lines[i].body);
+    envs[i].id = lines[i].env.id;
+    envs[i].type = lines[i].env.type;
+    envs[i].queue = lines[i].env.queue;
+    envs[i].headers = lines[i].env.headers;
+    envs[i].body = lines[i].env.body;
+    envs[i].body_len = lines[i].env.body_len;
   }
   rc = ob_enqueue_many(e, envs, n, results);
   if (rc < 0) {
@@ -121,8 +75,10 @@ static int flush_chunk(ob_engine_t* e, pending_line_t* lines, size_t n,
   }
   for (size_t i = 0; i < n; i++) {
     if (results[i] < 0) {
+      /* ob_enqueue_many gives a code per line; ask again for the reason. */
+      int code = ob_envelope_check(e, &envs[i]);
       fprintf(stderr, "line %lld: rejected: %s\n", lines[i].lineno,
-              ob_strerror(results[i]));
+              code < 0 ? ob_errmsg(e) : ob_strerror(results[i]));
       (*rejected)++;
     }
   }
@@ -130,28 +86,45 @@ static int flush_chunk(ob_engine_t* e, pending_line_t* lines, size_t n,
   return 0;
 }
 
-static int enqueue_ndjson(ob_engine_t* e, const char* path) {
+static void flush_free(pending_line_t* chunk, size_t n) {
+  for (size_t i = 0; i < n; i++) ob__ndjson_envelope_free(&chunk[i].env);
+}
+
+static int enqueue_ndjson(ob_engine_t* e, const char* path, int stdin_closed) {
   FILE* f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+  const char* name = f == stdin ? "standard input" : path;
   pending_line_t chunk[NDJSON_CHUNK];
   size_t nchunk = 0, cap = 0;
   char* line = NULL;
   ssize_t len;
   long long lineno = 0, committed = 0, rejected = 0, total_bytes = 0, done = 0;
-  int rc = 0;
+  int rc = 0, read_errno = 0;
   struct stat st;
 
   if (f == NULL) {
     perror(path);
     return EXIT_USAGE;
   }
+  if (f == stdin && stdin_closed) {
+    fprintf(stderr, "oncebox enqueue: --ndjson -: standard input is closed\n");
+    return EXIT_FAIL;
+  }
   if (f != stdin && fstat(fileno(f), &st) == 0) total_bytes = st.st_size;
   memset(chunk, 0, sizeof chunk);
+  errno = 0;
   while ((len = getline(&line, &cap, f)) >= 0) {
+    const char* text = line;
     const char* why;
+    int prc;
     lineno++;
     done += len;
     while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
       line[--len] = '\0';
+    /* A byte-order mark is tolerated where editors put it: first. */
+    if (lineno == 1 && len >= 3 && memcmp(line, "\xEF\xBB\xBF", 3) == 0) {
+      text += 3;
+      len -= 3;
+    }
     if (len == 0) continue;  /* blank lines are allowed */
     if (len > NDJSON_MAX_LINE) {
       fprintf(stderr, "line %lld: rejected: longer than %d bytes\n", lineno,
@@ -160,27 +133,42 @@ static int enqueue_ndjson(ob_engine_t* e, const char* path) {
       continue;
     }
     chunk[nchunk].lineno = lineno;
-    why = decode_line(line, (size_t)len, &chunk[nchunk]);
-    if (why != NULL) {
+    prc = ob__ndjson_envelope_parse(text, (size_t)len, &chunk[nchunk].env, &why);
+    if (prc == OB_ENOMEM) {
+      fprintf(stderr, "oncebox enqueue: line %lld: out of memory\n", lineno);
+      rc = OB_ENOMEM;
+      break;
+    }
+    if (prc != 0) {
       fprintf(stderr, "line %lld: rejected: %s\n", lineno, why);
-      pending_free(&chunk[nchunk]);
       rejected++;
       continue;
     }
     if (++nchunk == NDJSON_CHUNK) {
       rc = flush_chunk(e, chunk, nchunk, &committed, &rejected);
-      for (size_t i = 0; i < nchunk; i++) pending_free(&chunk[i]);
+      flush_free(chunk, nchunk);
       nchunk = 0;
       if (rc < 0) break;
       cli_progress("enqueue", done, total_bytes);
     }
   }
+  /* getline gives -1 at the end and on an error alike: an unreadable file
+  ** (a directory, EIO, a closed stdin) must not look like a short one. */
+  if (rc == 0 && ferror(f)) {
+    read_errno = errno ? errno : EIO;
+    rc = -1;
+  }
   if (rc == 0 && nchunk > 0)
     rc = flush_chunk(e, chunk, nchunk, &committed, &rejected);
-  for (size_t i = 0; i < nchunk; i++) pending_free(&chunk[i]);
+  flush_free(chunk, nchunk);
   cli_progress_end();
   free(line);
   if (f != stdin) fclose(f);
+  if (read_errno != 0)
+    fprintf(stderr,
+            "oncebox enqueue: cannot read %s after line %lld: %s; nothing "
+            "after that line was enqueued\n",
+            name, lineno, strerror(read_errno));
   fprintf(stderr, "enqueued %lld message(s), rejected %lld line(s)\n",
           committed, rejected);
   if (rc < 0) return EXIT_FAIL;
@@ -238,7 +226,7 @@ int cmd_enqueue(cli_t* cli, int argc, char** argv) {
   e = cli_open(cli, 0, &code);
   if (e == NULL) return code;
   if (ndjson != NULL) {
-    code = enqueue_ndjson(e, ndjson);
+    code = enqueue_ndjson(e, ndjson, cli->stdin_closed);
   } else {
     rc = ob_enqueue(e, &env);
     if (rc < 0) {

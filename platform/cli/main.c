@@ -1,7 +1,11 @@
 /* oncebox: the command-line program. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include "platform/cli/cli.h"
 
@@ -58,11 +62,38 @@ static int parse_level(const char* s, ob_log_level_t* out) {
   return -1;
 }
 
+/* A closed standard descriptor would be handed out by the next open(): the
+** database on fd 1 would receive our printf output. Fill each closed one
+** with /dev/null (open takes the lowest free number) and remember which:
+** `enqueue --ndjson -` must not read a closed stdin as an empty file. */
+static unsigned reopen_closed_std_fds(void) {
+  unsigned closed = 0;
+  for (int fd = 0; fd <= 2; fd++) {
+    if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF) continue;
+    closed |= 1u << fd;
+    if (open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY) != fd) _exit(EXIT_FAIL);
+  }
+  return closed;
+}
+
+/* A core dump of a process that holds credentials is a copy of them on
+** disk, and a process of the same user could read them through ptrace or
+** /proc/PID/mem. Not dumpable, unless an operator debugging a crash asks
+** for cores with ONCEBOX_ALLOW_CORE_DUMPS=1. */
+static void refuse_core_dumps(void) {
+  const char* allow = getenv("ONCEBOX_ALLOW_CORE_DUMPS");
+  if (allow != NULL && strcmp(allow, "1") == 0) return;
+  (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
 int main(int argc, char** argv) {
   cli_t cli;
   int i = 1;
 
+  refuse_core_dumps();
+
   memset(&cli, 0, sizeof cli);
+  cli.stdin_closed = (reopen_closed_std_fds() & 1u) != 0;
   cli.db_path = getenv("ONCEBOX_DB");
   cli.log_level = OB_LOG_INFO;
   while (i < argc && argv[i][0] == '-') {
@@ -82,6 +113,9 @@ int main(int argc, char** argv) {
         fprintf(stderr, "oncebox: unknown log level '%s'\n", argv[i]);
         return EXIT_USAGE;
       }
+    } else if (strcmp(a, "--db") == 0 || strcmp(a, "--log-level") == 0) {
+      fprintf(stderr, "oncebox: option '%s' needs a value\n", a);
+      return EXIT_USAGE;
     } else if (strcmp(a, "--unsafe-sync-normal") == 0) {
       cli.sync_normal = 1;
     } else {

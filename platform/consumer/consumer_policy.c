@@ -5,6 +5,7 @@
 
 #include <mbedtls/md.h>
 
+#include "core/sqs/sqs.h"
 #include "core/util/uuid.h"
 #include "platform/consumer/consumer.h"
 
@@ -15,22 +16,16 @@ static int fail(char* errbuf, size_t errlen, const char* msg) {
 
 int ob__consumer_options_check(const ob_consumer_options_t* o, char* errbuf,
                                size_t errlen) {
-  const char* u;
+  const char *u, *why;
   if (o == NULL) return fail(errbuf, errlen, "consumer: options are required");
   u = o->queue_url;
   if (u == NULL || u[0] == '\0')
     return fail(errbuf, errlen, "consumer: queue_url is required");
-  if (strncmp(u, "https://", 8) != 0 && strncmp(u, "http://", 7) != 0)
-    return fail(errbuf, errlen,
-                "consumer: queue_url must be an http(s):// queue URL");
-  /* It travels in a JSON body and in log lines: printable ASCII only. */
-  if (strlen(u) > 2048)
-    return fail(errbuf, errlen, "consumer: queue_url is longer than 2048");
-  for (const char* p = u; *p; p++)
-    if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f)
-      return fail(errbuf, errlen,
-                  "consumer: queue_url must be printable ASCII without "
-                  "spaces");
+  if ((why = ob__sqs_queue_url_problem(u)) != NULL) {
+    if (errbuf != NULL && errlen > 0)
+      snprintf(errbuf, errlen, "consumer: queue URL %s", why);
+    return OB_EINVAL;
+  }
   if (o->wait_seconds < 0 || o->wait_seconds > 20)
     return fail(errbuf, errlen, "consumer: wait_seconds must be 0..20");
   if (o->prefetch < 1 || o->prefetch > 10)

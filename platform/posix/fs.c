@@ -19,6 +19,31 @@ static int errno_to_ob(int err) {
   }
 }
 
+/* Paths in messages are cut at this many bytes, so that a long one cannot
+** push the reason out of the caller's buffer. */
+#define PATH_SHOWN 200
+#define SHOW(path) (int)PATH_SHOWN, (path), (strlen(path) > PATH_SHOWN ? "..." : "")
+
+/* An existing empty file (touched by an installer, say) is not a database
+** yet: it becomes one now, so it gets the mode oncebox would have created it
+** with. A file that already holds data keeps the mode its owner chose. */
+static int make_empty_file_private(const char* path, char* err, size_t errlen) {
+  struct stat st;
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return 0; /* SQLite's open reports it, with its reason */
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0 &&
+      (st.st_mode & 077) != 0 && st.st_uid == geteuid() &&
+      fchmod(fd, 0600) != 0) {
+    int e = errno;
+    close(fd);
+    snprintf(err, errlen, "cannot chmod 0600 %.*s%s: %s", SHOW(path),
+             strerror(e));
+    return errno_to_ob(e);
+  }
+  close(fd);
+  return 0;
+}
+
 int ob__fs_prepare_private_file(const char* path, char* err, size_t errlen) {
   struct stat st;
   int fd;
@@ -29,14 +54,14 @@ int ob__fs_prepare_private_file(const char* path, char* err, size_t errlen) {
   }
   if (stat(path, &st) == 0) {
     if (!S_ISREG(st.st_mode)) {
-      snprintf(err, errlen, "%s is not a regular file", path);
-      return OB_EINVAL;
+      snprintf(err, errlen, "%.*s%s is not a regular file", SHOW(path));
+      return OB_EPERM;
     }
-    return 0;
+    return make_empty_file_private(path, err, errlen);
   }
   if (errno != ENOENT) {
     int e = errno;
-    snprintf(err, errlen, "cannot stat %s: %s", path, strerror(e));
+    snprintf(err, errlen, "cannot stat %.*s%s: %s", SHOW(path), strerror(e));
     return errno_to_ob(e);
   }
   /* O_EXCL: two processes racing to create the file must not both think
@@ -45,7 +70,7 @@ int ob__fs_prepare_private_file(const char* path, char* err, size_t errlen) {
   if (fd < 0) {
     int e = errno;
     if (e == EEXIST) return 0;
-    snprintf(err, errlen, "cannot create %s: %s", path, strerror(e));
+    snprintf(err, errlen, "cannot create %.*s%s: %s", SHOW(path), strerror(e));
     return errno_to_ob(e);
   }
   /* The umask can only remove bits from 0600, but make the intent explicit
@@ -53,13 +78,13 @@ int ob__fs_prepare_private_file(const char* path, char* err, size_t errlen) {
   if (fchmod(fd, 0600) != 0) {
     int e = errno;
     close(fd);
-    snprintf(err, errlen, "cannot chmod %s: %s", path, strerror(e));
+    snprintf(err, errlen, "cannot chmod %.*s%s: %s", SHOW(path), strerror(e));
     return errno_to_ob(e);
   }
   if (fsync(fd) != 0) {
     int e = errno;
     close(fd);
-    snprintf(err, errlen, "cannot fsync %s: %s", path, strerror(e));
+    snprintf(err, errlen, "cannot fsync %.*s%s: %s", SHOW(path), strerror(e));
     return errno_to_ob(e);
   }
   close(fd);

@@ -485,16 +485,14 @@ int ob_relay_enable(ob_engine_t* e, const ob_relay_options_t* o, char* errbuf,
   relay_t* r;
   ob__component_t c;
   char host[128], source[200];
+  const char* why;
   int rc;
 
   if (errbuf && errlen) errbuf[0] = '\0';
   if (e == NULL || o == NULL) return OB_EINVAL;
   if (e->runner != NULL) return OB_ESTATE;
-  if (o->queue_url == NULL ||
-      (strncmp(o->queue_url, "https://", 8) != 0 &&
-       strncmp(o->queue_url, "http://", 7) != 0)) {
-    if (errbuf) snprintf(errbuf, errlen, "outbox queue URL must be an "
-                         "http(s):// SQS queue URL");
+  if ((why = ob__sqs_queue_url_problem(o->queue_url)) != NULL) {
+    if (errbuf) snprintf(errbuf, errlen, "outbox queue URL %s", why);
     return OB_EINVAL;
   }
   if (o->park_after < 0 || o->backoff_base_ms < 1 || o->backoff_cap_ms < 1 ||

@@ -30,7 +30,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 all_targets=(http_response http_url sqs_response sigv4 json_check
-             payment_captured uuid charge_order cloudevent aws_config)
+             payment_captured uuid charge_order cloudevent aws_config
+             ndjson_envelope)
 
 # Known open bugs, tolerated so that a run keeps looking for new ones. Each
 # has its crasher kept in crashers/<target>/ with its replay test DISABLED
@@ -273,6 +274,17 @@ cat >>"$work/dict/cloudevent.dict" <<'EOF'
 "application/json"
 "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
 EOF
+cat "$work/dict/json.dict" >"$work/dict/ndjson_envelope.dict"
+cat >>"$work/dict/ndjson_envelope.dict" <<'EOF'
+"id"
+"type"
+"body"
+"queue"
+"headers"
+"0190b6d8-3ae7-7ca2-a653-6ff2d5a6f230"
+"\\u0000"
+"\\ud83d\\ude00"
+EOF
 cat >"$work/dict/aws_config.dict" <<'EOF'
 "[default]"
 "[profile "
@@ -307,7 +319,7 @@ max_len() {
   case "$1" in
     http_response|sqs_response) echo 16384 ;;
     payment_captured|charge_order) echo 5000 ;;
-    cloudevent|aws_config) echo 8192 ;;
+    cloudevent|aws_config|ndjson_envelope) echo 8192 ;;
     sigv4|json_check) echo 4096 ;;
     http_url) echo 512 ;;
     uuid) echo 64 ;;

@@ -1210,7 +1210,7 @@ static void test_open_hostile_paths(void** state) {
   {
     char* p = ts_path(dir, "a-directory");
     assert_int_equal(mkdir(p, 0700), 0);
-    CASE("a directory", p, OB_EINVAL, "is not a regular file", NULL);
+    CASE("a directory", p, OB_EPERM, "is not a regular file", NULL);
   }
   {
     char* p = ts_path(dir, "text.db");
@@ -1236,25 +1236,25 @@ static void test_open_hostile_paths(void** state) {
                      SQLITE_OK);
     sqlite3_close(db);
     CASE("another application's database", p, OB_ECORRUPT,
-         "is not an oncebox database", "H3");
+         "is not an oncebox database", NULL);
   }
   {
     char* p = ts_path(dir, "link.db");
     assert_int_equal(symlink(real, p), 0);
-    CASE("a symlink to a database", p, OB_EPERM, "symbolic link", "H12");
+    CASE("a symlink to a database", p, OB_EPERM, "symbolic link", NULL);
   }
   {
     char* p = ts_path(dir, "dangling.db");
     assert_int_equal(symlink("/nonexistent-oncebox-target.db", p), 0);
-    CASE("a dangling symlink", p, OB_EPERM, "symbolic link", "H12");
+    CASE("a dangling symlink", p, OB_EPERM, "symbolic link", NULL);
   }
   CASE("a missing directory", ts_path(dir, "no/such/dir.db"), OB_ENOTFOUND,
        "No such file or directory", NULL);
-  CASE("/dev/null", strdup("/dev/null"), OB_EINVAL, "is not a regular file", NULL);
+  CASE("/dev/null", strdup("/dev/null"), OB_EPERM, "is not a regular file", NULL);
   {
     char* p = ts_path(dir, "fifo.db");
     assert_int_equal(mkfifo(p, 0600), 0);
-    CASE("a FIFO", p, OB_EINVAL, "is not a regular file", NULL);
+    CASE("a FIFO", p, OB_EPERM, "is not a regular file", NULL);
   }
   CASE("an empty path", strdup(""), OB_EINVAL, "db_path is required", NULL);
 #undef CASE
@@ -1330,7 +1330,7 @@ static void test_open_hostile_paths(void** state) {
     if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
       printf("no-permission case skipped: cannot drop privileges\n");
     } else {
-      verdict("a database without permission", "H12",
+      verdict("a database without permission", NULL,
               WIFEXITED(st) && WEXITSTATUS(st) == 0,
               WIFEXITED(st) && WEXITSTATUS(st) == 2 ? "unclear" : "code",
               "child status %d", st);
