@@ -1,7 +1,14 @@
-/* The engine on a libuv loop: one timer does the handling (one transaction
-** per loop turn, so the loop is never blocked longer than that), another
-** runs retention. Nothing polls busily: when the queue is empty the work
-** timer sleeps until the next available_at or the poll interval. */
+/* The engine on a libuv loop: one transaction per loop turn, so the loop is
+** never blocked longer than that; another timer runs retention. Nothing
+** polls busily: when the queue is empty the work timer sleeps until the next
+** available_at or the poll interval.
+**
+** While a backlog drains, the next transaction runs from an idle handle,
+** not from the timer restarted at 0: libuv 1.44 (Debian 12) runs a timer
+** re-armed with 0 from its own callback again in the same turn, without
+** polling I/O (libuv #4245, fixed upstream in 1.47), so the relay and the
+** consumer would get no reply until the queue was empty. An active idle
+** handle makes each turn poll I/O with a zero timeout instead. */
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +20,7 @@ typedef struct ob__runner_s {
   ob_engine_t* e;
   uv_loop_t* loop;
   uv_timer_t work;
+  uv_idle_t next;      /* the next transaction, on the next loop turn */
   uv_timer_t gc;
   uv_async_t stop_async;
   uv_fs_event_t wal_watch;   /* another process wrote the database */
@@ -64,6 +72,7 @@ static void begin_close(ob__runner_t* r) {
   r->closing = 1;
   if (signal_target == r) signal_target = NULL;
   uv_close((uv_handle_t*)&r->work, close_cb);
+  uv_close((uv_handle_t*)&r->next, close_cb);
   uv_close((uv_handle_t*)&r->gc, close_cb);
   uv_close((uv_handle_t*)&r->stop_async, close_cb);
   uv_close((uv_handle_t*)&r->wal_watch, close_cb);
@@ -72,6 +81,7 @@ static void begin_close(ob__runner_t* r) {
 }
 
 static void work_cb(uv_timer_t* t);
+static void next_cb(uv_idle_t* h);
 
 /* With a watch on the -wal file, writes by other processes wake us; the
 ** re-check is only a safety net and an idle engine stays asleep. */
@@ -84,12 +94,33 @@ static int64_t idle_poll_ms(const ob__runner_t* r) {
 
 static void arm(ob__runner_t* r, int64_t delay_ms) {
   if (r->closing) return;
-  if (delay_ms < 0) delay_ms = 0;
+  if (delay_ms <= 0) {
+    uv_timer_stop(&r->work);
+    uv_idle_start(&r->next, next_cb);
+    return;
+  }
+  uv_idle_stop(&r->next);
   uv_timer_start(&r->work, work_cb, (uint64_t)delay_ms, 0);
 }
 
+/* Due now, or soon: a transaction is about to run anyway. */
+static int busy(const ob__runner_t* r) {
+  return uv_is_active((const uv_handle_t*)&r->next) ||
+         uv_timer_get_due_in(&r->work) == 0;
+}
+
+static void do_work(ob__runner_t* r);
+
 static void work_cb(uv_timer_t* t) {
-  ob__runner_t* r = t->data;
+  do_work(t->data);
+}
+
+static void next_cb(uv_idle_t* h) {
+  uv_idle_stop(h);
+  do_work(h->data);
+}
+
+static void do_work(ob__runner_t* r) {
   ob_engine_t* e = r->e;
   ob_batch_result_t res;
   int64_t at, now, delay;
@@ -193,11 +224,9 @@ static void wal_changed(uv_fs_event_t* h, const char* name, int events,
   ob__runner_t* r = h->data;
   (void)name;
   (void)events;
-  /* Our own commits land here too; they cost one empty check. While the
-  ** work timer is due anyway (busy), leave it alone. */
-  if (status == 0 && !r->closing && !r->e->stopping &&
-      uv_timer_get_due_in(&r->work) > 0)
-    arm(r, 0);
+  /* Our own commits land here too; they cost one empty check. While a
+  ** transaction is due anyway, leave it alone. */
+  if (status == 0 && !r->closing && !r->e->stopping && !busy(r)) arm(r, 0);
 }
 
 static void stop_hook(ob_engine_t* e) {
@@ -225,11 +254,13 @@ int ob_attach(ob_engine_t* e, struct uv_loop_s* loop) {
   r->e = e;
   r->loop = loop;
   uv_timer_init(loop, &r->work);
+  uv_idle_init(loop, &r->next);
   uv_timer_init(loop, &r->gc);
   uv_async_init(loop, &r->stop_async, stop_async_cb);
   uv_fs_event_init(loop, &r->wal_watch);
-  r->work.data = r->gc.data = r->stop_async.data = r->wal_watch.data = r;
-  r->open_handles = 4;
+  r->work.data = r->next.data = r->gc.data = r->stop_async.data =
+      r->wal_watch.data = r;
+  r->open_handles = 5;
   {
     /* SQLite keeps the -wal file while a connection is open; if it cannot
     ** be watched (no inotify, odd file system) we poll instead. */

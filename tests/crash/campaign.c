@@ -57,7 +57,9 @@
 **                      (core/engine/engine.c, #ifdef OB_MUTANT_SPLIT_CLAIM),
 **                      linked into the separate binary
 **                      ob-crash-campaign-split-claim, which this one execs.
-**   (published-before-ack, the relay's mutant, is not part of this harness.)
+**   (published-before-ack, the relay's mutant, is killed by the relay's own
+**   campaign: ob-crash-campaign-relay --mutant publish-before-2xx,
+**   tests/crash/campaign_relay.c.)
 **
 ** Everything random comes from --seed (printed); cycle N's parameters from
 ** (seed, N) alone. SIGKILL instants are real time, so a random campaign is
@@ -1531,7 +1533,8 @@ int main(int argc, char** argv) {
         if (c->mutant < 0) {
           if (strcmp(optarg, "published-before-ack") == 0)
             fprintf(stderr, "published-before-ack is the relay's mutant; "
-                    "this harness does not run the relay\n");
+                    "run ob-crash-campaign-relay --mutant "
+                    "publish-before-2xx\n");
           usage(stderr);
           return 2;
         }

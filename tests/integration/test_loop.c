@@ -3,6 +3,7 @@
 #include "tests/integration/engine_fixture.h"
 
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <time.h>
@@ -299,10 +300,88 @@ static void test_second_signal_exits_at_once(void** state) {
   fx_free(f);
 }
 
+/* A backlog must not starve the loop's I/O: between two transactions the
+** loop polls its sockets (the relay's and the consumer's replies). Here a
+** byte waits in a socket before the loop starts; it must be read while the
+** backlog drains, not after. Ordering by libuv's own semantics, not a time
+** measurement: with the defect (a timer re-armed at 0 from its callback,
+** libuv #4245) the read came only after all 200 messages. */
+typedef struct io_ctx_s {
+  fixture_t* f;
+  uv_pipe_t pipe;
+  uv_timer_t check;
+  char byte;
+  long long payouts_at_read;
+  int read;
+} io_ctx_t;
+
+static void io_alloc(uv_handle_t* h, size_t hint, uv_buf_t* buf) {
+  io_ctx_t* c = h->data;
+  (void)hint;
+  *buf = uv_buf_init(&c->byte, 1);
+}
+
+static void io_read(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
+  io_ctx_t* c = s->data;
+  ob_stats_t st;
+  (void)buf;
+  if (n <= 0 || c->read) return;
+  assert_int_equal(ob_stats(c->f->e, &st), 0);
+  c->payouts_at_read = st.payouts;
+  c->read = 1;
+  uv_read_stop(s);
+  uv_close((uv_handle_t*)s, NULL);
+}
+
+static void io_check(uv_timer_t* t) {
+  io_ctx_t* c = t->data;
+  ob_stats_t st;
+  assert_int_equal(ob_stats(c->f->e, &st), 0);
+  if (st.payouts < 200 || !c->read) return;
+  uv_timer_stop(t);
+  uv_close((uv_handle_t*)t, NULL);
+  assert_int_equal(ob_detach(c->f->e, NULL, NULL), 0);
+}
+
+static void test_backlog_does_not_starve_io(void** state) {
+  fixture_t* f = fx_new_real(1);
+  uv_loop_t loop;
+  io_ctx_t c;
+  int sv[2];
+  char id[37], body[256];
+  (void)state;
+  memset(&c, 0, sizeof c);
+  c.f = f;
+  c.payouts_at_read = -1;
+  ob_register_payout(f->e);
+  for (int i = 0; i < 200; i++)
+    assert_int_equal(fx_enqueue(f, PAY, fx_event(i, id), fx_payment(i, body)), 0);
+  assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  assert_int_equal(write(sv[1], "x", 1), 1);
+  assert_int_equal(uv_loop_init(&loop), 0);
+  assert_int_equal(uv_pipe_init(&loop, &c.pipe, 0), 0);
+  assert_int_equal(uv_pipe_open(&c.pipe, sv[0]), 0);
+  c.pipe.data = &c;
+  assert_int_equal(uv_read_start((uv_stream_t*)&c.pipe, io_alloc, io_read), 0);
+  uv_timer_init(&loop, &c.check);
+  c.check.data = &c;
+  uv_timer_start(&c.check, io_check, 5, 5);
+  assert_int_equal(ob_attach(f->e, &loop), 0);
+  assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(c.read, 1);
+  printf("the socket was read after %lld of 200 messages\n", c.payouts_at_read);
+  assert_true(c.payouts_at_read < 10);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM merchant_payout"), 200);
+  assert_int_equal(uv_loop_close(&loop), 0);
+  close(sv[1]);
+  fx_free(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_attach_to_caller_loop),
       cmocka_unit_test(test_close_while_attached),
+      cmocka_unit_test(test_backlog_does_not_starve_io),
       cmocka_unit_test(test_until_idle_waits_for_delayed),
       cmocka_unit_test(test_other_process_wakes_idle_engine),
       cmocka_unit_test(test_sigterm_finishes_message_in_hand),
