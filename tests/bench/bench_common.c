@@ -29,6 +29,10 @@ typedef struct shim_file_s {
 } shim_file_t;
 
 bc_io_counts_t bc_io;
+
+int64_t bc_io_syncs(void) {
+  return bc_io.wal_syncs + bc_io.db_syncs + bc_io.other_syncs;
+}
 void (*bc_on_wal_sync)(void);
 
 static sqlite3_vfs* g_unix;
@@ -378,6 +382,8 @@ void bc_run_raw(const char* path, int64_t n, int batch, int synchronous,
   del = prep(db, "DELETE FROM queue WHERE id = ?1");
 
   ts_gen_init(&g, seed);
+  memset(&bc_io, 0, sizeof bc_io);
+  t0 = bc_mono_s();
   for (int64_t i = 0; i < n;) {
     int64_t now = bc_wall_ms();
     exec_or_die(db, "BEGIN IMMEDIATE");
@@ -395,6 +401,8 @@ void bc_run_raw(const char* path, int64_t n, int batch, int synchronous,
     }
     exec_or_die(db, "COMMIT");
   }
+  res->enqueue_s = bc_mono_s() - t0;
+  res->enqueue_syncs = bc_io_syncs();
 
   memset(&bc_io, 0, sizeof bc_io);
   t0 = bc_mono_s();
@@ -474,6 +482,8 @@ void bc_run_raw(const char* path, int64_t n, int batch, int synchronous,
     res->commits++;
   }
   res->handle_s = bc_mono_s() - t0;
+  res->handle_syncs = bc_io_syncs();
+  res->handle_bytes = bc_io.written;
   res->n = done;
   {
     sqlite3_stmt* c = prep(db, "SELECT (SELECT count(*) FROM merchant_payout)"

@@ -1,5 +1,5 @@
-/* Helpers shared by the issue 7 benchmarks (bench_sweep.c, bench_latency.c,
-** bench_peers.c, bench_footprint.c): a counting VFS shim, the raw SQLite
+/* Helpers shared by the benchmarks (bench_engine.c, bench_sweep.c,
+** bench_latency.c, bench_peers.c, bench_footprint.c): a counting VFS shim, the raw SQLite
 ** limit of the payout handler's statements, /proc readers, statistics.
 ** Benchmarks only; never linked into oncebox. */
 #ifndef OB_BENCH_COMMON_H
@@ -19,6 +19,9 @@ typedef struct bc_io_counts_s {
 } bc_io_counts_t;
 
 extern bc_io_counts_t bc_io;
+
+/* Every xSync counted in bc_io, whatever the file. */
+int64_t bc_io_syncs(void);
 
 /* Called right after every successful xSync of a -wal file (may be NULL):
 ** the moment a commit is durable. */
@@ -65,7 +68,9 @@ double bc_percentile(double* v, int n, double p);  /* v sorted; p in 0..100 */
 typedef struct bc_raw_result_s {
   int ok;
   int64_t n, commits;
-  double handle_s;
+  double enqueue_s, handle_s;
+  int64_t enqueue_syncs, handle_syncs;  /* every xSync through the shim */
+  int64_t handle_bytes;                 /* bc_io.written while handling */
 } bc_raw_result_t;
 
 /* The engine's handling statements written by hand with prepared
@@ -73,8 +78,9 @@ typedef struct bc_raw_result_s {
 ** PaymentCaptured messages (1000 per transaction, not timed), then BEGIN
 ** IMMEDIATE; SELECT up to `batch` ready rows; per row the dedup claim, the
 ** payout, the outbox row, the DELETE; COMMIT; until the queue is empty.
-** synchronous: 2 FULL, 1 NORMAL. Counters in bc_io are reset right before
-** handling starts. */
+** synchronous: 2 FULL, 1 NORMAL. Counters in bc_io are reset before the
+** enqueue and again right before handling starts; the enqueue is timed on
+** its own (enqueue_s). The syncs and bytes need bc_shim_register(). */
 void bc_run_raw(const char* path, int64_t n, int batch, int synchronous,
                 uint64_t seed, bc_raw_result_t* res);
 
