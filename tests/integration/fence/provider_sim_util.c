@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
+#include <sqlite3.h>
 
 #include "tests/integration/http/http_test_util.h"
 
@@ -461,4 +462,42 @@ int ps_wait_lines(ps_sim_t* s, const char* prefix, int n, int timeout_ms) {
     if (!alive || ht_now_ms() >= end) return -1;
     usleep(5 * 1000);
   }
+}
+
+static int tool_missing(const char* tool) {
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", tool);
+  return system(cmd) != 0;
+}
+
+const char* ps_skip_reason(void) {
+  if (!ps_node_available())
+    return "skipped: node not found (install Node.js >= 18)";
+  if (tool_missing("openssl") || tool_missing("faketime"))
+    return "skipped: openssl or faketime not found (gen_pki.sh needs both)";
+  if (!ht_localhost_is_127())
+    return "skipped: localhost does not resolve to 127.0.0.1 only";
+  return NULL;
+}
+
+int ps_db_int(const char* db_path, const char* sql, long long* out) {
+  sqlite3* db = NULL;
+  sqlite3_stmt* st;
+  *out = -1;
+  if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+    fprintf(stderr, "open %s: %s\n", db_path,
+            db ? sqlite3_errmsg(db) : "out of memory");
+    sqlite3_close(db);
+    return -1;
+  }
+  sqlite3_busy_timeout(db, 5000);
+  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+    fprintf(stderr, "prepare %s: %s\n", sql, sqlite3_errmsg(db));
+    sqlite3_close(db);
+    return -1;
+  }
+  if (sqlite3_step(st) == SQLITE_ROW) *out = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return 0;
 }

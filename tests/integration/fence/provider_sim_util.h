@@ -18,6 +18,17 @@ typedef struct ps_stats_s {
 
 /* 1 if `node` (>= 18) runs; callers skip their tests otherwise. */
 int ps_node_available(void);
+
+/* NULL if a test that runs oncebox against the simulator can run here:
+** node (>= 18), openssl and faketime (ht_gen_pki needs both), and localhost
+** resolving to 127.0.0.1 only. Else why not, as a "skipped: ..." line. */
+const char* ps_skip_reason(void);
+
+/* The first column of the first row of sql, read from the database file
+** db_path through a read-only connection of its own (5 s busy timeout):
+** 0 and *out (-1 when there is no row), or -1 with the reason on stderr
+** when the file can't be opened or sql can't be prepared. */
+int ps_db_int(const char* db_path, const char* sql, long long* out);
 /* Start node provider_sim.mjs with pki_dir/good.crt, good.key (from
 ** ht_gen_pki), state file state_path; flags is NULL or extra arguments
 ** separated by spaces ("--no-idempotency", "--no-idempotency --no-lookup");

@@ -271,17 +271,8 @@ static void stop_worker(pid_t pid) {
 /* ---- the database, read from outside ---------------------------------------- */
 
 static long long q(fix_t* f, const char* sql) {
-  sqlite3* db;
-  sqlite3_stmt* st;
-  long long v = -1;
-  assert_int_equal(sqlite3_open_v2(f->db, &db, SQLITE_OPEN_READONLY, NULL),
-                   SQLITE_OK);
-  sqlite3_busy_timeout(db, 5000);
-  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-    fail_msg("prepare %s: %s", sql, sqlite3_errmsg(db));
-  if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  sqlite3_close(db);
+  long long v;
+  if (ps_db_int(f->db, sql, &v) != 0) fail_msg("cannot read %s: %s", f->db, sql);
   return v;
 }
 
@@ -453,24 +444,13 @@ static void expect_cli(cli_out_t* r, int rc, const char* text) {
 
 /* ---- fixture ------------------------------------------------------------------ */
 
-static int tool_missing(const char* tool) {
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", tool);
-  return system(cmd) != 0;
-}
-
 static int group_setup(void** state) {
   const char* bin = getenv("OB_BINARY_DIR");
   (void)state;
   make_canaries();
   g.dir = ts_mkdtemp("fence-auth");
   snprintf(g.oncebox, sizeof g.oncebox, "%s/oncebox", bin ? bin : ".");
-  if (!ps_node_available())
-    g.skip = "skipped: node not found (install Node.js >= 18)";
-  else if (tool_missing("openssl") || tool_missing("faketime"))
-    g.skip = "skipped: openssl or faketime not found (gen_pki.sh needs both)";
-  else if (!ht_localhost_is_127())
-    g.skip = "skipped: localhost does not resolve to 127.0.0.1 only";
+  g.skip = ps_skip_reason();
   if (g.skip != NULL) {
     printf("%s\n", g.skip);
     return 0;

@@ -204,17 +204,8 @@ static void run_until_idle(fix_t* f) {
 /* ---- the database, read from outside ---------------------------------------- */
 
 static long long q(fix_t* f, const char* sql) {
-  sqlite3* db;
-  sqlite3_stmt* st;
-  long long v = -1;
-  assert_int_equal(sqlite3_open_v2(f->db, &db, SQLITE_OPEN_READONLY, NULL),
-                   SQLITE_OK);
-  sqlite3_busy_timeout(db, 5000);
-  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-    fail_msg("prepare %s: %s", sql, sqlite3_errmsg(db));
-  if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  sqlite3_close(db);
+  long long v;
+  if (ps_db_int(f->db, sql, &v) != 0) fail_msg("cannot read %s: %s", f->db, sql);
   return v;
 }
 
@@ -287,20 +278,9 @@ static void check_orders(fix_t* f, int first, int n) {
 
 /* ---- fixture ------------------------------------------------------------------ */
 
-static int tool_missing(const char* tool) {
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", tool);
-  return system(cmd) != 0;
-}
-
 static int group_setup(void** state) {
   (void)state;
-  if (!ps_node_available())
-    g.skip = "skipped: node not found (install Node.js >= 18)";
-  else if (tool_missing("openssl") || tool_missing("faketime"))
-    g.skip = "skipped: openssl or faketime not found (gen_pki.sh needs both)";
-  else if (!ht_localhost_is_127())
-    g.skip = "skipped: localhost does not resolve to 127.0.0.1 only";
+  g.skip = ps_skip_reason();
   if (g.skip != NULL) {
     printf("%s\n", g.skip);
     return 0;
