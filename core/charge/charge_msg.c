@@ -42,7 +42,7 @@ int ob__charge_order_parse(const char* body, size_t len,
     return ob__msg_reject(reason, reason_len, "body is not valid JSON");
   if (*ob__json_skip_ws(body) != '{')
     return ob__msg_reject(reason, reason_len, "body is not a JSON object");
-  if ((f = ob__json_members(body, len, field_name, F_COUNT, val)) >= 0)
+  if ((f = ob__json_members(body, len, field_name, F_COUNT, val, NULL)) >= 0)
     return ob__msg_reject(reason, reason_len, "duplicate field %s", field_name[f]);
 
   memset(&r, 0, sizeof r);

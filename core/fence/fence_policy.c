@@ -83,7 +83,7 @@ static const char* member(const char* text, size_t len, const char* name) {
   const char* names[1] = {name};
   const char* val[1] = {NULL};
   if (ob__json_skip_ws(text)[0] != '{') return NULL;
-  (void)ob__json_members(text, len, names, 1, val);
+  (void)ob__json_members(text, len, names, 1, val, NULL);
   return val[0];
 }
 

@@ -38,7 +38,7 @@ int ob__msg_reject(char* reason, size_t reason_len, const char* fmt, ...) {
 
 /* Find where each known field's value starts; val[] must be zeroed. */
 static int find_fields(const char* body, size_t len, const char* val[]) {
-  return ob__json_members(body, len, field_name, F_COUNT, val);
+  return ob__json_members(body, len, field_name, F_COUNT, val, NULL);
 }
 
 #define AMOUNT_NOT_INT "amountInMinorUnits must be an integer"

@@ -119,7 +119,7 @@ int ob__cloudevent_decode(const char* body, size_t len, ob__cloudevent_t* out,
     return fail(reason, reason_len, "body is not valid JSON");
   if (!ob__json_is_object(body, len))
     return fail(reason, reason_len, "body is not a JSON object");
-  if ((dup = ob__json_members(body, len, members, M_COUNT, val)) >= 0)
+  if ((dup = ob__json_members(body, len, members, M_COUNT, val, NULL)) >= 0)
     return fail(reason, reason_len, "duplicate CloudEvents attribute %s",
                 members[dup]);
   if (get_str(val[M_SPEC], buf, sizeof buf, &n) != 0 || strcmp(buf, "1.0") != 0)

@@ -322,7 +322,7 @@ size_t ob__json_str_unescape(const char* p, char* buf) {
 }
 
 int ob__json_members(const char* body, size_t len, const char* const* names,
-                     int count, const char* val[]) {
+                     int count, const char* val[], int* unknown) {
   const char* end = body + len;
   const char* p = ob__json_skip_ws(body) + 1; /* past '{' */
   p = ob__json_skip_ws(p);
@@ -341,7 +341,9 @@ int ob__json_members(const char* body, size_t len, const char* const* names,
         continue;
       if (val[f] != NULL) return f;
       val[f] = v;
+      break;
     }
+    if (f == count && unknown != NULL) (*unknown)++;
     if (*p == '}') return -1;
     p = ob__json_skip_ws(p + 1); /* past ',' */
   }

@@ -47,9 +47,10 @@ size_t ob__json_str_unescape(const char* p, char* buf);
 
 /* In a valid JSON object text[0..len), find where the value of each of the
 ** `count` ASCII member names starts (val[] must be zeroed; names up to 63
-** bytes). Unknown members are skipped. Returns the index of the first name
-** seen twice, or -1. */
+** bytes, each listed once). Unknown members are skipped, and counted in
+** *unknown when it is not NULL (the caller zeroes it). Returns the index of
+** the first name seen twice (the scan stops there), or -1. */
 int ob__json_members(const char* text, size_t len, const char* const* names,
-                     int count, const char* val[]);
+                     int count, const char* val[], int* unknown);
 
 #endif

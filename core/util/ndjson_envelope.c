@@ -28,40 +28,6 @@ static size_t value_len(const char* v, const char* end) {
   return n;
 }
 
-/* Collect where each known member's value starts. -1 with *why on a
-** duplicate or an unknown member. */
-static int find_members(const char* line, size_t len, const char* val[],
-                        const char** why) {
-  const char* end = line + len;
-  const char* p = ob__json_skip_ws(ob__json_skip_ws(line) + 1); /* past '{' */
-  if (*p == '}') return 0;
-  for (;;) {
-    char key[16];
-    size_t kn = ob__json_str_decode(p, key, sizeof key);
-    const char* v;
-    int f;
-    p += ob__json_scan(p, (size_t)(end - p)); /* the key and ws */
-    p++;                                      /* ':' */
-    v = ob__json_skip_ws(p);
-    p += ob__json_scan(p, (size_t)(end - p));
-    for (f = 0; f < NFIELDS; f++)
-      if (kn == strlen(field_names[f]) && memcmp(key, field_names[f], kn) == 0)
-        break;
-    if (f == NFIELDS) {
-      *why = "unknown field (an object line has \"id\", \"type\", \"body\", "
-             "\"queue\" and \"headers\")";
-      return -1;
-    }
-    if (val[f] != NULL) {
-      *why = duplicate_reason[f];
-      return -1;
-    }
-    val[f] = v;
-    if (*p == '}') return 0;
-    p = ob__json_skip_ws(p + 1); /* past ',' */
-  }
-}
-
 /* Append the decoded string at v to *w; returns its start. */
 static char* put_string(char** w, const char* v, size_t* n) {
   char* s = *w;
@@ -94,6 +60,7 @@ int ob__ndjson_envelope_parse(const char* line, size_t len,
   const char* first;
   char* w;
   size_t n;
+  int dup, unknown = 0;
 
   memset(out, 0, sizeof *out);
   *why = NULL;
@@ -109,7 +76,13 @@ int ob__ndjson_envelope_parse(const char* line, size_t len,
   }
   first = ob__json_skip_ws(line);
   if (*first != '{') return refuse(out, "not a JSON object", why);
-  if (find_members(line, len, val, why) != 0) return refuse(out, *why, why);
+  dup = ob__json_members(line, len, field_names, NFIELDS, val, &unknown);
+  if (dup >= 0) return refuse(out, duplicate_reason[dup], why);
+  if (unknown > 0)
+    return refuse(out,
+                  "unknown field (an object line has \"id\", \"type\", "
+                  "\"body\", \"queue\" and \"headers\")",
+                  why);
 
   if (val[F_ID] == NULL || *val[F_ID] != '"')
     return refuse(out, "missing string field \"id\"", why);
