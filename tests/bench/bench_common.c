@@ -18,7 +18,6 @@
 #include "tests/support/payment_gen.h"
 
 #define TMPFS_MAGIC_ 0x01021994
-#define ENQUEUE_CHUNK 1000
 
 /* ---- the VFS shim ------------------------------------------------------------ */
 
@@ -253,6 +252,33 @@ double bc_percentile(double* v, int n, double p) {
 
 /* ---- files ---------------------------------------------------------------- */
 
+int bc_enqueue_payments(ob_engine_t* e, int64_t n, uint64_t seed) {
+  ob_envelope_t* envs = calloc(BC_ENQUEUE_CHUNK, sizeof *envs);
+  ts_msg_t* msgs = calloc(BC_ENQUEUE_CHUNK, sizeof *msgs);
+  int* results = calloc(BC_ENQUEUE_CHUNK, sizeof *results);
+  ts_gen_t g;
+  int rc = 0;
+  if (envs == NULL || msgs == NULL || results == NULL) rc = OB_ENOMEM;
+  ts_gen_init(&g, seed);
+  for (int64_t i = 0; rc == 0 && i < n;) {
+    int k = 0;
+    for (; k < BC_ENQUEUE_CHUNK && i < n; k++, i++) {
+      ts_gen_next(&g, &msgs[k]);
+      memset(&envs[k], 0, sizeof envs[k]);
+      envs[k].id = msgs[k].id;
+      envs[k].type = OB_PAYOUT_MESSAGE_TYPE;
+      envs[k].body = msgs[k].body;
+      envs[k].body_len = msgs[k].body_len;
+    }
+    rc = ob_enqueue_many(e, envs, (size_t)k, results);
+    rc = rc == k ? 0 : rc < 0 ? rc : OB_EINVAL;
+  }
+  free(envs);
+  free(msgs);
+  free(results);
+  return rc;
+}
+
 int bc_write_ndjson(const char* path, int64_t n, uint64_t seed) {
   FILE* f = fopen(path, "w");
   ts_gen_t g;
@@ -387,7 +413,7 @@ void bc_run_raw(const char* path, int64_t n, int batch, int synchronous,
   for (int64_t i = 0; i < n;) {
     int64_t now = bc_wall_ms();
     exec_or_die(db, "BEGIN IMMEDIATE");
-    for (int k = 0; k < ENQUEUE_CHUNK && i < n; k++, i++) {
+    for (int k = 0; k < BC_ENQUEUE_CHUNK && i < n; k++, i++) {
       ts_msg_t m;
       ts_gen_next(&g, &m);
       sqlite3_bind_text(ins, 1, "default", -1, SQLITE_STATIC);

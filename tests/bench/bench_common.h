@@ -84,6 +84,15 @@ typedef struct bc_raw_result_s {
 void bc_run_raw(const char* path, int64_t n, int batch, int synchronous,
                 uint64_t seed, bc_raw_result_t* res);
 
+/* Enqueue n seeded PaymentCaptured messages into e through
+** ob_enqueue_many, BC_ENQUEUE_CHUNK per transaction (the same messages as
+** bc_run_raw and bc_write_ndjson for the same seed). 0, or a negative
+** OB_E* code: OB_ENOMEM, the enqueue's own (reason in ob_errmsg), or
+** OB_EINVAL if an envelope was refused. */
+#define BC_ENQUEUE_CHUNK 1000
+struct ob_engine_s;
+int bc_enqueue_payments(struct ob_engine_s* e, int64_t n, uint64_t seed);
+
 /* Write n seeded PaymentCaptured messages as NDJSON, one
 ** {"id","type","body"} object a line, body as a JSON string (the format of
 ** `oncebox enqueue --ndjson` and of the peers). 0 or -1. */

@@ -38,7 +38,6 @@
 #include "tests/bench/bench_common.h"
 #include "tests/support/payment_gen.h"
 
-#define ENQUEUE_CHUNK 1000
 
 /* ---- one variant, in the child -------------------------------------------- */
 
@@ -75,17 +74,12 @@ static void run_oncebox(const char* path, int64_t n, int batch, uint64_t seed,
                         result_t* res) {
   ob_options_t o;
   ob_engine_t* e = NULL;
-  ob_envelope_t* envs = calloc(ENQUEUE_CHUNK, sizeof *envs);
-  ts_msg_t* msgs = calloc(ENQUEUE_CHUNK, sizeof *msgs);
-  int* results = calloc(ENQUEUE_CHUNK, sizeof *results);
   ob_stats_t st;
-  ts_gen_t g;
   int64_t done = 0;
   double t0;
   char err[256];
   int rc;
 
-  if (envs == NULL || msgs == NULL || results == NULL) exit(1);
   ob_options_init(&o);
   o.db_path = path;
   o.batch_size = batch;
@@ -95,22 +89,9 @@ static void run_oncebox(const char* path, int64_t n, int batch, uint64_t seed,
   }
   if ((rc = ob_register_payout(e)) < 0) die_ob(e, rc, "register");
 
-  ts_gen_init(&g, seed);
   memset(&bc_io, 0, sizeof bc_io);
   t0 = ts_mono_s();
-  for (int64_t i = 0; i < n;) {
-    int k = 0;
-    for (; k < ENQUEUE_CHUNK && i < n; k++, i++) {
-      ts_gen_next(&g, &msgs[k]);
-      memset(&envs[k], 0, sizeof envs[k]);
-      envs[k].id = msgs[k].id;
-      envs[k].type = OB_PAYOUT_MESSAGE_TYPE;
-      envs[k].body = msgs[k].body;
-      envs[k].body_len = msgs[k].body_len;
-    }
-    rc = ob_enqueue_many(e, envs, (size_t)k, results);
-    if (rc != k) die_ob(e, rc < 0 ? rc : OB_EINVAL, "enqueue");
-  }
+  if ((rc = bc_enqueue_payments(e, n, seed)) < 0) die_ob(e, rc, "enqueue");
   res->enqueue_s = ts_mono_s() - t0;
   res->enqueue_syncs = bc_io_syncs();
 
@@ -133,9 +114,6 @@ static void run_oncebox(const char* path, int64_t n, int batch, uint64_t seed,
             st.queue_ready + st.queue_delayed == 0 && st.failed == 0 &&
             done == n;
   ob_close(e);
-  free(envs);
-  free(msgs);
-  free(results);
 }
 
 /* ---- the parent: run each variant in its own process ---------------------- */
@@ -356,7 +334,7 @@ int main(int argc, char** argv) {
          group, sum[2].rate / sum[0].rate, sum[3].rate / sum[1].rate);
 
   printf("\nend to end (enqueue in %d-message transactions + handling)\n",
-         ENQUEUE_CHUNK);
+         BC_ENQUEUE_CHUNK);
   printf("  %-34s %10s %10s %10s\n", "variant", "enqueue/s", "e2e msg/s",
          "fsync/msg");
   for (int g = 0; g < 2; g++) {

@@ -48,13 +48,11 @@
 
 #include "oncebox.h"
 #include "tests/bench/bench_common.h"
-#include "tests/support/payment_gen.h"
 
 #ifndef OB_BENCH_SOURCE_DIR
 #define OB_BENCH_SOURCE_DIR "."
 #endif
 
-#define ENQUEUE_CHUNK 1000
 #define MAX_REPS 16
 #define SYMFONY_AUTOLOAD \
   "/usr/share/php/Symfony/Component/Messenger/Bridge/Doctrine/autoload.php"
@@ -73,17 +71,12 @@ static int oncebox_child(const char* path, int64_t n, int batch,
                          uint64_t seed, int fd) {
   ob_options_t o;
   ob_engine_t* e = NULL;
-  ob_envelope_t* envs = calloc(ENQUEUE_CHUNK, sizeof *envs);
-  ts_msg_t* msgs = calloc(ENQUEUE_CHUNK, sizeof *msgs);
-  int* results = calloc(ENQUEUE_CHUNK, sizeof *results);
   ob_stats_t st;
   result_t res;
-  ts_gen_t g;
   double t0;
   char err[256];
 
   memset(&res, 0, sizeof res);
-  if (envs == NULL || msgs == NULL || results == NULL) return 1;
   ob_options_init(&o);
   o.db_path = path;
   o.batch_size = batch;
@@ -92,21 +85,9 @@ static int oncebox_child(const char* path, int64_t n, int batch,
     return 1;
   }
   if (ob_register_payout(e) < 0) return 1;
-  ts_gen_init(&g, seed);
-  for (int64_t i = 0; i < n;) {
-    int k = 0;
-    for (; k < ENQUEUE_CHUNK && i < n; k++, i++) {
-      ts_gen_next(&g, &msgs[k]);
-      memset(&envs[k], 0, sizeof envs[k]);
-      envs[k].id = msgs[k].id;
-      envs[k].type = OB_PAYOUT_MESSAGE_TYPE;
-      envs[k].body = msgs[k].body;
-      envs[k].body_len = msgs[k].body_len;
-    }
-    if (ob_enqueue_many(e, envs, (size_t)k, results) != k) {
-      fprintf(stderr, "bench: enqueue: %s\n", ob_errmsg(e));
-      return 1;
-    }
+  if (bc_enqueue_payments(e, n, seed) < 0) {
+    fprintf(stderr, "bench: enqueue: %s\n", ob_errmsg(e));
+    return 1;
   }
   t0 = bc_mono_s();
   for (;;) {
@@ -124,9 +105,6 @@ static int oncebox_child(const char* path, int64_t n, int batch,
            st.queue_ready + st.queue_delayed == 0 && st.failed == 0 &&
            res.n == n;
   ob_close(e);
-  free(envs);
-  free(msgs);
-  free(results);
   if (fd >= 0 && write(fd, &res, sizeof res) != (ssize_t)sizeof res) return 1;
   return res.ok ? 0 : 3;
 }

@@ -55,6 +55,7 @@
 
 #include "core/relay/cloudevents.h"
 #include "oncebox.h"
+#include "tests/bench/bench_common.h"
 #include "tests/support/payment_gen.h"
 #include "tests/integration/sqs/sqs_test_util.h"
 #include "tests/support/testsupport.h"
@@ -64,7 +65,6 @@
 #endif
 
 #define SOURCE "urn:oncebox:bench-terminal"
-#define ENQUEUE_CHUNK 1000
 #define MAX_REPS 32
 #define TMPFS_MAGIC_ 0x01021994
 
@@ -94,11 +94,7 @@ static int prepare_main(const char* db_path, const char* jsonl, int64_t n,
                         uint64_t seed) {
   ob_options_t o;
   ob_engine_t* e = NULL;
-  ob_envelope_t* envs = calloc(ENQUEUE_CHUNK, sizeof *envs);
-  ts_msg_t* msgs = calloc(ENQUEUE_CHUNK, sizeof *msgs);
-  int* results = calloc(ENQUEUE_CHUNK, sizeof *results);
   ob_stats_t st;
-  ts_gen_t g;
   char err[256];
   int rc;
   sqlite3* db;
@@ -106,7 +102,6 @@ static int prepare_main(const char* db_path, const char* jsonl, int64_t n,
   FILE* out;
   int64_t rows = 0;
 
-  if (envs == NULL || msgs == NULL || results == NULL) return 1;
   ob_options_init(&o);
   o.db_path = db_path;
   o.batch_size = 100;
@@ -115,20 +110,7 @@ static int prepare_main(const char* db_path, const char* jsonl, int64_t n,
     return 1;
   }
   if ((rc = ob_register_payout(e)) < 0) die_ob(e, rc, "register");
-  ts_gen_init(&g, seed);
-  for (int64_t i = 0; i < n;) {
-    int k = 0;
-    for (; k < ENQUEUE_CHUNK && i < n; k++, i++) {
-      ts_gen_next(&g, &msgs[k]);
-      memset(&envs[k], 0, sizeof envs[k]);
-      envs[k].id = msgs[k].id;
-      envs[k].type = OB_PAYOUT_MESSAGE_TYPE;
-      envs[k].body = msgs[k].body;
-      envs[k].body_len = msgs[k].body_len;
-    }
-    rc = ob_enqueue_many(e, envs, (size_t)k, results);
-    if (rc != k) die_ob(e, rc < 0 ? rc : OB_EINVAL, "enqueue");
-  }
+  if ((rc = bc_enqueue_payments(e, n, seed)) < 0) die_ob(e, rc, "enqueue");
   for (;;) {
     ob_batch_result_t r;
     if ((rc = ob_run_once(e, &r)) < 0) die_ob(e, rc, "ob_run_once");
@@ -142,9 +124,6 @@ static int prepare_main(const char* db_path, const char* jsonl, int64_t n,
     return 1;
   }
   ob_close(e);
-  free(envs);
-  free(msgs);
-  free(results);
 
   /* The events as the relay claims them: (created_at, id) order. */
   if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK ||

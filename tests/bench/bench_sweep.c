@@ -38,9 +38,7 @@
 
 #include "oncebox.h"
 #include "tests/bench/bench_common.h"
-#include "tests/support/payment_gen.h"
 
-#define ENQUEUE_CHUNK 1000
 #define MAX_BATCHES 8
 #define MAX_REPS 16
 
@@ -58,17 +56,12 @@ static void run_oncebox(const char* path, int64_t n, int batch, int sync,
                         uint64_t seed, result_t* res) {
   ob_options_t o;
   ob_engine_t* e = NULL;
-  ob_envelope_t* envs = calloc(ENQUEUE_CHUNK, sizeof *envs);
-  ts_msg_t* msgs = calloc(ENQUEUE_CHUNK, sizeof *msgs);
-  int* results = calloc(ENQUEUE_CHUNK, sizeof *results);
   ob_stats_t st;
   bc_proc_io_t io0, io1;
-  ts_gen_t g;
   double t0;
   char err[256];
   int rc;
 
-  if (envs == NULL || msgs == NULL || results == NULL) exit(1);
   ob_options_init(&o);
   o.db_path = path;
   o.batch_size = batch;
@@ -78,21 +71,9 @@ static void run_oncebox(const char* path, int64_t n, int batch, int sync,
     exit(1);
   }
   if ((rc = ob_register_payout(e)) < 0) exit(1);
-  ts_gen_init(&g, seed);
-  for (int64_t i = 0; i < n;) {
-    int k = 0;
-    for (; k < ENQUEUE_CHUNK && i < n; k++, i++) {
-      ts_gen_next(&g, &msgs[k]);
-      memset(&envs[k], 0, sizeof envs[k]);
-      envs[k].id = msgs[k].id;
-      envs[k].type = OB_PAYOUT_MESSAGE_TYPE;
-      envs[k].body = msgs[k].body;
-      envs[k].body_len = msgs[k].body_len;
-    }
-    if (ob_enqueue_many(e, envs, (size_t)k, results) != k) {
-      fprintf(stderr, "bench: enqueue: %s\n", ob_errmsg(e));
-      exit(1);
-    }
+  if (bc_enqueue_payments(e, n, seed) < 0) {
+    fprintf(stderr, "bench: enqueue: %s\n", ob_errmsg(e));
+    exit(1);
   }
   memset(&bc_io, 0, sizeof bc_io);
   bc_proc_io(0, &io0);
@@ -117,9 +98,6 @@ static void run_oncebox(const char* path, int64_t n, int batch, int sync,
             st.queue_ready + st.queue_delayed == 0 && st.failed == 0 &&
             res->n == n;
   ob_close(e);
-  free(envs);
-  free(msgs);
-  free(results);
 }
 
 static int child_main(char** argv) {
