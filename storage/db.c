@@ -118,14 +118,15 @@ static int apply_size_cap(ob__db_t* db, int64_t max_bytes) {
 ** the operator needs the errno, or that a symlink was refused. */
 static int open_failed(ob__db_t* db, int rc, const char* path) {
   int sys = db->db ? sqlite3_system_errno(db->db) : 0;
-  int shown = (int)strlen(path) > 200 ? 200 : (int)strlen(path);
-  const char* more = shown < (int)strlen(path) ? "..." : "";
+  size_t len = strlen(path);
+  int shown = len > 200 ? 200 : (int)len; /* the reason must still fit */
+  const char* more = len > 200 ? "..." : "";
   if (rc == SQLITE_CANTOPEN_SYMLINK)
     return ob__db_seterr(db, OB_EPERM,
                          "%.*s%s is a symbolic link: name the database file "
                          "itself (symlinks are refused)", shown, path, more);
   if (sys != 0)
-    return ob__db_seterr(db, map_rc(rc) ? map_rc(rc) : OB_EDB,
+    return ob__db_seterr(db, map_rc(rc),
                          "cannot open %.*s%s: %s (%s)", shown, path, more,
                          strerror(sys), sqlite3_errstr(rc));
   return ob__db_fail(db, rc, "open");

@@ -111,7 +111,6 @@ static int enqueue_ndjson(ob_engine_t* e, const char* path, int stdin_closed) {
   }
   if (f != stdin && fstat(fileno(f), &st) == 0) total_bytes = st.st_size;
   memset(chunk, 0, sizeof chunk);
-  errno = 0;
   while ((len = getline(&line, &cap, f)) >= 0) {
     const char* text = line;
     const char* why;
