@@ -20,6 +20,7 @@
 #include <mbedtls/md.h>
 #include <mbedtls/platform_util.h>
 
+#include "core/util/secret.h"
 #include "oncebox.h"
 
 #define ALGORITHM "AWS4-HMAC-SHA256"
@@ -65,13 +66,6 @@ static void sb_reserve(sbuf* b, size_t extra) {
   }
   b->p = np;
   b->cap = cap;
-}
-
-/* Free a string that may hold a credential, wiping it first. */
-static void free_wiped(char* s) {
-  if (s == NULL) return;
-  mbedtls_platform_zeroize(s, strlen(s));
-  free(s);
 }
 
 static void sb_putn(sbuf* b, const void* s, size_t n) {
@@ -359,8 +353,8 @@ typedef struct kvlist_s {
 
 static void kv_free(kvlist_t* l) {
   for (size_t i = 0; i < l->n; i++) {
-    free_wiped(l->a[i].k);
-    free_wiped(l->a[i].v); /* x-amz-security-token's value is the token */
+    ob__free_secret(l->a[i].k);
+    ob__free_secret(l->a[i].v); /* x-amz-security-token's value is the token */
   }
   free(l->a);
   l->a = NULL;
@@ -385,8 +379,8 @@ static int kv_add(kvlist_t* l, char* k, char* v) {
   l->n++;
   return 0;
 fail:
-  free_wiped(k);
-  free_wiped(v);
+  ob__free_secret(k);
+  ob__free_secret(v);
   return OB_ENOMEM;
 }
 
@@ -991,11 +985,11 @@ void ob__sigv4_params_init(ob__sigv4_params_t* p) {
 
 void ob__sigv4_out_free(ob__sigv4_out_t* out) {
   if (out == NULL) return;
-  free_wiped(out->canonical_request);
-  free_wiped(out->string_to_sign);
-  free_wiped(out->signed_headers);
-  free_wiped(out->authorization);
-  free_wiped(out->presigned_query);
+  ob__free_secret(out->canonical_request);
+  ob__free_secret(out->string_to_sign);
+  ob__free_secret(out->signed_headers);
+  ob__free_secret(out->authorization);
+  ob__free_secret(out->presigned_query);
   memset(out, 0, sizeof *out);
 }
 

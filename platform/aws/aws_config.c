@@ -13,6 +13,7 @@
 
 #include <mbedtls/platform_util.h>
 
+#include "core/util/secret.h"
 #include "oncebox.h"
 
 #define MAX_FILE_BYTES (1024 * 1024)
@@ -33,12 +34,6 @@ static void set_err(char* buf, size_t len, const char* fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(buf, len, fmt, ap);
   va_end(ap);
-}
-
-static void wipe_free(char* s) {
-  if (s == NULL) return;
-  mbedtls_platform_zeroize(s, strlen(s));
-  free(s);
 }
 
 static int lower(int ch) {
@@ -190,8 +185,8 @@ static void ini_free(ini_t* f) {
   for (size_t i = 0; i < f->n; i++) {
     ini_section_t* s = &f->sec[i];
     for (size_t k = 0; k < s->n; k++) {
-      wipe_free(s->kv[k].key);
-      wipe_free(s->kv[k].value);
+      ob__free_secret(s->kv[k].key);
+      ob__free_secret(s->kv[k].value);
     }
     free(s->kv);
     free(s->name);
@@ -327,7 +322,7 @@ static int ini_parse(ini_t* f, char* text, char* err, size_t errlen) {
       kv->value = dup_range(va, vb);
       if (kv->key == NULL || kv->value == NULL) {
         free(kv->key);
-        wipe_free(kv->value);
+        ob__free_secret(kv->value);
         return OB_ENOMEM;
       }
       cur->n++;
@@ -805,8 +800,8 @@ fail:
 void ob_aws_config_free(ob_aws_config_t* cfg) {
   if (cfg == NULL) return;
   free(cfg->access_key_id);
-  wipe_free(cfg->secret_access_key);
-  wipe_free(cfg->session_token);
+  ob__free_secret(cfg->secret_access_key);
+  ob__free_secret(cfg->session_token);
   free(cfg->region);
   free(cfg->profile);
   free(cfg->ca_file);

@@ -36,12 +36,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <mbedtls/platform_util.h>
 #include <uv.h>
 
 #include "core/engine/engine_int.h"
 #include "core/fence/fence.h"
 #include "core/relay/relay_policy.h"
+#include "core/util/secret.h"
 #include "platform/http/http_client.h"
 #include "platform/http/http_int.h"
 
@@ -102,13 +102,6 @@ static void arm(executor_t* x, int64_t delay_ms);
 
 static int64_t now_ms(const executor_t* x) {
   return ob__now(x->e);
-}
-
-/* A secret: zeroed (in a way the compiler may not elide), then freed. */
-static void wipe_free(char* s) {
-  if (s == NULL) return;
-  mbedtls_platform_zeroize(s, strlen(s));
-  free(s);
 }
 
 /* HTTP 401/403: the provider refused the credentials (core counts it as
@@ -632,7 +625,7 @@ static void executor_destroy(void* self) {
   free(x->name);
   free(x->base_url);
   free(x->ca_file);
-  wipe_free(x->authorization);
+  ob__free_secret(x->authorization);
   x->authorization = NULL;
   free(x);
 }

@@ -10,6 +10,7 @@
 #include <mbedtls/platform_util.h>
 
 #include "core/sigv4/sigv4.h"
+#include "core/util/secret.h"
 
 #define USER_AGENT "oncebox/" OB_VERSION_STRING
 #define DEFAULT_CONNECT_TIMEOUT_MS 10000
@@ -117,12 +118,6 @@ static void detailf(ob_sqs_req_t* req, const char* fmt, ...) {
   va_end(ap);
 }
 
-static void wipe_free(char* s) {
-  if (s == NULL) return;
-  mbedtls_platform_zeroize(s, strlen(s));
-  free(s);
-}
-
 /* ---------------------------------------------------------------------------
 ** Configuration and lifecycle.
 */
@@ -154,8 +149,8 @@ static void client_free(ob_sqs_client_t* c) {
   ob__sigv4_cache_clear(&c->sigcache);
   free(c->region);
   free(c->access_key_id);
-  wipe_free(c->secret);
-  wipe_free(c->token);
+  ob__free_secret(c->secret);
+  ob__free_secret(c->token);
   mbedtls_platform_zeroize(c, sizeof *c);
   free(c);
 }
@@ -250,9 +245,9 @@ static void on_http_closed(ob_http_client_t* http, void* arg) {
   (void)http;
   /* Credentials are wiped before anyone hears the client is gone. */
   ob__sigv4_cache_clear(&c->sigcache);
-  wipe_free(c->secret);
+  ob__free_secret(c->secret);
   c->secret = NULL;
-  wipe_free(c->token);
+  ob__free_secret(c->token);
   c->token = NULL;
   if (cb != NULL) cb(c, cb_arg);
   client_free(c);
