@@ -9,7 +9,7 @@ int ob__payout_insert(ob__db_t* db, const char* payout_id,
                       const char* payment_id, const char* merchant_id,
                       int64_t amount_minor, const char* currency,
                       const char* event_id, int64_t now,
-                      char existing_event[37]) {
+                      char existing_event[OB_UUID_BUFLEN]) {
   int rc, inserted;
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__PAY_INSERT,
@@ -46,7 +46,7 @@ int ob__payout_insert(ob__db_t* db, const char* payout_id,
     sqlite3_bind_text(q, 1, payment_id, -1, SQLITE_STATIC);
     if (sqlite3_step(q) == SQLITE_ROW) {
       const unsigned char* t = sqlite3_column_text(q, 0);
-      snprintf(existing_event, 37, "%s", t ? (const char*)t : "");
+      snprintf(existing_event, OB_UUID_BUFLEN, "%s", t ? (const char*)t : "");
     }
     sqlite3_finalize(q);
   }

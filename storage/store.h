@@ -231,12 +231,12 @@ int ob__failed_remove(ob__db_t* db, int64_t id);
 
 /* Insert a payout guarded by UNIQUE(source_payment_id). Returns 1 if
 ** inserted, 0 if the payment already has a payout (then *existing_event
-** receives the event id that paid it, up to 37 bytes), < 0 on error. */
+** receives the event id that paid it, up to OB_UUID_BUFLEN bytes), < 0 on error. */
 int ob__payout_insert(ob__db_t* db, const char* payout_id,
                       const char* payment_id, const char* merchant_id,
                       int64_t amount_minor, const char* currency,
                       const char* event_id, int64_t now,
-                      char existing_event[37]);
+                      char existing_event[OB_UUID_BUFLEN]);
 
 /* ---- stats.c ------------------------------------------------------------ */
 

@@ -211,7 +211,7 @@ int ob_register(ob_engine_t* e, const char* type, const char* consumer,
 /* ---- enqueue ------------------------------------------------------------ */
 
 static int validate_envelope(ob_engine_t* e, const ob_envelope_t* env,
-                             char id[37]) {
+                             char id[OB_UUID_BUFLEN]) {
   const char* queue = env->queue ? env->queue : DEFAULT_QUEUE;
   if (env->id == NULL)
     return ob__db_seterr(&e->db, OB_EINVAL,
@@ -251,7 +251,7 @@ static int insert_envelope(ob_engine_t* e, const ob_envelope_t* env,
 }
 
 int ob_enqueue(ob_engine_t* e, const ob_envelope_t* env) {
-  char id[37];
+  char id[OB_UUID_BUFLEN];
   int rc;
   int64_t now;
   if (e == NULL || env == NULL) return OB_EINVAL;
@@ -267,7 +267,7 @@ int ob_enqueue(ob_engine_t* e, const ob_envelope_t* env) {
 }
 
 int ob_envelope_check(ob_engine_t* e, const ob_envelope_t* env) {
-  char id[37];
+  char id[OB_UUID_BUFLEN];
   if (e == NULL || env == NULL) return OB_EINVAL;
   return validate_envelope(e, env, id);
 }
@@ -281,7 +281,7 @@ int ob_enqueue_many(ob_engine_t* e, const ob_envelope_t* envs, size_t n,
   if (own_tx && (rc = ob__db_begin(&e->db)) < 0) return rc;
   now = ob__now(e);
   for (size_t i = 0; i < n; i++) {
-    char id[37];
+    char id[OB_UUID_BUFLEN];
     results[i] = validate_envelope(e, &envs[i], id);
     if (results[i] < 0) continue;
     rc = insert_envelope(e, &envs[i], id, now);

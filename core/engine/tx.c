@@ -18,8 +18,8 @@ int ob_tx_exec(ob_tx_t* tx, const char* sql, const ob_value_t* params,
 }
 
 int ob_tx_emit(ob_tx_t* tx, const char* event_type, const char* aggregate_id,
-               const char* payload, size_t payload_len, char id_out[37]) {
-  char id[37];
+               const char* payload, size_t payload_len, char id_out[OB_UUID_BUFLEN]) {
+  char id[OB_UUID_BUFLEN];
   int rc;
   ob_engine_t* e;
   if (tx == NULL || tx->e == NULL) return OB_EINVAL;
@@ -73,6 +73,6 @@ int64_t ob_tx_now_ms(const ob_tx_t* tx) {
   return tx->now;
 }
 
-void ob_tx_new_id(ob_tx_t* tx, char out[37]) {
+void ob_tx_new_id(ob_tx_t* tx, char out[OB_UUID_BUFLEN]) {
   ob__uuid7_next(&tx->e->idgen, tx->e->opts.clock, out);
 }

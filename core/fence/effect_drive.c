@@ -72,7 +72,7 @@ static int job_from_row(ob__effect_job_t* j, ob__effect_row_t* r,
 #endif
   j->state = r->state;
   j->attempts = r->attempts;
-  memcpy(j->token, token, 37);
+  memcpy(j->token, token, OB_UUID_BUFLEN);
   if (p->lookup_path && j->lookup_path == NULL) {
     ob__effect_job_free(j);
     return OB_ENOMEM;
@@ -124,7 +124,7 @@ static int park(ob_engine_t* e, const ob__effect_row_t* r, const char* why,
 int ob__effect_take(ob_engine_t* e, const char* provider, int max,
                     ob__effect_job_t* jobs) {
   ob__effect_row_t* rows;
-  char token[37];
+  char token[OB_UUID_BUFLEN];
   int n, got = 0, rc, fresh;
   int64_t now;
 

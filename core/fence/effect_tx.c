@@ -165,7 +165,7 @@ int ob__effect_after_handler(ob_engine_t* e, ob_tx_t* tx,
                              const ob__queue_row_t* r, int64_t now) {
   int rc;
   if (tx->effect_action == OB__TX_EFFECT_CLAIM) {
-    char idem[37];
+    char idem[OB_UUID_BUFLEN];
     rc = ob__fence_idempotency_key(tx->effect_key, idem);
     if (rc < 0)
       return ob__db_seterr(&e->db, rc, "effect %s: cannot derive its "

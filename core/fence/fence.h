@@ -25,7 +25,7 @@ typedef struct ob__effect_job_s {
   size_t body_len;
   char* lookup_path;   /* the provider's; NULL: none */
   int lookup;          /* the action now: 1 look the key up, 0 make the call */
-  char token[37];      /* the lease */
+  char token[OB_UUID_BUFLEN];      /* the lease */
   int state;           /* OB_EFFECT_PENDING or OB_EFFECT_UNKNOWN when taken */
   int attempts;        /* failed attempts so far */
   int lookups_made;    /* lookups answered "absent" before this call */
@@ -74,7 +74,7 @@ int ob__effect_next_due(ob_engine_t* e, const char* provider, int64_t* at);
 /* The idempotency key of an effect key: a UUID (version 8) made from
 ** SHA-256("oncebox/fence/v1" NUL key). Stable across retries, restarts,
 ** replays and devices. Returns 0, or OB_EIO if hashing failed. */
-int ob__fence_idempotency_key(const char* key, char out[37]);
+int ob__fence_idempotency_key(const char* key, char out[OB_UUID_BUFLEN]);
 
 typedef enum {
   OB__FENCE_CALL = 1,    /* make (or repeat, with the same key) the call */

@@ -7,7 +7,7 @@
 #include "core/fence/fence.h"
 #include "core/util/json_check.h"
 
-int ob__fence_idempotency_key(const char* key, char out[37]) {
+int ob__fence_idempotency_key(const char* key, char out[OB_UUID_BUFLEN]) {
   static const char prefix[] = "oncebox/fence/v1";  /* + its NUL */
   static const char hex[] = "0123456789abcdef";
   const mbedtls_md_info_t* md = mbedtls_md_info_from_type(MBEDTLS_MD_SHA256);

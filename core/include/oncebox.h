@@ -46,6 +46,10 @@ extern "C" {
 #define OB_VERSION_PATCH 0
 #define OB_VERSION_STRING "0.1.0"
 
+/* Bytes of a buffer that holds a UUID in text form: 36 characters and the
+** terminating NUL (message ids, event ids, ob_tx_new_id). */
+#define OB_UUID_BUFLEN 37
+
 /* Returns OB_VERSION_STRING of the linked library. This function can't fail. */
 OB_EXTERN const char* ob_version(void);
 
@@ -362,11 +366,11 @@ OB_EXTERN int ob_tx_exec(ob_tx_t* tx, const char* sql,
 ** Emit an outbox event in the handling transaction: one outbox_event row
 ** with a new UUIDv7 id, causation_id = the message id, created_at = now.
 ** payload must be valid JSON text (OB_EINVAL otherwise). If id_out is not
-** NULL it receives the event id (37 bytes, NUL-terminated).
+** NULL it receives the event id (OB_UUID_BUFLEN bytes, NUL-terminated).
 */
 OB_EXTERN int ob_tx_emit(ob_tx_t* tx, const char* event_type,
                          const char* aggregate_id, const char* payload,
-                         size_t payload_len, char id_out[37]);
+                         size_t payload_len, char id_out[OB_UUID_BUFLEN]);
 
 /* Ask for a retry after delay_ms (< 0: the queue's policy decides). reason is
 ** copied. Returns OB_RETRY: `return ob_tx_retry(tx, -1, "supplier busy");` */
@@ -384,8 +388,8 @@ OB_EXTERN int ob_tx_fail(ob_tx_t* tx, const char* reason);
 /* The engine clock's now, for timestamps written by handlers. */
 OB_EXTERN int64_t ob_tx_now_ms(const ob_tx_t* tx);
 
-/* A fresh UUIDv7 from the engine's clock (37 bytes incl. NUL). */
-OB_EXTERN void ob_tx_new_id(ob_tx_t* tx, char out[37]);
+/* A fresh UUIDv7 from the engine's clock (OB_UUID_BUFLEN bytes incl. NUL). */
+OB_EXTERN void ob_tx_new_id(ob_tx_t* tx, char out[OB_UUID_BUFLEN]);
 
 /* ---------------------------------------------------------------------------
 ** Driving the engine.

@@ -9,7 +9,7 @@
 
 static int payout_handle(ob_tx_t* tx, const ob_message_t* msg, void* arg) {
   ob__payment_captured_t p;
-  char reason[256], payout_id[37], existing[37];
+  char reason[256], payout_id[OB_UUID_BUFLEN], existing[OB_UUID_BUFLEN];
   char* payload;
   int rc;
   (void)arg;

@@ -6,14 +6,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "oncebox.h"
+
 #define OB__PAYOUT_MAX_BODY 4096
 /* Largest amount accepted: 2^53 - 1, the interoperable JSON integer range
 ** (RFC 8259 section 6); see docs/decisions/0003-amounts.md. */
 #define OB__PAYOUT_MAX_AMOUNT 9007199254740991LL
 
 typedef struct ob__payment_captured_s {
-  char payment_id[37];    /* lower-case canonical UUID */
-  char merchant_id[37];   /* lower-case canonical UUID */
+  char payment_id[OB_UUID_BUFLEN];    /* lower-case canonical UUID */
+  char merchant_id[OB_UUID_BUFLEN];   /* lower-case canonical UUID */
   int64_t amount_minor;   /* 1 .. OB__PAYOUT_MAX_AMOUNT */
   char currency[4];       /* three upper-case ASCII letters */
 } ob__payment_captured_t;

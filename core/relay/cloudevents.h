@@ -20,7 +20,7 @@ char* ob__cloudevent_encode(const ob_event_t* ev, const char* source,
                             size_t* len);
 
 typedef struct ob__cloudevent_s {
-  char id[37];          /* lower-case UUID: the dedup identity */
+  char id[OB_UUID_BUFLEN];          /* lower-case UUID: the dedup identity */
   char type[129];
   const char* data;     /* points into the decoded body: the raw data JSON */
   size_t data_len;

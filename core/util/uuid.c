@@ -43,7 +43,7 @@ int ob__uuid_parse(const char* s, uint8_t out[16]) {
   return 0;
 }
 
-void ob__uuid_format(const uint8_t in[16], char out[37]) {
+void ob__uuid_format(const uint8_t in[16], char out[OB_UUID_BUFLEN]) {
   static const char hex[] = "0123456789abcdef";
   int i, o = 0;
   for (i = 0; i < 16; i++) {
@@ -54,7 +54,7 @@ void ob__uuid_format(const uint8_t in[16], char out[37]) {
   out[o] = '\0';
 }
 
-int ob__uuid_normalize(const char* s, char out[37]) {
+int ob__uuid_normalize(const char* s, char out[OB_UUID_BUFLEN]) {
   uint8_t b[16];
   /* Parse fully before writing: out may be s itself. */
   if (ob__uuid_parse(s, b) != 0) return -1;
@@ -75,7 +75,7 @@ static uint64_t seed_seq(const ob_clock_t* c) {
   return random_bits(c, 6) & (UUID7_SEQ_MAX >> 1);
 }
 
-void ob__uuid7_next(ob__uuid7_gen_t* g, const ob_clock_t* c, char out[37]) {
+void ob__uuid7_next(ob__uuid7_gen_t* g, const ob_clock_t* c, char out[OB_UUID_BUFLEN]) {
   int64_t now = c->now_ms(c->ctx);
   uint64_t rand_a, rand_b;
   uint8_t b[16];

@@ -13,10 +13,10 @@
 int ob__uuid_parse(const char* s, uint8_t out[16]);
 
 /* Canonical lower-case text of in, NUL-terminated. This function can't fail. */
-void ob__uuid_format(const uint8_t in[16], char out[37]);
+void ob__uuid_format(const uint8_t in[16], char out[OB_UUID_BUFLEN]);
 
 /* Lower-case canonical copy of a valid UUID text; -1 if s is not one. */
-int ob__uuid_normalize(const char* s, char out[37]);
+int ob__uuid_normalize(const char* s, char out[OB_UUID_BUFLEN]);
 
 /* State that keeps UUIDv7s from one generator strictly increasing, even
 ** within one millisecond or when the clock steps back. Zero-initialise. */
@@ -30,6 +30,6 @@ typedef struct ob__uuid7_gen_s {
 /* Next UUIDv7 (version 7, variant 10) from clock c, strictly greater
 ** (bytewise) than every earlier one of this generator. This function can't
 ** fail. */
-void ob__uuid7_next(ob__uuid7_gen_t* g, const ob_clock_t* c, char out[37]);
+void ob__uuid7_next(ob__uuid7_gen_t* g, const ob_clock_t* c, char out[OB_UUID_BUFLEN]);
 
 #endif

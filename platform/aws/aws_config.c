@@ -18,7 +18,7 @@
 
 #define MAX_FILE_BYTES (1024 * 1024)
 
-const char* ob_aws_getenv_system(void* ctx, const char* name) {
+const char* ob__aws_getenv_system(void* ctx, const char* name) {
   (void)ctx;
   return getenv(name);
 }
@@ -47,7 +47,7 @@ static int ieq(const char* a, const char* b) {
 }
 
 /* Environment value, with "" treated as unset. */
-static const char* env_get(ob_aws_getenv_fn fn, void* ctx, const char* name) {
+static const char* env_get(ob__aws_getenv_fn fn, void* ctx, const char* name) {
   const char* v = fn(ctx, name);
   return (v != NULL && *v != '\0') ? v : NULL;
 }
@@ -83,7 +83,7 @@ static int host_char(int ch) {
          ch == '.' || ch == '_';
 }
 
-int ob_aws_endpoint_parse(const char* url, ob_aws_endpoint_t* out) {
+int ob__aws_endpoint_parse(const char* url, ob__aws_endpoint_t* out) {
   const char* p;
   const char* host;
   size_t host_len;
@@ -436,7 +436,7 @@ static const ini_kv_t* ini_get(const ini_section_t* s, const char* key) {
 ** Loading.
 */
 typedef struct loader_s {
-  ob_aws_getenv_fn env;
+  ob__aws_getenv_fn env;
   void* env_ctx;
   char* err;
   size_t errlen;
@@ -494,7 +494,7 @@ static int copy_str(char** dst, const char* src, loader_t* L) {
   return 0;
 }
 
-static int load_credentials(loader_t* L, ob_aws_config_t* cfg) {
+static int load_credentials(loader_t* L, ob__aws_config_t* cfg) {
   const char* id = env_get(L->env, L->env_ctx, "AWS_ACCESS_KEY_ID");
   const char* secret = env_get(L->env, L->env_ctx, "AWS_SECRET_ACCESS_KEY");
   const char* token = env_get(L->env, L->env_ctx, "AWS_SESSION_TOKEN");
@@ -603,8 +603,8 @@ static int load_credentials(loader_t* L, ob_aws_config_t* cfg) {
   return 0;
 }
 
-static int load_region(loader_t* L, const ob_aws_overrides_t* ov,
-                       ob_aws_config_t* cfg) {
+static int load_region(loader_t* L, const ob__aws_overrides_t* ov,
+                       ob__aws_config_t* cfg) {
   static const char* const vars[] = {"AWS_REGION", "AWS_DEFAULT_REGION"};
   const ini_kv_t* kv;
 
@@ -649,8 +649,8 @@ static int load_region(loader_t* L, const ob_aws_overrides_t* ov,
   return OB_EINVAL;
 }
 
-static int load_endpoint(loader_t* L, const ob_aws_overrides_t* ov,
-                         ob_aws_config_t* cfg) {
+static int load_endpoint(loader_t* L, const ob__aws_overrides_t* ov,
+                         ob__aws_config_t* cfg) {
   static const char* const vars[] = {"AWS_ENDPOINT_URL_SQS",
                                      "AWS_ENDPOINT_URL"};
   const char* url = NULL;
@@ -673,7 +673,7 @@ static int load_endpoint(loader_t* L, const ob_aws_overrides_t* ov,
              kv->line);
   }
   if (url != NULL) {
-    if (ob_aws_endpoint_parse(url, &cfg->endpoint) != 0) {
+    if (ob__aws_endpoint_parse(url, &cfg->endpoint) != 0) {
       set_err(L->err, L->errlen,
               "%s is not a valid endpoint: expected http(s)://host[:port] "
               "with no path, query or user info",
@@ -686,15 +686,15 @@ static int load_endpoint(loader_t* L, const ob_aws_overrides_t* ov,
     return 0;
   }
   snprintf(def, sizeof def, "https://sqs.%s.amazonaws.com", cfg->region);
-  if (ob_aws_endpoint_parse(def, &cfg->endpoint) != 0) {
+  if (ob__aws_endpoint_parse(def, &cfg->endpoint) != 0) {
     set_err(L->err, L->errlen, "the region does not make a valid host name");
     return OB_EINVAL;
   }
   return 0;
 }
 
-static int load_misc(loader_t* L, const ob_aws_overrides_t* ov,
-                     ob_aws_config_t* cfg) {
+static int load_misc(loader_t* L, const ob__aws_overrides_t* ov,
+                     ob__aws_config_t* cfg) {
   const char* ca = ov != NULL ? ov->ca_file : NULL;
   const char* v;
   const ini_kv_t* kv;
@@ -730,8 +730,8 @@ static int load_misc(loader_t* L, const ob_aws_overrides_t* ov,
   return 0;
 }
 
-int ob_aws_config_load(ob_aws_config_t* cfg, ob_aws_getenv_fn getenv_fn,
-                       void* env_ctx, const ob_aws_overrides_t* overrides,
+int ob__aws_config_load(ob__aws_config_t* cfg, ob__aws_getenv_fn getenv_fn,
+                       void* env_ctx, const ob__aws_overrides_t* overrides,
                        char* errbuf, size_t errlen) {
   loader_t L;
   const char* profile;
@@ -742,7 +742,7 @@ int ob_aws_config_load(ob_aws_config_t* cfg, ob_aws_getenv_fn getenv_fn,
   memset(cfg, 0, sizeof *cfg);
   memset(&L, 0, sizeof L);
   if (errbuf != NULL && errlen > 0) errbuf[0] = '\0';
-  L.env = getenv_fn != NULL ? getenv_fn : ob_aws_getenv_system;
+  L.env = getenv_fn != NULL ? getenv_fn : ob__aws_getenv_system;
   L.env_ctx = env_ctx;
   L.err = errbuf;
   L.errlen = errlen;
@@ -793,11 +793,11 @@ int ob_aws_config_load(ob_aws_config_t* cfg, ob_aws_getenv_fn getenv_fn,
 fail:
   ini_free(&L.cred);
   ini_free(&L.conf);
-  ob_aws_config_free(cfg);
+  ob__aws_config_free(cfg);
   return rc;
 }
 
-void ob_aws_config_free(ob_aws_config_t* cfg) {
+void ob__aws_config_free(ob__aws_config_t* cfg) {
   if (cfg == NULL) return;
   free(cfg->access_key_id);
   ob__free_secret(cfg->secret_access_key);

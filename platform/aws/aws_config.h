@@ -47,7 +47,7 @@
 **
 ** Secrets: the secret key and session token live only in this struct's
 ** heap strings (and in transient file buffers that are wiped) and are wiped
-** with mbedtls_platform_zeroize by ob_aws_config_free. No error message ever
+** with mbedtls_platform_zeroize by ob__aws_config_free. No error message ever
 ** contains a value read from a file or the environment: messages name the
 ** variable, or the file and line.
 */
@@ -59,22 +59,22 @@
 
 /* Environment lookup: the value of `name`, or NULL. The returned string
 ** needs to live only until the next lookup. */
-typedef const char* (*ob_aws_getenv_fn)(void* ctx, const char* name);
+typedef const char* (*ob__aws_getenv_fn)(void* ctx, const char* name);
 
 /* The process environment (getenv). ctx is ignored. */
-const char* ob_aws_getenv_system(void* ctx, const char* name);
+const char* ob__aws_getenv_system(void* ctx, const char* name);
 
 /* Values that beat every other source (NULL: not overridden). */
-typedef struct ob_aws_overrides_s {
+typedef struct ob__aws_overrides_s {
   const char* profile;
   const char* region;
   const char* endpoint;
   const char* ca_file;
-} ob_aws_overrides_t;
+} ob__aws_overrides_t;
 
 /* A parsed endpoint URL: scheme://host[:port][/]. No user info, path,
 ** query or fragment (SQS's JSON protocol always posts to "/"). */
-typedef struct ob_aws_endpoint_s {
+typedef struct ob__aws_endpoint_s {
   int tls;              /* https */
   char host[256];       /* lower-cased; IPv6 literal without brackets */
   unsigned port;        /* explicit, or 443 / 80 */
@@ -82,21 +82,21 @@ typedef struct ob_aws_endpoint_s {
   ** host:port when the port is not the scheme's default; [v6] bracketed. */
   char host_header[272];
   char url[288];        /* normalised: "https://" host_header "/" */
-} ob_aws_endpoint_t;
+} ob__aws_endpoint_t;
 
 /* Parse an endpoint. Returns 0, or OB_EINVAL (and `out` zeroed) for
 ** anything else: other schemes, user info, a path other than "/", a query,
 ** a bad host or port. */
-int ob_aws_endpoint_parse(const char* url, ob_aws_endpoint_t* out);
+int ob__aws_endpoint_parse(const char* url, ob__aws_endpoint_t* out);
 
-typedef struct ob_aws_config_s {
+typedef struct ob__aws_config_s {
   char* access_key_id;
   char* secret_access_key;  /* secret: wiped on free */
   char* session_token;      /* secret: wiped on free; NULL if none */
   char* region;             /* e.g. "eu-west-1" */
   char* profile;            /* the profile name in effect */
   char* ca_file;            /* NULL: the HTTP client's default bundle */
-  ob_aws_endpoint_t endpoint;
+  ob__aws_endpoint_t endpoint;
   int endpoint_explicit;    /* 1: configured, 0: the regional default */
   int allow_plain_http;     /* 1 only for an explicit http:// endpoint */
   int max_attempts;         /* 0: the client's default */
@@ -104,12 +104,12 @@ typedef struct ob_aws_config_s {
   ** "environment", "/home/u/.aws/credentials [prod]", "override". */
   char credentials_source[512];
   char region_source[512];
-} ob_aws_config_t;
+} ob__aws_config_t;
 
 /*
-** Load the configuration. getenv_fn NULL means ob_aws_getenv_system;
+** Load the configuration. getenv_fn NULL means ob__aws_getenv_system;
 ** overrides may be NULL. On success returns 0 and fills *cfg (release with
-** ob_aws_config_free). On failure *cfg is zeroed, nothing is allocated, a
+** ob__aws_config_free). On failure *cfg is zeroed, nothing is allocated, a
 ** negative code is returned and errbuf (if not NULL) receives a specific
 ** message that names the variable or file:line but never a value:
 **   OB_EINVAL    a malformed file, variable or endpoint; no credentials;
@@ -119,12 +119,12 @@ typedef struct ob_aws_config_s {
 **   OB_ETOOBIG   a file over 1 MiB
 **   OB_ENOMEM
 */
-int ob_aws_config_load(ob_aws_config_t* cfg, ob_aws_getenv_fn getenv_fn,
-                       void* env_ctx, const ob_aws_overrides_t* overrides,
+int ob__aws_config_load(ob__aws_config_t* cfg, ob__aws_getenv_fn getenv_fn,
+                       void* env_ctx, const ob__aws_overrides_t* overrides,
                        char* errbuf, size_t errlen);
 
 /* Wipe the secrets, free everything, zero *cfg. NULL and a zeroed struct
 ** are fine; calling it twice is fine. This function can't fail. */
-void ob_aws_config_free(ob_aws_config_t* cfg);
+void ob__aws_config_free(ob__aws_config_t* cfg);
 
 #endif

@@ -34,16 +34,16 @@ typedef struct sqs_opts_s {
   int visibility;   /* -1: omit */
   int del;
   int json;
-  ob_aws_overrides_t ov;
-  ob_http_resolve_t resolve[MAX_RESOLVE];
+  ob__aws_overrides_t ov;
+  ob__http_resolve_t resolve[MAX_RESOLVE];
   char* resolve_buf[MAX_RESOLVE];
   size_t nresolve;
 } sqs_opts_t;
 
 typedef struct run_s {
   uv_loop_t loop;
-  ob_sqs_client_t* client;
-  ob_sqs_req_t req;
+  ob__sqs_client_t* client;
+  ob__sqs_req_t req;
   int done;
   int status;
   int closed;
@@ -260,13 +260,13 @@ static char* read_stdin(size_t* len) {
 /* ---------------------------------------------------------------------------
 ** The loop.
 */
-static void on_done(ob_sqs_req_t* req, int status) {
+static void on_done(ob__sqs_req_t* req, int status) {
   run_t* r = req->data;
   r->done = 1;
   r->status = status;
 }
 
-static void on_closed(ob_sqs_client_t* c, void* arg) {
+static void on_closed(ob__sqs_client_t* c, void* arg) {
   (void)c;
   ((run_t*)arg)->closed = 1;
 }
@@ -278,12 +278,12 @@ static int wait_done(run_t* r) {
 }
 
 static void report(const sqs_opts_t* o, const run_t* r, int status) {
-  const ob_sqs_req_t* q = &r->req;
+  const ob__sqs_req_t* q = &r->req;
   if (o->json) {
     cJSON* j = cJSON_CreateObject();
     cJSON* e = cJSON_AddObjectToObject(j, "error");
     char* t;
-    cJSON_AddStringToObject(e, "status", ob_sqs_err_name(status));
+    cJSON_AddStringToObject(e, "status", ob__sqs_err_name(status));
     if (q->error.type[0] || q->error.code[0])
       cJSON_AddStringToObject(e, "code",
                               q->error.type[0] ? q->error.type : q->error.code);
@@ -300,7 +300,7 @@ static void report(const sqs_opts_t* o, const run_t* r, int status) {
     cJSON_Delete(j);
   }
   fprintf(stderr, "oncebox sqs %s: %s\n", o->sub,
-          q->detail[0] ? q->detail : ob_sqs_strerror(status));
+          q->detail[0] ? q->detail : ob__sqs_strerror(status));
   if (q->attempts > 1)
     fprintf(stderr, "oncebox sqs %s: gave up after %d attempts\n", o->sub,
             q->attempts);
@@ -330,11 +330,11 @@ static int do_send(const sqs_opts_t* o, run_t* r) {
   m.nattrs = o->nattrs;
   m.group_id = o->group_id;
   m.dedup_id = o->dedup_id;
-  rc = ob_sqs_send_message(r->client, &r->req, o->queue_url, &m, on_done);
+  rc = ob__sqs_send_message(r->client, &r->req, o->queue_url, &m, on_done);
   free(stdin_body);
   if (rc < 0) {
     fprintf(stderr, "oncebox sqs send: %s\n",
-            r->req.detail[0] ? r->req.detail : ob_sqs_strerror(rc));
+            r->req.detail[0] ? r->req.detail : ob__sqs_strerror(rc));
     return rc == OB_EINVAL || rc == OB_ETOOBIG ? EXIT_USAGE : EXIT_FAIL;
   }
   rc = wait_done(r);
@@ -409,7 +409,7 @@ static void message_text(const ob__sqs_message_t* m, size_t i, size_t n) {
 static int do_receive(const sqs_opts_t* o, run_t* r) {
   static const char* const all[] = {"All"};
   ob__sqs_receive_t p;
-  ob_sqs_req_t del;
+  ob__sqs_req_t del;
   ob__sqs_handle_entry_t h[OB__SQS_MAX_RECEIVE];
   char ids[OB__SQS_MAX_RECEIVE][24];
   const ob__sqs_receive_result_t* res = &r->req.receive;
@@ -427,10 +427,10 @@ static int do_receive(const sqs_opts_t* o, run_t* r) {
   p.nsystem_attribute_names = 1;
   p.message_attribute_names = all;
   p.nmessage_attribute_names = 1;
-  rc = ob_sqs_receive_message(r->client, &r->req, &p, on_done);
+  rc = ob__sqs_receive_message(r->client, &r->req, &p, on_done);
   if (rc < 0) {
     fprintf(stderr, "oncebox sqs receive: %s\n",
-            r->req.detail[0] ? r->req.detail : ob_sqs_strerror(rc));
+            r->req.detail[0] ? r->req.detail : ob__sqs_strerror(rc));
     return EXIT_USAGE;
   }
   rc = wait_done(r);
@@ -460,12 +460,12 @@ static int do_receive(const sqs_opts_t* o, run_t* r) {
     }
     del.data = r;
     r->done = 0;
-    rc = ob_sqs_delete_message_batch(r->client, &del, o->queue_url, h, res->n,
+    rc = ob__sqs_delete_message_batch(r->client, &del, o->queue_url, h, res->n,
                                      on_done);
     if (rc == 0) rc = wait_done(r);
     if (rc != 0) {
       fprintf(stderr, "oncebox sqs receive: delete failed: %s\n",
-              del.detail[0] ? del.detail : ob_sqs_strerror(rc));
+              del.detail[0] ? del.detail : ob__sqs_strerror(rc));
       code = EXIT_FAIL;
     } else {
       deleted = del.batch.nok;
@@ -476,7 +476,7 @@ static int do_receive(const sqs_opts_t* o, run_t* r) {
       if (del.batch.nfailed > 0) code = EXIT_FAIL;
       if (!o->json) printf("deleted %zu\n", deleted);
     }
-    ob_sqs_req_cleanup(&del);
+    ob__sqs_req_cleanup(&del);
   }
   if (out != NULL) {
     char* t;
@@ -496,11 +496,11 @@ static int cmp_kv(const void* a, const void* b) {
 static int do_attributes(const sqs_opts_t* o, run_t* r) {
   static const char* const all[] = {"All"};
   ob__sqs_attrs_result_t* a = &r->req.attrs;
-  int rc = ob_sqs_get_queue_attributes(r->client, &r->req, o->queue_url, all,
+  int rc = ob__sqs_get_queue_attributes(r->client, &r->req, o->queue_url, all,
                                        1, on_done);
   if (rc < 0) {
     fprintf(stderr, "oncebox sqs attributes: %s\n",
-            r->req.detail[0] ? r->req.detail : ob_sqs_strerror(rc));
+            r->req.detail[0] ? r->req.detail : ob__sqs_strerror(rc));
     return EXIT_USAGE;
   }
   rc = wait_done(r);
@@ -528,8 +528,8 @@ static int do_attributes(const sqs_opts_t* o, run_t* r) {
 
 int cmd_sqs(cli_t* cli, int argc, char** argv) {
   sqs_opts_t o;
-  ob_aws_config_t aws;
-  ob_sqs_client_config_t cc;
+  ob__aws_config_t aws;
+  ob__sqs_client_config_t cc;
   run_t r;
   char err[1024];
   int code;
@@ -543,7 +543,7 @@ int cmd_sqs(cli_t* cli, int argc, char** argv) {
   }
   code = parse_args(&o, argc, argv);
   if (code != 0) goto out_opts;
-  rc = ob_aws_config_load(&aws, NULL, NULL, &o.ov, err, sizeof err);
+  rc = ob__aws_config_load(&aws, NULL, NULL, &o.ov, err, sizeof err);
   if (rc < 0) {
     fprintf(stderr, "oncebox sqs %s: configuration: %s\n", o.sub, err);
     code = EXIT_FAIL;
@@ -552,22 +552,22 @@ int cmd_sqs(cli_t* cli, int argc, char** argv) {
   memset(&r, 0, sizeof r);
   uv_loop_init(&r.loop);
   r.req.data = &r;
-  ob_sqs_client_config_init(&cc);
-  ob_sqs_client_config_from_aws(&cc, &aws);
+  ob__sqs_client_config_init(&cc);
+  ob__sqs_client_config_from_aws(&cc, &aws);
   cc.resolve = o.resolve;
   cc.nresolve = o.nresolve;
-  rc = ob_sqs_client_open(&r.client, &r.loop, &cc, err, sizeof err);
-  ob_aws_config_free(&aws);   /* the client keeps its own copy */
+  rc = ob__sqs_client_open(&r.client, &r.loop, &cc, err, sizeof err);
+  ob__aws_config_free(&aws);   /* the client keeps its own copy */
   if (rc < 0) {
-    fprintf(stderr, "oncebox sqs %s: %s: %s\n", o.sub, ob_sqs_strerror(rc), err);
+    fprintf(stderr, "oncebox sqs %s: %s: %s\n", o.sub, ob__sqs_strerror(rc), err);
     code = EXIT_FAIL;
     goto out_loop;
   }
   if (strcmp(o.sub, "send") == 0) code = do_send(&o, &r);
   else if (strcmp(o.sub, "receive") == 0) code = do_receive(&o, &r);
   else code = do_attributes(&o, &r);
-  ob_sqs_req_cleanup(&r.req);
-  ob_sqs_client_close(r.client, on_closed, &r);
+  ob__sqs_req_cleanup(&r.req);
+  ob__sqs_client_close(r.client, on_closed, &r);
   while (!r.closed && uv_run(&r.loop, UV_RUN_ONCE) != 0) {
   }
 out_loop:

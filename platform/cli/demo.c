@@ -21,7 +21,7 @@
 #define MAX_EXTRA_DELIVERIES 3
 
 typedef struct delivery_s {
-  char id[37];
+  char id[OB_UUID_BUFLEN];
   char body[8192];
   int payment;    /* index of the payment, -1 for malformed */
   int kind;       /* DELIVERY_* */
@@ -47,9 +47,9 @@ static uint64_t next_rand(demo_t* s) {
   return s->rng * 2685821657736338717ULL;
 }
 
-static void uuid4(demo_t* s, char out[37]) {
+static void uuid4(demo_t* s, char out[OB_UUID_BUFLEN]) {
   uint64_t a = next_rand(s), b = next_rand(s);
-  snprintf(out, 37, "%08x-%04x-4%03x-%04x-%012llx", (unsigned)(a >> 32),
+  snprintf(out, OB_UUID_BUFLEN, "%08x-%04x-4%03x-%04x-%012llx", (unsigned)(a >> 32),
            (unsigned)((a >> 16) & 0xffff), (unsigned)(a & 0xfff),
            (unsigned)(0x8000 | ((b >> 48) & 0x3fff)),
            (unsigned long long)(b & 0xffffffffffffULL));
@@ -98,11 +98,11 @@ static void expect_cb(void* ctx, const char* what, long long want,
 
 static void generate(demo_t* s) {
   static const char* currencies[] = {"EUR", "EUR", "EUR", "GBP", "USD", "CHF"};
-  char merchants[MERCHANTS][37];
+  char merchants[MERCHANTS][OB_UUID_BUFLEN];
   for (int m = 0; m < MERCHANTS; m++) uuid4(s, merchants[m]);
 
   for (int p = 0; p < s->payments; p++) {
-    char payment_id[37];
+    char payment_id[OB_UUID_BUFLEN];
     delivery_t* first = add(s, DELIVERY_FIRST, p);
     uuid4(s, first->id);
     uuid4(s, payment_id);

@@ -17,7 +17,7 @@
 typedef struct provider_s {
   uint64_t rng;
   int nkeys;
-  char keys[MAX_ORDERS][37];
+  char keys[MAX_ORDERS][OB_UUID_BUFLEN];
   char ids[MAX_ORDERS][24];
   int calls, lost, unavailable, declined, replays;
   char body[192];
@@ -141,7 +141,7 @@ int demo_fence(const char* db_path, uint64_t seed, int orders,
   e = open_till(db_path, NULL);
   if (e == NULL) return OB_EIO;
   for (int i = 0; i < orders; i++) {
-    char id[37], body[160];
+    char id[OB_UUID_BUFLEN], body[160];
     ob_envelope_t env;
     int copies;
     rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;

@@ -71,7 +71,7 @@ typedef struct msg_s {
 } msg_t;
 
 typedef struct batch_s {
-  ob_sqs_req_t req;
+  ob__sqs_req_t req;
   int inflight;
   size_t n;
   msg_t* msgs[BATCH_MAX];
@@ -87,12 +87,12 @@ typedef struct consumer_s {
   int vt_s;
   int64_t probe_base_ms;
   int64_t probe_cap_ms;
-  ob_aws_config_t aws;        /* kept for a later re-attach; wiped at destroy */
+  ob__aws_config_t aws;        /* kept for a later re-attach; wiped at destroy */
 
   /* Running state, reset by start(). */
   ob_engine_t* e;
   uv_loop_t* loop;
-  ob_sqs_client_t* client;
+  ob__sqs_client_t* client;
   uv_timer_t t_handle;        /* the next transaction (0 ms, or a pause) */
   uv_timer_t t_receive;       /* the next receive, after a failed one or
                               ** an early empty one */
@@ -101,7 +101,7 @@ typedef struct consumer_s {
   int timers_open;
   int started;
   ob__relay_link_t link;      /* online until a receive fails */
-  ob_sqs_req_t recv;
+  ob__sqs_req_t recv;
   uint64_t recv_started;      /* monotonic ms */
   int recv_inflight;
   int recv_wait;              /* wait for t_receive before receiving */
@@ -133,8 +133,8 @@ static uint64_t mono_ms(void) {
 
 /* SQS's clock, as the SQS client learned it from Date headers. */
 static int64_t server_now(const consumer_t* c) {
-  ob_sqs_stats_t s;
-  ob_sqs_client_stats(c->client, &s);
+  ob__sqs_stats_t s;
+  ob__sqs_client_stats(c->client, &s);
   return ob__now(c->e) + s.clock_offset_ms;
 }
 
@@ -240,7 +240,7 @@ static int batch_index(const char* id) {
 
 /* ---- deletes ------------------------------------------------------------- */
 
-static void on_deleted(ob_sqs_req_t* req, int status) {
+static void on_deleted(ob__sqs_req_t* req, int status) {
   consumer_t* c = req->data;
   ob_engine_t* e = c->e;
 
@@ -268,7 +268,7 @@ static void on_deleted(ob_sqs_req_t* req, int status) {
   }
   for (size_t i = 0; i < c->del.n; i++) msg_remove(c, c->del.msgs[i]);
   c->del.n = 0;
-  ob_sqs_req_cleanup(req);
+  ob__sqs_req_cleanup(req);
   pump(c);
 }
 
@@ -291,15 +291,15 @@ static void flush_deletes(consumer_t* c) {
   }
   if (n == 0) return;
   c->del.req.data = c;
-  rc = ob_sqs_delete_message_batch(c->client, &c->del.req, c->queue_url, ent,
+  rc = ob__sqs_delete_message_batch(c->client, &c->del.req, c->queue_url, ent,
                                    n, on_deleted);
   if (rc < 0) {
     ob__log(c->e, OB_LOG_WARN,
             "sqs consumer: cannot send DeleteMessageBatch: %s (%s); the "
             "messages will come back and be acknowledged as duplicates",
-            ob_sqs_strerror(rc), c->del.req.detail);
+            ob__sqs_strerror(rc), c->del.req.detail);
     for (size_t i = 0; i < n; i++) msg_remove(c, c->del.msgs[i]);
-    ob_sqs_req_cleanup(&c->del.req);
+    ob__sqs_req_cleanup(&c->del.req);
     return;
   }
   for (size_t i = 0; i < n; i++) c->del.msgs[i]->state = M_DELETING;
@@ -309,7 +309,7 @@ static void flush_deletes(consumer_t* c) {
 
 /* ---- visibility: retries, releases, keepalive ---------------------------- */
 
-static const ob__sqs_batch_err_t* entry_failed(const ob_sqs_req_t* req,
+static const ob__sqs_batch_err_t* entry_failed(const ob__sqs_req_t* req,
                                                size_t i) {
   for (size_t k = 0; k < req->batch.nfailed; k++)
     if (batch_index(req->batch.failed[k].id) == (int)i)
@@ -317,7 +317,7 @@ static const ob__sqs_batch_err_t* entry_failed(const ob_sqs_req_t* req,
   return NULL;
 }
 
-static void on_visibility(ob_sqs_req_t* req, int status) {
+static void on_visibility(ob__sqs_req_t* req, int status) {
   consumer_t* c = req->data;
   ob_engine_t* e = c->e;
   uint64_t now = mono_ms();
@@ -357,7 +357,7 @@ static void on_visibility(ob_sqs_req_t* req, int status) {
     }
   }
   c->cmv.n = 0;
-  ob_sqs_req_cleanup(req);
+  ob__sqs_req_cleanup(req);
   pump(c);
 }
 
@@ -433,7 +433,7 @@ static void flush_visibility(consumer_t* c, uint64_t now) {
   }
   if (n > 0) {
     c->cmv.req.data = c;
-    rc = ob_sqs_change_visibility_batch(c->client, &c->cmv.req, c->queue_url,
+    rc = ob__sqs_change_visibility_batch(c->client, &c->cmv.req, c->queue_url,
                                         ent, n, on_visibility);
     if (rc == 0) {
       for (size_t i = 0; i < n; i++) {
@@ -447,8 +447,8 @@ static void flush_visibility(consumer_t* c, uint64_t now) {
     }
     ob__log(c->e, OB_LOG_WARN,
             "sqs consumer: cannot send ChangeMessageVisibilityBatch: %s (%s)",
-            ob_sqs_strerror(rc), c->cmv.req.detail);
-    ob_sqs_req_cleanup(&c->cmv.req);
+            ob__sqs_strerror(rc), c->cmv.req.detail);
+    ob__sqs_req_cleanup(&c->cmv.req);
     for (size_t i = 0; i < n; i++) {
       msg_t* m = c->cmv.msgs[i];
       if (m->state == M_VIS) {
@@ -497,7 +497,7 @@ static int store_invalid(consumer_t* c, const msg_t* m, const char* why,
                          const char* headers) {
   ob_engine_t* e = c->e;
   ob__queue_row_t row;
-  char id[37], reason[OB__REASON_LEN];
+  char id[OB_UUID_BUFLEN], reason[OB__REASON_LEN];
   int64_t now;
   int rc, claimed = 0;
 
@@ -708,11 +708,11 @@ static void receive_failed(consumer_t* c, int status, const char* detail) {
   int was_online = c->link.online;
   int64_t delay = ob__relay_link_failed(&c->link, ob__now(e), e->opts.clock);
 
-  if (!ob_sqs_status_is_transient(status))
+  if (!ob__sqs_status_is_transient(status))
     ob__log(e, OB_LOG_ERROR,
             "sqs consumer: ReceiveMessage failed: %s (%s); retrying in %lld "
             "ms",
-            ob_sqs_strerror(status), detail, (long long)delay);
+            ob__sqs_strerror(status), detail, (long long)delay);
   else if (was_online)
     ob__log(e, OB_LOG_WARN,
             "sqs consumer: offline: %s; retrying in %lld ms", detail,
@@ -724,7 +724,7 @@ static void receive_failed(consumer_t* c, int status, const char* detail) {
   uv_timer_start(&c->t_receive, on_receive_timer, (uint64_t)delay, 0);
 }
 
-static void on_received(ob_sqs_req_t* req, int status) {
+static void on_received(ob__sqs_req_t* req, int status) {
   consumer_t* c = req->data;
   ob_engine_t* e = c->e;
   uint64_t now = mono_ms();
@@ -764,7 +764,7 @@ static void on_received(ob_sqs_req_t* req, int status) {
                    MIN_EMPTY_POLL_MS - (now - c->recv_started), 0);
   }
 out:
-  ob_sqs_req_cleanup(req);
+  ob__sqs_req_cleanup(req);
   pump(c);
 }
 
@@ -792,10 +792,10 @@ static void maybe_receive(consumer_t* c) {
   ** exactly when each message would reappear. */
   p.visibility_timeout = c->vt_s;
   c->recv.data = c;
-  rc = ob_sqs_receive_message(c->client, &c->recv, &p, on_received);
+  rc = ob__sqs_receive_message(c->client, &c->recv, &p, on_received);
   if (rc < 0) {
     receive_failed(c, rc, c->recv.detail);
-    ob_sqs_req_cleanup(&c->recv);
+    ob__sqs_req_cleanup(&c->recv);
     return;
   }
   c->recv_inflight = 1;
@@ -821,7 +821,7 @@ static void on_timer_closed(uv_handle_t* h) {
   if (done != NULL) done(arg);
 }
 
-static void on_client_closed(ob_sqs_client_t* client, void* arg) {
+static void on_client_closed(ob__sqs_client_t* client, void* arg) {
   consumer_t* c = arg;
   (void)client;
   c->client = NULL;
@@ -841,7 +841,7 @@ static void maybe_finish_close(consumer_t* c) {
   if (c->msgs != NULL) return;
   uv_timer_stop(&c->t_close);
   c->closing = 2;
-  ob_sqs_client_close(c->client, on_client_closed, c);
+  ob__sqs_client_close(c->client, on_client_closed, c);
 }
 
 static void on_close_deadline(uv_timer_t* t) {
@@ -855,9 +855,9 @@ static void on_close_deadline(uv_timer_t* t) {
   /* Offline from here on: nothing more is sent, what is held is dropped
   ** once its request is canceled. */
   c->link.online = 0;
-  if (c->recv_inflight) (void)ob_sqs_cancel(&c->recv);
-  if (c->del.inflight) (void)ob_sqs_cancel(&c->del.req);
-  if (c->cmv.inflight) (void)ob_sqs_cancel(&c->cmv.req);
+  if (c->recv_inflight) (void)ob__sqs_cancel(&c->recv);
+  if (c->del.inflight) (void)ob__sqs_cancel(&c->del.req);
+  if (c->cmv.inflight) (void)ob__sqs_cancel(&c->cmv.req);
   maybe_finish_close(c);
 }
 
@@ -879,16 +879,16 @@ static void pump(consumer_t* c) {
 
 static int c_start(void* self, ob_engine_t* e, uv_loop_t* loop) {
   consumer_t* c = self;
-  ob_sqs_client_config_t cfg;
+  ob__sqs_client_config_t cfg;
   char err[512];
   int rc;
 
   c->e = e;
   c->loop = loop;
-  ob_sqs_client_config_init(&cfg);
-  ob_sqs_client_config_from_aws(&cfg, &c->aws);
+  ob__sqs_client_config_init(&cfg);
+  ob__sqs_client_config_from_aws(&cfg, &c->aws);
   cfg.clock = e->opts.clock;
-  rc = ob_sqs_client_open(&c->client, loop, &cfg, err, sizeof err);
+  rc = ob__sqs_client_open(&c->client, loop, &cfg, err, sizeof err);
   if (rc < 0) {
     ob__log(e, OB_LOG_ERROR, "sqs consumer: cannot open the SQS client: %s",
             err);
@@ -965,7 +965,7 @@ static void begin_closing(consumer_t* c) {
   c->recv_wait = 0;
   /* The long poll: its callback follows with OB_ECANCELED (or with the
   ** messages it already had, which are then released). */
-  if (c->recv_inflight) (void)ob_sqs_cancel(&c->recv);
+  if (c->recv_inflight) (void)ob__sqs_cancel(&c->recv);
   /* Handling is synchronous, so no message is half-handled here. What was
   ** committed is deleted (if SQS answers before the deadline); what was
   ** received but not handled is made visible again at once for whoever
@@ -997,7 +997,7 @@ static void c_destroy(void* self) {
     msg_free(m);
   }
   free(c->queue_url);
-  ob_aws_config_free(&c->aws);
+  ob__aws_config_free(&c->aws);
   free(c);
 }
 
@@ -1012,7 +1012,7 @@ void ob_consumer_options_init(ob_consumer_options_t* o) {
   o->probe_cap_ms = 300000;
 }
 
-static void on_probe_closed(ob_sqs_client_t* client, void* arg) {
+static void on_probe_closed(ob__sqs_client_t* client, void* arg) {
   (void)client;
   *(int*)arg = 1;
 }
@@ -1020,20 +1020,20 @@ static void on_probe_closed(ob_sqs_client_t* client, void* arg) {
 /* Open (and close) a client on a loop of its own, so that a bad endpoint,
 ** credential or CA bundle fails ob_consumer_enable and not the later
 ** ob_attach. Runs before any loop of the caller's, like the file reads. */
-static int check_client(const ob_aws_config_t* aws, const ob_clock_t* clock,
+static int check_client(const ob__aws_config_t* aws, const ob_clock_t* clock,
                         char* errbuf, size_t errlen) {
-  ob_sqs_client_config_t cfg;
-  ob_sqs_client_t* client = NULL;
+  ob__sqs_client_config_t cfg;
+  ob__sqs_client_t* client = NULL;
   uv_loop_t loop;
   int rc, closed = 0;
 
   if (uv_loop_init(&loop) != 0) return OB_ENOMEM;
-  ob_sqs_client_config_init(&cfg);
-  ob_sqs_client_config_from_aws(&cfg, aws);
+  ob__sqs_client_config_init(&cfg);
+  ob__sqs_client_config_from_aws(&cfg, aws);
   cfg.clock = clock;
-  rc = ob_sqs_client_open(&client, &loop, &cfg, errbuf, errlen);
+  rc = ob__sqs_client_open(&client, &loop, &cfg, errbuf, errlen);
   if (rc == 0) {
-    ob_sqs_client_close(client, on_probe_closed, &closed);
+    ob__sqs_client_close(client, on_probe_closed, &closed);
     while (!closed && uv_run(&loop, UV_RUN_ONCE) != 0) {
     }
   }
@@ -1043,7 +1043,7 @@ static int check_client(const ob_aws_config_t* aws, const ob_clock_t* clock,
 }
 
 int ob__consumer_enable_env(ob_engine_t* e, const ob_consumer_options_t* o,
-                            ob_aws_getenv_fn getenv_fn, void* env_ctx,
+                            ob__aws_getenv_fn getenv_fn, void* env_ctx,
                             char* errbuf, size_t errlen) {
   consumer_t* c = NULL;
   ob__component_t comp;
@@ -1081,7 +1081,7 @@ int ob__consumer_enable_env(ob_engine_t* e, const ob_consumer_options_t* o,
       rc = OB_EEXIST;
       goto fail;
     }
-  rc = ob_aws_config_load(&c->aws, getenv_fn, env_ctx, NULL, err, sizeof err);
+  rc = ob__aws_config_load(&c->aws, getenv_fn, env_ctx, NULL, err, sizeof err);
   if (rc == 0) rc = check_client(&c->aws, e->opts.clock, err, sizeof err);
   if (rc < 0) {
     /* Every configuration problem is the caller's to fix: OB_EINVAL. */

@@ -53,7 +53,7 @@
 ** environment). Same contract as ob_consumer_enable.
 */
 int ob__consumer_enable_env(ob_engine_t* e, const ob_consumer_options_t* o,
-                            ob_aws_getenv_fn getenv_fn, void* env_ctx,
+                            ob__aws_getenv_fn getenv_fn, void* env_ctx,
                             char* errbuf, size_t errlen);
 
 /* ---- pure decisions (consumer_policy.c) -------------------------------- */
@@ -68,7 +68,7 @@ int ob__consumer_enable_env(ob_engine_t* e, const ob_consumer_options_t* o,
 ** for NULL, OB_EIO if mbedTLS fails.
 */
 #define OB__CONSUMER_ID_NAMESPACE "6bcd7d03-f7c5-57f9-8ac2-72830ca14323"
-int ob__consumer_failure_id(const char* sqs_message_id, char out[37]);
+int ob__consumer_failure_id(const char* sqs_message_id, char out[OB_UUID_BUFLEN]);
 
 /*
 ** Seconds a message first received at first_receive_ms (SQS's clock) may

@@ -65,7 +65,7 @@ int ob__consumer_retry_visibility_s(int64_t delay_ms, int budget_s) {
   return (int)s;
 }
 
-int ob__consumer_failure_id(const char* id, char out[37]) {
+int ob__consumer_failure_id(const char* id, char out[OB_UUID_BUFLEN]) {
   static const char ns_text[] = OB__CONSUMER_ID_NAMESPACE;
   const mbedtls_md_info_t* md = mbedtls_md_info_from_type(MBEDTLS_MD_SHA1);
   mbedtls_md_context_t ctx;

@@ -64,7 +64,7 @@ typedef struct executor_s executor_t;
 
 typedef struct slot_s {
   executor_t* x;
-  ob_http_req_t req;
+  ob__http_req_t req;
   ob__effect_job_t job;
   int busy;       /* job is held (under its lease) */
   int in_flight;  /* a request is submitted and its callback pending */
@@ -84,7 +84,7 @@ struct executor_s {
   int64_t timeout_ms;
   int max_in_flight;
 
-  ob_http_client_t* client;
+  ob__http_client_t* client;
   uv_timer_t timer;
   int timer_open;
   ob__relay_link_t link;
@@ -174,14 +174,14 @@ static char* join_url(const char* base, const char* a, const char* b) {
   return u;
 }
 
-static void on_reply(ob_http_req_t* req, int status,
-                     const ob_http_response_t* res);
+static void on_reply(ob__http_req_t* req, int status,
+                     const ob__http_response_t* res);
 
 /* Submit the slot's job (call or lookup). Returns 0 when in flight, else a
 ** negative code and nothing was sent. */
 static int submit(executor_t* x, slot_t* s) {
   const ob__effect_job_t* j = &s->job;
-  ob_http_header_t h[4];
+  ob__http_header_t h[4];
   size_t nh = 0;
   char* url = NULL;
   char* enc = NULL;
@@ -195,26 +195,26 @@ static int submit(executor_t* x, slot_t* s) {
     if (enc == NULL) return OB_ENOMEM;
     url = join_url(x->base_url, j->lookup_path, enc);
     free(enc);
-    h[nh++] = (ob_http_header_t){"Accept", "application/json"};
+    h[nh++] = (ob__http_header_t){"Accept", "application/json"};
     s->req.method = "GET";
   } else {
     if (j->method == NULL || j->path == NULL || j->idempotency_key == NULL)
       return OB_EINVAL;
     url = join_url(x->base_url, j->path, NULL);
-    h[nh++] = (ob_http_header_t){"Idempotency-Key", j->idempotency_key};
-    h[nh++] = (ob_http_header_t){"Content-Type", "application/json"};
-    h[nh++] = (ob_http_header_t){"Accept", "application/json"};
+    h[nh++] = (ob__http_header_t){"Idempotency-Key", j->idempotency_key};
+    h[nh++] = (ob__http_header_t){"Content-Type", "application/json"};
+    h[nh++] = (ob__http_header_t){"Accept", "application/json"};
     s->req.method = j->method;
     s->req.body = j->body;
     s->req.body_len = j->body ? j->body_len : 0;
   }
   if (url == NULL) return OB_ENOMEM;
   if (x->authorization != NULL)
-    h[nh++] = (ob_http_header_t){"Authorization", x->authorization};
+    h[nh++] = (ob__http_header_t){"Authorization", x->authorization};
   s->req.url = url;
   s->req.headers = h;
   s->req.nheaders = nh;
-  rc = ob_http_request(x->client, &s->req, on_reply);  /* copies all */
+  rc = ob__http_request(x->client, &s->req, on_reply);  /* copies all */
   free(url);
   s->req.url = NULL;
   s->req.headers = NULL;
@@ -233,15 +233,15 @@ static void link_failed(executor_t* x, const slot_t* s, int code,
   ** the outage once, and then once per probe. */
   if (!x->link.online && !s->probe) return;
   d = ob__relay_link_failed(&x->link, now_ms(x), x->e->opts.clock);
-  if (code == OB_HTTP_E_TLS_HOSTNAME || code == OB_HTTP_E_TLS_EXPIRED ||
-      code == OB_HTTP_E_TLS_FUTURE || code == OB_HTTP_E_TLS_UNTRUSTED ||
-      code == OB_HTTP_E_TLS_CERT || code == OB_HTTP_E_TLS_PROTOCOL ||
-      code == OB_HTTP_E_TLS_NO_HOSTNAME || code == OB_HTTP_E_PLAIN_HTTP ||
-      code == OB_HTTP_E_URL)
+  if (code == OB__HTTP_E_TLS_HOSTNAME || code == OB__HTTP_E_TLS_EXPIRED ||
+      code == OB__HTTP_E_TLS_FUTURE || code == OB__HTTP_E_TLS_UNTRUSTED ||
+      code == OB__HTTP_E_TLS_CERT || code == OB__HTTP_E_TLS_PROTOCOL ||
+      code == OB__HTTP_E_TLS_NO_HOSTNAME || code == OB__HTTP_E_PLAIN_HTTP ||
+      code == OB__HTTP_E_URL)
     /* A configuration fault: fixed once, by a person. */
     ob__log(x->e, OB_LOG_ERROR, "effects: provider %s: %s (%s); effects "
             "wait, probing again in %lld ms", x->name, detail,
-            ob_http_err_name(code), (long long)d);
+            ob__http_err_name(code), (long long)d);
   else
     ob__log(x->e, s->probe ? OB_LOG_DEBUG : OB_LOG_WARN,
             "effects: provider %s unreachable (%s); effects wait, probing "
@@ -275,10 +275,10 @@ static void settle_unsent(executor_t* x, slot_t* s, int code) {
   reply.status = code;
   reply.sent = 0;
   reply.body = "";
-  reply.detail = ob_http_strerror(code);
+  reply.detail = ob__http_strerror(code);
   ob__log(x->e, OB_LOG_ERROR, "effects: %s: %s not sent: %s (%s)",
           s->job.key, action_name(&s->job), reply.detail,
-          ob_http_err_name(code));
+          ob__http_err_name(code));
   rc = ob__effect_settle(x->e, &s->job, &reply, &br);
   if (rc == 1 || rc < 0) {
     /* 1 cannot happen for an unsent reply; give the lease back anyway. */
@@ -327,7 +327,7 @@ static void log_answer(executor_t* x, const ob__effect_job_t* j,
         ob__log(x->e, OB_LOG_INFO, "effects: %s: %s not sent: %s; nothing "
                 "changed", j->key, action_name(j),
                 reply->detail ? reply->detail
-                              : ob_http_strerror(reply->status));
+                              : ob__http_strerror(reply->status));
       break;
     case OB__ANSWER_UNKNOWN:
     default:
@@ -340,14 +340,14 @@ static void log_answer(executor_t* x, const ob__effect_job_t* j,
         ob__log(x->e, OB_LOG_INFO, "effects: %s: %s got no answer: %s; "
                 "outcome unknown", j->key, action_name(j),
                 reply->detail ? reply->detail
-                              : ob_http_strerror(reply->status));
+                              : ob__http_strerror(reply->status));
       }
       break;
   }
 }
 
-static void on_reply(ob_http_req_t* req, int status,
-                     const ob_http_response_t* res) {
+static void on_reply(ob__http_req_t* req, int status,
+                     const ob__http_response_t* res) {
   slot_t* s = req->data;
   executor_t* x = s->x;
   ob_engine_t* e = x->e;
@@ -357,7 +357,7 @@ static void on_reply(ob_http_req_t* req, int status,
 
   s->in_flight = 0;
   x->in_flight--;
-  if (status == OB_HTTP_E_CANCELED) {
+  if (status == OB__HTTP_E_CANCELED) {
     /* Shutdown. Never an answer: we cannot know what the provider did. */
     if (!res->request_sent) {
       if (ob__effect_release(e, &s->job) < 0)
@@ -380,7 +380,7 @@ static void on_reply(ob_http_req_t* req, int status,
   reply.body_len = res->body_len;
   reply.detail = status == 0 ? NULL : res->detail;
   if (reply.detail != NULL && reply.detail[0] == '\0')
-    reply.detail = ob_http_strerror(status);
+    reply.detail = ob__http_strerror(status);
   refused = status == 0 && credentials_refused(reply.status);
   if (refused) {
     /* Neither logged nor recorded: a provider may echo (part of) the key
@@ -508,7 +508,7 @@ static void origin_of(const char* url, char* out, size_t n) {
 
 static int executor_start(void* self, ob_engine_t* e, uv_loop_t* loop) {
   executor_t* x = self;
-  ob_http_config_t hc;
+  ob__http_config_t hc;
   char err[256], origin[160];
   const char* ca = x->ca_file;
   int rc;
@@ -525,7 +525,7 @@ static int executor_start(void* self, ob_engine_t* e, uv_loop_t* loop) {
     ca = getenv("AWS_CA_BUNDLE");
     if (ca != NULL && ca[0] == '\0') ca = NULL;
   }
-  ob_http_config_init(&hc);
+  ob__http_config_init(&hc);
   hc.ca_file = ca;
   hc.allow_plain_http = x->allow_http;
   hc.request_timeout_ms = (uint64_t)x->timeout_ms;
@@ -537,7 +537,7 @@ static int executor_start(void* self, ob_engine_t* e, uv_loop_t* loop) {
   ** pooled connection as we wrote) would leave the effect unknown. Use a
   ** fresh connection for each of its requests. */
   if (!x->idempotency_keys) hc.max_idle_per_host = 0;
-  rc = ob_http_client_open(&x->client, loop, &hc, err, sizeof err);
+  rc = ob__http_client_open(&x->client, loop, &hc, err, sizeof err);
   if (rc < 0) {
     x->client = NULL;
     /* ob_attach returns OB_E* codes: a CA bundle that yields nothing is a
@@ -596,7 +596,7 @@ static void timer_closed(uv_handle_t* h) {
   part_closed(x);
 }
 
-static void client_closed(ob_http_client_t* c, void* arg) {
+static void client_closed(ob__http_client_t* c, void* arg) {
   (void)c;
   part_closed(arg);
 }
@@ -609,9 +609,9 @@ static void executor_close(void* self, void (*done)(void*), void* arg) {
   x->pending_closes = 2;
   uv_timer_stop(&x->timer);
   uv_close((uv_handle_t*)&x->timer, timer_closed);
-  /* Requests in flight complete with OB_HTTP_E_CANCELED (on_reply gives
+  /* Requests in flight complete with OB__HTTP_E_CANCELED (on_reply gives
   ** back the leases of those not sent) before client_closed runs. */
-  ob_http_client_close(x->client, client_closed, x);
+  ob__http_client_close(x->client, client_closed, x);
 }
 
 static void executor_destroy(void* self) {

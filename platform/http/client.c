@@ -4,7 +4,7 @@
 ** delivery on the next loop tick, and the asynchronous close.
 **
 ** Every completion goes through the `done` list and a uv_idle handle, so a
-** callback never runs inside ob_http_request/ob_http_cancel/ob_http_close,
+** callback never runs inside ob__http_request/ob__http_cancel/ob__http_close,
 ** nor in the middle of a connection's read loop: the callback may freely
 ** start, cancel or close anything.
 */
@@ -17,7 +17,7 @@
 
 #include "platform/http/http_int.h"
 
-void ob_http_config_init(ob_http_config_t* cfg) {
+void ob__http_config_init(ob__http_config_t* cfg) {
   if (cfg == NULL) return;
   memset(cfg, 0, sizeof *cfg);
   cfg->ca_file = NULL;
@@ -35,7 +35,7 @@ static void set_errbuf(char* errbuf, size_t errlen, const char* msg) {
   if (errbuf != NULL && errlen > 0) snprintf(errbuf, errlen, "%s", msg);
 }
 
-static void free_resolve(ob_http_client_t* c) {
+static void free_resolve(ob__http_client_t* c) {
   for (size_t i = 0; i < c->nresolve; i++) {
     free((char*)c->resolve[i].host);
     free((char*)c->resolve[i].addr);
@@ -45,7 +45,7 @@ static void free_resolve(ob_http_client_t* c) {
   c->nresolve = 0;
 }
 
-static int copy_resolve(ob_http_client_t* c, const ob_http_config_t* cfg) {
+static int copy_resolve(ob__http_client_t* c, const ob__http_config_t* cfg) {
   struct sockaddr_in6 a6;
   struct sockaddr_in a4;
 
@@ -54,7 +54,7 @@ static int copy_resolve(ob_http_client_t* c, const ob_http_config_t* cfg) {
   c->resolve = calloc(cfg->nresolve, sizeof *c->resolve);
   if (c->resolve == NULL) return OB_ENOMEM;
   for (size_t i = 0; i < cfg->nresolve; i++) {
-    const ob_http_resolve_t* r = &cfg->resolve[i];
+    const ob__http_resolve_t* r = &cfg->resolve[i];
     char* host;
     if (r->host == NULL || r->addr == NULL || r->host[0] == '\0' ||
         strlen(r->host) > OB__HTTP_HOST_MAX)
@@ -72,10 +72,10 @@ static int copy_resolve(ob_http_client_t* c, const ob_http_config_t* cfg) {
   return 0;
 }
 
-int ob_http_client_open(ob_http_client_t** out, uv_loop_t* loop,
-                        const ob_http_config_t* cfg, char* errbuf,
+int ob__http_client_open(ob__http_client_t** out, uv_loop_t* loop,
+                        const ob__http_config_t* cfg, char* errbuf,
                         size_t errlen) {
-  ob_http_client_t* c = NULL;
+  ob__http_client_t* c = NULL;
   int rc;
 
   if (out != NULL) *out = NULL;
@@ -137,7 +137,7 @@ static void free_sendbuf(ob__http_op_t* op) {
 
 static void on_op_closed(uv_handle_t* h) {
   ob__http_op_t* op = h->data;
-  ob_http_client_t* c = op->client;
+  ob__http_client_t* c = op->client;
 
   free(op);
   c->nops_alive--;
@@ -145,8 +145,8 @@ static void on_op_closed(uv_handle_t* h) {
 }
 
 static void deliver(ob__http_op_t* op) {
-  ob_http_response_t res;
-  ob_http_req_t* req = op->req;
+  ob__http_response_t res;
+  ob__http_req_t* req = op->req;
 
   memset(&res, 0, sizeof res);
   if (ob__http_parser_response(&op->parser, &res) != 0 && op->result == 0) {
@@ -164,7 +164,7 @@ static void deliver(ob__http_op_t* op) {
 }
 
 static void on_defer(uv_idle_t* h) {
-  ob_http_client_t* c = h->data;
+  ob__http_client_t* c = h->data;
   ob__hlink_t batch;
 
   /* Only what is done now; completions queued by these callbacks wait for
@@ -188,7 +188,7 @@ static void on_defer(uv_idle_t* h) {
 ** pool if the exchange left it clean (reusable), else closed. */
 static void op_complete(ob__http_op_t* op, int err, const char* detail,
                         int reusable) {
-  ob_http_client_t* c = op->client;
+  ob__http_client_t* c = op->client;
   ob__http_conn_t* conn = op->conn;
 
   if (op->state != OB__OP_ACTIVE) return;
@@ -210,7 +210,7 @@ static void op_complete(ob__http_op_t* op, int err, const char* detail,
 }
 
 static void op_start(ob__http_op_t* op) {
-  ob_http_client_t* c = op->client;
+  ob__http_client_t* c = op->client;
   ob__http_conn_t* conn = NULL;
   int rc;
 
@@ -254,11 +254,11 @@ void ob__http_op_on_data(ob__http_op_t* op, const char* data, size_t len) {
 }
 
 void ob__http_op_on_error(ob__http_op_t* op, int err, const char* detail) {
-  ob_http_client_t* c = op->client;
+  ob__http_client_t* c = op->client;
   char buf[OB__HTTP_DETAIL];
 
   if (op->state != OB__OP_ACTIVE) return;
-  if (err == OB_HTTP_E_EOF && op->parser.started) {
+  if (err == OB__HTTP_E_EOF && op->parser.started) {
     /* A body delimited by the close is complete now; anything else is a
     ** truncated response. */
     int rc = ob__http_parser_eof(&op->parser);
@@ -269,7 +269,7 @@ void ob__http_op_on_error(ob__http_op_t* op, int err, const char* detail) {
     return;
   }
   if (op->reused && !op->parser.started &&
-      (err == OB_HTTP_E_EOF || err == OB_HTTP_E_RESET || err == OB_HTTP_E_IO)) {
+      (err == OB__HTTP_E_EOF || err == OB__HTTP_E_RESET || err == OB__HTTP_E_IO)) {
     /* The pooled connection was dead (the server's idle close raced us). */
     if (op->idempotent && !op->retried) {
       ob__http_limits_t lim = op->parser.lim;
@@ -286,10 +286,10 @@ void ob__http_op_on_error(ob__http_op_t* op, int err, const char* detail) {
              "%.200s; request not resent (not idempotent): the server may "
              "have received it",
              detail ? detail : "");
-    op_complete(op, OB_HTTP_E_STALE, buf, 0);
+    op_complete(op, OB__HTTP_E_STALE, buf, 0);
     return;
   }
-  if (err == OB_HTTP_E_EOF && !op->parser.started) {
+  if (err == OB__HTTP_E_EOF && !op->parser.started) {
     snprintf(buf, sizeof buf, "%.200s before any response byte",
              detail ? detail : "connection closed");
     op_complete(op, err, buf, 0);
@@ -312,7 +312,7 @@ static void on_deadline(uv_timer_t* t) {
   snprintf(buf, sizeof buf, "no complete response from %s:%u within %llu ms (%s)",
            op->url.host, (unsigned)op->url.port,
            (unsigned long long)op->timeout_ms, stage);
-  op_complete(op, OB_HTTP_E_DEADLINE, buf, 0);
+  op_complete(op, OB__HTTP_E_DEADLINE, buf, 0);
 }
 
 /* ---- request construction ----------------------------------------------- */
@@ -361,7 +361,7 @@ static char* put(char* p, const char* s, size_t n) {
   return p + n;
 }
 
-static int build_request(ob__http_op_t* op, const ob_http_req_t* req) {
+static int build_request(ob__http_op_t* op, const ob__http_req_t* req) {
   const ob__http_url_t* u = &op->url;
   int v6 = strchr(u->host, ':') != NULL;
   int default_port = u->port == (u->tls ? 443 : 80);
@@ -384,7 +384,7 @@ static int build_request(ob__http_op_t* op, const ob_http_req_t* req) {
   need = strlen(m) + 1 + (size_t)slash + u->target_len + 11 + 6 +
          strlen(hostport) + 2 + strlen(cl) + 2 + req->body_len;
   for (size_t i = 0; i < req->nheaders; i++) {
-    const ob_http_header_t* h = &req->headers[i];
+    const ob__http_header_t* h = &req->headers[i];
     if (!token_ok(h->name) || !value_ok(h->value) || reserved_header(h->name))
       return OB_EINVAL;
     need += strlen(h->name) + 2 + strlen(h->value) + 2;
@@ -401,7 +401,7 @@ static int build_request(ob__http_op_t* op, const ob_http_req_t* req) {
   p = put(p, hostport, strlen(hostport));
   p = put(p, "\r\n", 2);
   for (size_t i = 0; i < req->nheaders; i++) {
-    const ob_http_header_t* h = &req->headers[i];
+    const ob__http_header_t* h = &req->headers[i];
     p = put(p, h->name, strlen(h->name));
     p = put(p, ": ", 2);
     p = put(p, h->value, strlen(h->value));
@@ -414,7 +414,7 @@ static int build_request(ob__http_op_t* op, const ob_http_req_t* req) {
   return 0;
 }
 
-int ob_http_request(ob_http_client_t* c, ob_http_req_t* req, ob_http_cb cb) {
+int ob__http_request(ob__http_client_t* c, ob__http_req_t* req, ob__http_cb cb) {
   ob__http_op_t* op;
   ob__http_limits_t lim;
   int rc;
@@ -423,14 +423,14 @@ int ob_http_request(ob_http_client_t* c, ob_http_req_t* req, ob_http_cb cb) {
       !token_ok(req->method) || (req->body_len > 0 && req->body == NULL) ||
       (req->nheaders > 0 && req->headers == NULL))
     return OB_EINVAL;
-  if (c->closing) return OB_HTTP_E_CLOSING;
+  if (c->closing) return OB__HTTP_E_CLOSING;
   if (req->op_ != NULL) return OB_ESTATE;
   op = calloc(1, sizeof *op);
   if (op == NULL) return OB_ENOMEM;
   rc = ob__http_url_parse(req->url, &op->url);
   if (rc < 0) goto fail;
   if (!op->url.tls && !c->cfg.allow_plain_http) {
-    rc = OB_HTTP_E_PLAIN_HTTP;
+    rc = OB__HTTP_E_PLAIN_HTTP;
     goto fail;
   }
   rc = build_request(op, req);
@@ -464,19 +464,19 @@ fail:
   return rc;
 }
 
-int ob_http_cancel(ob_http_req_t* req) {
+int ob__http_cancel(ob__http_req_t* req) {
   ob__http_op_t* op;
 
   if (req == NULL || (op = req->op_) == NULL || op->state != OB__OP_ACTIVE)
     return OB_ESTATE;
-  op_complete(op, OB_HTTP_E_CANCELED, "request canceled by the caller", 0);
+  op_complete(op, OB__HTTP_E_CANCELED, "request canceled by the caller", 0);
   return 0;
 }
 
 /* ---- close ---------------------------------------------------------------- */
 
 static void on_client_closed(uv_handle_t* h) {
-  ob_http_client_t* c = h->data;
+  ob__http_client_t* c = h->data;
 
   if (c->close_cb != NULL) c->close_cb(c, c->close_arg);
   ob__tls_conf_free(&c->tls);
@@ -484,7 +484,7 @@ static void on_client_closed(uv_handle_t* h) {
   free(c);
 }
 
-void ob__http_client_maybe_closed(ob_http_client_t* c) {
+void ob__http_client_maybe_closed(ob__http_client_t* c) {
   if (!c->closing || c->final_close) return;
   if (!ob__hlist_empty(&c->ops) || !ob__hlist_empty(&c->done) ||
       c->nops_alive > 0 || c->nconns_alive > 0 || c->ngai > 0)
@@ -493,7 +493,7 @@ void ob__http_client_maybe_closed(ob_http_client_t* c) {
   uv_close((uv_handle_t*)&c->defer, on_client_closed);
 }
 
-void ob_http_client_close(ob_http_client_t* c, ob_http_close_cb cb,
+void ob__http_client_close(ob__http_client_t* c, ob__http_close_cb cb,
                           void* arg) {
   if (c == NULL || c->closing) return;
   c->closing = 1;
@@ -501,7 +501,7 @@ void ob_http_client_close(ob_http_client_t* c, ob_http_close_cb cb,
   c->close_arg = arg;
   while (!ob__hlist_empty(&c->ops))
     op_complete(OB__CONTAINER_OF(c->ops.next, ob__http_op_t, link),
-                OB_HTTP_E_CANCELED, "HTTP client closed", 0);
+                OB__HTTP_E_CANCELED, "HTTP client closed", 0);
   for (ob__hlink_t* l = c->conns.next; l != &c->conns; l = l->next)
     ob__http_conn_close(OB__CONTAINER_OF(l, ob__http_conn_t, link), 1);
   ob__http_client_maybe_closed(c);
@@ -509,7 +509,7 @@ void ob_http_client_close(ob_http_client_t* c, ob_http_close_cb cb,
 
 /* ---- small queries ---------------------------------------------------------- */
 
-const char* ob_http_header_get(const ob_http_response_t* res,
+const char* ob__http_header_get(const ob__http_response_t* res,
                                const char* name) {
   if (res == NULL || name == NULL) return NULL;
   for (size_t i = 0; i < res->nheaders; i++)
@@ -518,7 +518,7 @@ const char* ob_http_header_get(const ob_http_response_t* res,
   return NULL;
 }
 
-void ob_http_client_stats(const ob_http_client_t* c, ob_http_stats_t* s) {
+void ob__http_client_stats(const ob__http_client_t* c, ob__http_stats_t* s) {
   if (c == NULL || s == NULL) return;
   *s = c->stats;
   s->idle_connections = c->nidle;

@@ -18,7 +18,7 @@
 
 struct ob__http_gai_s {
   uv_getaddrinfo_t req;
-  ob_http_client_t* client;
+  ob__http_client_t* client;
   ob__http_conn_t* conn;  /* NULL once the connection gave up on it */
 };
 
@@ -30,7 +30,7 @@ static void tls_pump(ob__http_conn_t* conn);
 static void connect_next(ob__http_conn_t* conn);
 
 static int map_uv(int st) {
-  if (st <= UV_EAI_ADDRFAMILY && st >= UV_EAI_PROTOCOL) return OB_HTTP_E_DNS;
+  if (st <= UV_EAI_ADDRFAMILY && st >= UV_EAI_PROTOCOL) return OB__HTTP_E_DNS;
   switch (st) {
     case UV_ECONNREFUSED:
     case UV_ENETUNREACH:
@@ -39,18 +39,18 @@ static int map_uv(int st) {
     case UV_ENETDOWN:
     case UV_EHOSTDOWN:
     case UV_EAFNOSUPPORT:
-      return OB_HTTP_E_CONNECT;
+      return OB__HTTP_E_CONNECT;
     case UV_ECONNRESET:
     case UV_EPIPE:
     case UV_ECONNABORTED:
-      return OB_HTTP_E_RESET;
+      return OB__HTTP_E_RESET;
     case UV_EOF:
-      return OB_HTTP_E_EOF;
+      return OB__HTTP_E_EOF;
     case UV_ENOMEM:
     case UV_ENOBUFS:
       return OB_ENOMEM;
     default:
-      return OB_HTTP_E_IO;
+      return OB__HTTP_E_IO;
   }
 }
 
@@ -66,7 +66,7 @@ static const char* stage_name(const ob__http_conn_t* conn) {
 /* ---- teardown ----------------------------------------------------------- */
 
 static void conn_free(ob__http_conn_t* conn) {
-  ob_http_client_t* c = conn->client;
+  ob__http_client_t* c = conn->client;
 
   if (conn->tls_init) ob__tls_free(&conn->tls);
   if (conn->ai_head != NULL) uv_freeaddrinfo(conn->ai_head);
@@ -96,7 +96,7 @@ static void try_flush(ob__http_conn_t* conn) {
 }
 
 void ob__http_conn_close(ob__http_conn_t* conn, int graceful) {
-  ob_http_client_t* c = conn->client;
+  ob__http_client_t* c = conn->client;
 
   if (conn->state == OB__CONN_CLOSING) return;
   conn->state = OB__CONN_CLOSING;
@@ -161,7 +161,7 @@ static void on_timer(uv_timer_t* t) {
     return;
   }
   if (conn->state < OB__CONN_READY)
-    conn_failf(conn, OB_HTTP_E_CONNECT_TIMEOUT,
+    conn_failf(conn, OB__HTTP_E_CONNECT_TIMEOUT,
                "no connection to %s:%u within %llu ms (stuck in %s%s%s)",
                conn->host, (unsigned)conn->port,
                (unsigned long long)conn->client->cfg.connect_timeout_ms,
@@ -277,7 +277,7 @@ static void deliver(ob__http_conn_t* conn, const char* data, size_t len) {
 }
 
 static void peer_closed(ob__http_conn_t* conn) {
-  conn_failf(conn, OB_HTTP_E_EOF, "%s closed the connection", conn->peer);
+  conn_failf(conn, OB__HTTP_E_EOF, "%s closed the connection", conn->peer);
 }
 
 static void become_ready(ob__http_conn_t* conn) {
@@ -374,7 +374,7 @@ static void on_tcp_retry_closed(uv_handle_t* h) {
 
 static void on_connect(uv_connect_t* req, int status) {
   ob__http_conn_t* conn = req->data;
-  ob_http_client_t* c = conn->client;
+  ob__http_client_t* c = conn->client;
   int rc;
 
   if (status == UV_ECANCELED || conn->state == OB__CONN_CLOSING) return;
@@ -386,7 +386,7 @@ static void on_connect(uv_connect_t* req, int status) {
       uv_close((uv_handle_t*)&conn->tcp, on_tcp_retry_closed);
       return;
     }
-    conn_failf(conn, status == UV_ETIMEDOUT ? OB_HTTP_E_CONNECT_TIMEOUT
+    conn_failf(conn, status == UV_ETIMEDOUT ? OB__HTTP_E_CONNECT_TIMEOUT
                                             : map_uv(status),
                "connect to %s (%s): %s", conn->peer, conn->host,
                uv_strerror(status));
@@ -414,7 +414,7 @@ static void on_connect(uv_connect_t* req, int status) {
 }
 
 static void connect_addr(ob__http_conn_t* conn, const struct sockaddr* sa) {
-  ob_http_client_t* c = conn->client;
+  ob__http_client_t* c = conn->client;
   char ip[48] = "?";
   int rc;
 
@@ -461,12 +461,12 @@ static void connect_next(ob__http_conn_t* conn) {
       return;
     }
   }
-  conn_failf(conn, OB_HTTP_E_DNS, "no usable address for %s", conn->host);
+  conn_failf(conn, OB__HTTP_E_DNS, "no usable address for %s", conn->host);
 }
 
 static void on_gai(uv_getaddrinfo_t* req, int status, struct addrinfo* res) {
   struct ob__http_gai_s* gai = req->data;
-  ob_http_client_t* c = gai->client;
+  ob__http_client_t* c = gai->client;
   ob__http_conn_t* conn = gai->conn;
 
   c->ngai--;
@@ -478,7 +478,7 @@ static void on_gai(uv_getaddrinfo_t* req, int status, struct addrinfo* res) {
   }
   conn->gai = NULL;
   if (status < 0) {
-    conn_failf(conn, OB_HTTP_E_DNS, "cannot resolve %s: %s", conn->host,
+    conn_failf(conn, OB__HTTP_E_DNS, "cannot resolve %s: %s", conn->host,
                uv_strerror(status));
     return;
   }
@@ -496,7 +496,7 @@ static int literal_addr(const char* s, uint16_t port,
   return 0;
 }
 
-int ob__http_conn_open(ob_http_client_t* c, ob__http_op_t* op,
+int ob__http_conn_open(ob__http_client_t* c, ob__http_op_t* op,
                        ob__http_conn_t** out) {
   ob__http_conn_t* conn;
   const char* addr = op->url.host;
@@ -553,7 +553,7 @@ int ob__http_conn_open(ob_http_client_t* c, ob__http_op_t* op,
   rc = uv_getaddrinfo(c->loop, &gai->req, on_gai, conn->host, portstr, &hints);
   if (rc < 0) {
     free(gai);
-    conn_failf(conn, OB_HTTP_E_DNS, "cannot resolve %s: %s", conn->host,
+    conn_failf(conn, OB__HTTP_E_DNS, "cannot resolve %s: %s", conn->host,
                uv_strerror(rc));
     return 0;
   }
@@ -564,7 +564,7 @@ int ob__http_conn_open(ob_http_client_t* c, ob__http_op_t* op,
 
 /* ---- pool --------------------------------------------------------------- */
 
-ob__http_conn_t* ob__http_pool_take(ob_http_client_t* c, const char* key) {
+ob__http_conn_t* ob__http_pool_take(ob__http_client_t* c, const char* key) {
   for (ob__hlink_t* l = c->idle.prev; l != &c->idle; l = l->prev) {
     ob__http_conn_t* conn = OB__CONTAINER_OF(l, ob__http_conn_t, idle_link);
     if (strcmp(conn->key, key) != 0) continue;
@@ -580,7 +580,7 @@ ob__http_conn_t* ob__http_pool_take(ob_http_client_t* c, const char* key) {
 }
 
 void ob__http_conn_release(ob__http_conn_t* conn, int reusable) {
-  ob_http_client_t* c = conn->client;
+  ob__http_client_t* c = conn->client;
   size_t same = 0;
 
   if (conn->op != NULL) {

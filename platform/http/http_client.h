@@ -37,9 +37,9 @@
 /*
 ** HTTP/TLS error codes: fixed negatives in -100..-139, outside oncebox.h's
 ** OB_E* range (-1..-64). Functions here may also return OB_EINVAL,
-** OB_ENOMEM and OB_ESTATE from oncebox.h. ob_http_strerror() names both.
+** OB_ENOMEM and OB_ESTATE from oncebox.h. ob__http_strerror() names both.
 */
-#define OB_HTTP_ERRNO_MAP(XX)                                                 \
+#define OB__HTTP_ERRNO_MAP(XX)                                                 \
   XX(TLS_HOSTNAME, -100, "TLS: certificate does not match the hostname")      \
   XX(TLS_EXPIRED, -101, "TLS: certificate has expired")                       \
   XX(TLS_FUTURE, -102, "TLS: certificate is not valid yet")                   \
@@ -73,31 +73,31 @@
   XX(PLAIN_HTTP, -127, "plain http:// not allowed by the client config")
 
 typedef enum {
-#define OB__HTTP_ERR_ENUM(name, code, text) OB_HTTP_E_##name = (code),
-  OB_HTTP_ERRNO_MAP(OB__HTTP_ERR_ENUM)
+#define OB__HTTP_ERR_ENUM(name, code, text) OB__HTTP_E_##name = (code),
+  OB__HTTP_ERRNO_MAP(OB__HTTP_ERR_ENUM)
 #undef OB__HTTP_ERR_ENUM
-  OB_HTTP__ERR_LAST = -139
-} ob_http_errno_t;
+  OB__HTTP__ERR_LAST = -139
+} ob__http_errno_t;
 
-/* Static text of an OB_HTTP_E_* code, or of an OB_E* code (via ob_strerror).
+/* Static text of an OB__HTTP_E_* code, or of an OB_E* code (via ob_strerror).
 ** Never allocates. This function can't fail. */
-const char* ob_http_strerror(int err);
-/* Static symbolic name ("OB_HTTP_E_TLS_EXPIRED", or ob_err_name's).
+const char* ob__http_strerror(int err);
+/* Static symbolic name ("OB__HTTP_E_TLS_EXPIRED", or ob_err_name's).
 ** This function can't fail. */
-const char* ob_http_err_name(int err);
+const char* ob__http_err_name(int err);
 
-#define OB_HTTP_DEFAULT_CA_FILE "/etc/ssl/certs/ca-certificates.crt"
+#define OB__HTTP_DEFAULT_CA_FILE "/etc/ssl/certs/ca-certificates.crt"
 
 /* Map a host name to a literal IP address without DNS (curl --resolve):
 ** the URL's host still names the server (Host header, SNI, certificate
 ** check); only the address connected to changes. */
-typedef struct ob_http_resolve_s {
+typedef struct ob__http_resolve_s {
   const char* host;   /* e.g. "sqs.test" (case-insensitive) */
   const char* addr;   /* e.g. "127.0.0.1"; IPv4 or IPv6 literal */
-} ob_http_resolve_t;
+} ob__http_resolve_t;
 
-typedef struct ob_http_config_s {
-  /* PEM bundle of trusted CAs. NULL: OB_HTTP_DEFAULT_CA_FILE. The caller
+typedef struct ob__http_config_s {
+  /* PEM bundle of trusted CAs. NULL: OB__HTTP_DEFAULT_CA_FILE. The caller
   ** passes AWS_CA_BUNDLE here; this layer reads no environment. */
   const char* ca_file;
   int allow_plain_http;         /* 0: http:// URLs are refused */
@@ -108,26 +108,26 @@ typedef struct ob_http_config_s {
   size_t max_body_bytes;        /* 12 MiB */
   size_t max_idle_per_host;     /* 4 idle keep-alive connections per origin */
   uint64_t idle_timeout_ms;     /* 15000: idle pooled connections closed */
-  const ob_http_resolve_t* resolve;  /* copied at open */
+  const ob__http_resolve_t* resolve;  /* copied at open */
   size_t nresolve;
-} ob_http_config_t;
+} ob__http_config_t;
 
 /* Fill cfg with the defaults above. This function can't fail. */
-void ob_http_config_init(ob_http_config_t* cfg);
+void ob__http_config_init(ob__http_config_t* cfg);
 
-typedef struct ob_http_header_s {
+typedef struct ob__http_header_s {
   const char* name;
   const char* value;
-} ob_http_header_t;
+} ob__http_header_t;
 
 /*
 ** A response, valid only during the request callback; everything it points
 ** to is owned by the client and freed when the callback returns (copy what
 ** you keep).
 */
-typedef struct ob_http_response_s {
+typedef struct ob__http_response_s {
   int status;                 /* HTTP status (200...), 0 if none was read */
-  const ob_http_header_t* headers;  /* in arrival order, NUL-terminated */
+  const ob__http_header_t* headers;  /* in arrival order, NUL-terminated */
   size_t nheaders;
   const uint8_t* body;        /* NUL-terminated for convenience; never NULL */
   size_t body_len;
@@ -138,29 +138,29 @@ typedef struct ob_http_response_s {
   /* 0: no byte of the HTTP request reached the socket (e.g. every TLS
   ** failure); the server cannot have acted on it. 1: it may have. */
   int request_sent;
-} ob_http_response_t;
+} ob__http_response_t;
 
-typedef struct ob_http_client_s ob_http_client_t;
-typedef struct ob_http_req_s ob_http_req_t;
+typedef struct ob__http_client_s ob__http_client_t;
+typedef struct ob__http_req_s ob__http_req_t;
 
-/* status: 0, or a negative OB_HTTP_E_* / OB_E* code. A non-2xx HTTP status
+/* status: 0, or a negative OB__HTTP_E_* / OB_E* code. A non-2xx HTTP status
 ** is not an error here (status 0, res->status 404). res is never NULL. */
-typedef void (*ob_http_cb)(ob_http_req_t* req, int status,
-                           const ob_http_response_t* res);
-typedef void (*ob_http_close_cb)(ob_http_client_t* client, void* arg);
+typedef void (*ob__http_cb)(ob__http_req_t* req, int status,
+                           const ob__http_response_t* res);
+typedef void (*ob__http_close_cb)(ob__http_client_t* client, void* arg);
 
 /*
 ** A request. Caller-allocated (libuv's uv_req_t style) and zeroed before its
 ** first use (op_ must be NULL); it must stay valid and unmoved until its
 ** callback runs, and may be submitted again from that callback. The fields
-** below are read and copied by ob_http_request(), so the strings, headers
+** below are read and copied by ob__http_request(), so the strings, headers
 ** and body need only live during that call.
 */
-struct ob_http_req_s {
+struct ob__http_req_s {
   void* data;                       /* free for the caller */
   const char* method;               /* "GET", "POST", ... (token chars) */
   const char* url;                  /* https://host[:port]/path?query */
-  const ob_http_header_t* headers;  /* extra request headers */
+  const ob__http_header_t* headers;  /* extra request headers */
   size_t nheaders;
   const void* body;
   size_t body_len;
@@ -171,15 +171,15 @@ struct ob_http_req_s {
 
 /*
 ** Open a client on loop. The CA bundle is parsed here (fails with
-** OB_HTTP_E_TLS_CA if it yields no certificate), and the CTR-DRBG is seeded
+** OB__HTTP_E_TLS_CA if it yields no certificate), and the CTR-DRBG is seeded
 ** from the entropy source with a fixed personalization string.
 ** On success *out is the client; on failure *out is NULL, nothing is left
 ** allocated, and if errbuf is not NULL a NUL-terminated detail is written.
 ** Errors: OB_EINVAL (NULL argument, zero limits, bad resolve entry),
-** OB_ENOMEM, OB_HTTP_E_TLS_CA, OB_HTTP_E_TLS.
+** OB_ENOMEM, OB__HTTP_E_TLS_CA, OB__HTTP_E_TLS.
 */
-int ob_http_client_open(ob_http_client_t** out, uv_loop_t* loop,
-                        const ob_http_config_t* cfg, char* errbuf,
+int ob__http_client_open(ob__http_client_t** out, uv_loop_t* loop,
+                        const ob__http_config_t* cfg, char* errbuf,
                         size_t errlen);
 
 /*
@@ -188,13 +188,13 @@ int ob_http_client_open(ob_http_client_t** out, uv_loop_t* loop,
 ** uv_loop_close().
 **
 ** Close the client: every request still pending completes with
-** OB_HTTP_E_CANCELED, pooled connections are closed (TLS close_notify sent
+** OB__HTTP_E_CANCELED, pooled connections are closed (TLS close_notify sent
 ** best effort), then close_cb(client, arg) runs from the loop. The client
 ** pointer is invalid once close_cb returns. close_cb may be NULL. Calling it
 ** twice is an error (ignored). Requests made after it fail with
-** OB_HTTP_E_CLOSING. This function can't fail.
+** OB__HTTP_E_CLOSING. This function can't fail.
 */
-void ob_http_client_close(ob_http_client_t* client, ob_http_close_cb cb,
+void ob__http_client_close(ob__http_client_t* client, ob__http_close_cb cb,
                           void* arg);
 
 /*
@@ -204,45 +204,45 @@ void ob_http_client_close(ob_http_client_t* client, ob_http_close_cb cb,
 **                  or control characters, a caller-set Host,
 **                  Content-Length, Transfer-Encoding or Connection header
 **   OB_ESTATE      req is already in flight
-**   OB_HTTP_E_URL, OB_HTTP_E_PLAIN_HTTP, OB_HTTP_E_CLOSING, OB_ENOMEM
+**   OB__HTTP_E_URL, OB__HTTP_E_PLAIN_HTTP, OB__HTTP_E_CLOSING, OB_ENOMEM
 **
 ** Callback status: 0 with a response of any HTTP status, or one of the
-** OB_HTTP_E_* codes with res->detail; res->request_sent says whether any
+** OB__HTTP_E_* codes with res->detail; res->request_sent says whether any
 ** byte of the request reached the socket.
 **
 ** Keep-alive: connections are pooled per scheme://host:port. If a pooled
 ** connection turns out dead (closed or reset before any response byte), an
 ** idempotent request (GET, HEAD, OPTIONS, TRACE, PUT, DELETE) is sent once
 ** more on a fresh connection, as RFC 9110 section 9.2.2 allows. Any other
-** method (POST: SQS actions) is NOT resent: it fails with OB_HTTP_E_STALE
+** method (POST: SQS actions) is NOT resent: it fails with OB__HTTP_E_STALE
 ** and the caller's retry policy decides, because the server may have acted
 ** on the first copy.
 **
 ** Framing: a body is sent with Content-Length (also "0" for POST, PUT and
 ** PATCH). The Host header is derived from the URL.
 */
-int ob_http_request(ob_http_client_t* client, ob_http_req_t* req,
-                    ob_http_cb cb);
+int ob__http_request(ob__http_client_t* client, ob__http_req_t* req,
+                    ob__http_cb cb);
 
 /*
-** Cancel req: its callback runs later with OB_HTTP_E_CANCELED and its
+** Cancel req: its callback runs later with OB__HTTP_E_CANCELED and its
 ** connection is closed. Returns 0, or OB_ESTATE if req is not in flight or
 ** its result is already on the way (the callback then reports that result).
 */
-int ob_http_cancel(ob_http_req_t* req);
+int ob__http_cancel(ob__http_req_t* req);
 
 /* First header named name (case-insensitive) or NULL. */
-const char* ob_http_header_get(const ob_http_response_t* res,
+const char* ob__http_header_get(const ob__http_response_t* res,
                                const char* name);
 
 /* Counters, for tests and diagnostics. */
-typedef struct ob_http_stats_s {
+typedef struct ob__http_stats_s {
   uint64_t connections_opened;  /* TCP connections started */
   uint64_t connections_reused;  /* requests served by a pooled connection */
   uint64_t retries;             /* idempotent requests resent once */
   size_t idle_connections;      /* in the pool now */
-} ob_http_stats_t;
+} ob__http_stats_t;
 
-void ob_http_client_stats(const ob_http_client_t* client, ob_http_stats_t* s);
+void ob__http_client_stats(const ob__http_client_t* client, ob__http_stats_t* s);
 
 #endif

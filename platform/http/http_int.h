@@ -57,7 +57,7 @@ typedef struct ob__http_url_s {
 } ob__http_url_t;
 
 /* Parse an absolute http(s) URL. No userinfo, no whitespace, control or
-** non-ASCII bytes. Returns 0 or OB_HTTP_E_URL. */
+** non-ASCII bytes. Returns 0 or OB__HTTP_E_URL. */
 int ob__http_url_parse(const char* url, ob__http_url_t* out);
 
 /* ---- tls.c -------------------------------------------------------------- */
@@ -70,7 +70,7 @@ typedef struct ob__tls_conf_s {
   int ca_count;
 } ob__tls_conf_t;
 
-/* Seed the DRBG, load ca_file (OB_HTTP_E_TLS_CA if it yields nothing) and
+/* Seed the DRBG, load ca_file (OB__HTTP_E_TLS_CA if it yields nothing) and
 ** build the client config (TLS 1.2 only, VERIFY_REQUIRED). Reads the file
 ** synchronously: call at startup, not from a hot loop callback. On failure
 ** everything is freed. */
@@ -105,17 +105,17 @@ typedef struct ob__tls_s {
   char detail[400];
 } ob__tls_t;
 
-/* Prepare a session for hostname. Refuses (OB_HTTP_E_TLS_NO_HOSTNAME) a NULL
+/* Prepare a session for hostname. Refuses (OB__HTTP_E_TLS_NO_HOSTNAME) a NULL
 ** or empty hostname: without one mbedTLS 2.28 accepts any certificate.
 ** out_cap 0 means OB__TLS_OUT_CAP. ob__tls_free() is safe after any return. */
 int ob__tls_init(ob__tls_t* t, ob__tls_conf_t* tc, const char* hostname,
                  size_t out_cap);
-/* Append received ciphertext (copied). 0, OB_ENOMEM, or OB_HTTP_E_IO when
+/* Append received ciphertext (copied). 0, OB_ENOMEM, or OB__HTTP_E_IO when
 ** more than OB__TLS_IN_CAP would be pending. */
 int ob__tls_feed(ob__tls_t* t, const void* data, size_t len);
 /* The transport reached EOF. */
 void ob__tls_feed_eof(ob__tls_t* t);
-/* Advance the handshake: 0 done, OB__TLS_AGAIN, or a negative OB_HTTP_E_*
+/* Advance the handshake: 0 done, OB__TLS_AGAIN, or a negative OB__HTTP_E_*
 ** (detail in t->detail). Refuses to start without a hostname. */
 int ob__tls_handshake(ob__tls_t* t);
 /* Decrypt: > 0 bytes, 0 the peer closed (close_notify or EOF),
@@ -152,7 +152,7 @@ typedef struct ob__http_parser_s {
   llhttp_t llh;
   ob__http_limits_t lim;
   int head_request;
-  int err;              /* sticky OB_HTTP_E_* */
+  int err;              /* sticky OB__HTTP_E_* */
   char detail[192];
   char* hbuf;           /* header arena: "name\0value\0"... */
   size_t hlen, hcap;
@@ -170,21 +170,21 @@ typedef struct ob__http_parser_s {
   int started;          /* at least one byte arrived */
   uint8_t* body;
   size_t body_len, body_cap;
-  ob_http_header_t* view;
+  ob__http_header_t* view;
 } ob__http_parser_t;
 
 void ob__http_parser_init(ob__http_parser_t* p, const ob__http_limits_t* lim,
                           int head_request);
 /* Feed bytes. 0: need more; 1: response complete and *used bytes of data
-** belong to it (the rest does not); negative: OB_HTTP_E_* (p->detail). */
+** belong to it (the rest does not); negative: OB__HTTP_E_* (p->detail). */
 int ob__http_parser_feed(ob__http_parser_t* p, const char* data, size_t len,
                          size_t* used);
 /* The peer closed: 1 if that ends the response (body delimited by close),
-** else a negative code (OB_HTTP_E_EOF for a truncated response). */
+** else a negative code (OB__HTTP_E_EOF for a truncated response). */
 int ob__http_parser_eof(ob__http_parser_t* p);
 /* Fill res (status, headers once complete, body) from p; pointers stay
 ** valid until ob__http_parser_free. 0 or OB_ENOMEM. */
-int ob__http_parser_response(ob__http_parser_t* p, ob_http_response_t* res);
+int ob__http_parser_response(ob__http_parser_t* p, ob__http_response_t* res);
 void ob__http_parser_free(ob__http_parser_t* p);
 
 /* ---- conn.c / client.c -------------------------------------------------- */
@@ -204,7 +204,7 @@ enum {
 #define OB__HTTP_DETAIL 448
 
 struct ob__http_conn_s {
-  ob_http_client_t* client;
+  ob__http_client_t* client;
   ob__hlink_t link;       /* client->conns */
   ob__hlink_t idle_link;  /* client->idle while pooled */
   int idle;
@@ -236,9 +236,9 @@ struct ob__http_conn_s {
 };
 
 struct ob__http_op_s {
-  ob_http_client_t* client;
-  ob_http_req_t* req;
-  ob_http_cb cb;
+  ob__http_client_t* client;
+  ob__http_req_t* req;
+  ob__http_cb cb;
   ob__hlink_t link;       /* client->ops while active, client->done after */
   int state;              /* OB__OP_ACTIVE, OB__OP_DONE */
   ob__http_url_t url;     /* target not valid after submit */
@@ -258,10 +258,10 @@ struct ob__http_op_s {
 
 enum { OB__OP_ACTIVE = 1, OB__OP_DONE };
 
-struct ob_http_client_s {
+struct ob__http_client_s {
   uv_loop_t* loop;
-  ob_http_config_t cfg;
-  ob_http_resolve_t* resolve; /* owned copies */
+  ob__http_config_t cfg;
+  ob__http_resolve_t* resolve; /* owned copies */
   size_t nresolve;
   ob__tls_conf_t tls;
   uv_idle_t defer;            /* delivers completions on the next tick */
@@ -275,16 +275,16 @@ struct ob_http_client_s {
   size_t ngai;                /* lookups in the threadpool */
   int closing;
   int final_close;
-  ob_http_close_cb close_cb;
+  ob__http_close_cb close_cb;
   void* close_arg;
-  ob_http_stats_t stats;
+  ob__http_stats_t stats;
 };
 
 /* conn.c: open a connection for op (which it reports to), to op->url. */
-int ob__http_conn_open(ob_http_client_t* c, ob__http_op_t* op,
+int ob__http_conn_open(ob__http_client_t* c, ob__http_op_t* op,
                        ob__http_conn_t** out);
 /* Take a pooled connection for key (most recently used first), or NULL. */
-ob__http_conn_t* ob__http_pool_take(ob_http_client_t* c, const char* key);
+ob__http_conn_t* ob__http_pool_take(ob__http_client_t* c, const char* key);
 /* Start sending op->sendbuf on a ready connection attached to op. */
 void ob__http_conn_start(ob__http_conn_t* conn);
 /* All of op->sendbuf has been handed to the socket. */
@@ -300,6 +300,6 @@ void ob__http_op_on_data(ob__http_op_t* op, const char* data, size_t len);
 /* conn has already been detached and closed when this runs. */
 void ob__http_op_on_error(ob__http_op_t* op, int err, const char* detail);
 /* Called whenever a connection or lookup is freed. */
-void ob__http_client_maybe_closed(ob_http_client_t* c);
+void ob__http_client_maybe_closed(ob__http_client_t* c);
 
 #endif

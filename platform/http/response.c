@@ -38,7 +38,7 @@ __attribute__((format(printf, 3, 4))) static int fail(ob__http_parser_t* p,
 static int add_head_bytes(ob__http_parser_t* p, size_t n) {
   p->head_bytes += n;
   if (p->head_bytes > p->lim.max_header_bytes)
-    return fail(p, OB_HTTP_E_HEADER_TOO_BIG,
+    return fail(p, OB__HTTP_E_HEADER_TOO_BIG,
                 "response header section exceeds %zu bytes",
                 p->lim.max_header_bytes);
   return 0;
@@ -86,7 +86,7 @@ static int on_header_field(llhttp_t* l, const char* at, size_t n) {
 
   for (size_t i = 0; i < n; i++)
     if (!tchar((unsigned char)at[i]))
-      return fail(p, OB_HTTP_E_BAD_RESPONSE,
+      return fail(p, OB__HTTP_E_BAD_RESPONSE,
                   "invalid character 0x%02x in a header field name",
                   (unsigned char)at[i]);
 
@@ -96,7 +96,7 @@ static int on_header_field(llhttp_t* l, const char* at, size_t n) {
       p->hstate = 1;  /* trailer: counted, not kept */
     } else {
       if (p->nhdrs >= p->lim.max_headers)
-        return fail(p, OB_HTTP_E_HEADER_TOO_BIG,
+        return fail(p, OB__HTTP_E_HEADER_TOO_BIG,
                     "more than %zu response header fields",
                     p->lim.max_headers);
       if (p->nhdrs == p->hdrs_cap) {
@@ -121,7 +121,7 @@ static int on_header_field_complete(llhttp_t* l) {
   ** line like ":a" gives no name bytes at all. Found by fuzzing. */
   if (p->hstate != 1 ||
       (!p->headers_done && p->hlen == p->hdrs[p->nhdrs].name_off))
-    return fail(p, OB_HTTP_E_BAD_RESPONSE, "empty header name");
+    return fail(p, OB__HTTP_E_BAD_RESPONSE, "empty header name");
   p->hstate = 2;
   if (p->headers_done) return 0;
   if (arena_append(p, "", 1) != 0) return -1;
@@ -151,12 +151,12 @@ static int on_headers_complete(llhttp_t* l) {
 
   p->status = status;
   if (status < 100 || status > 999) {  /* llhttp accepts "20" */
-    fail(p, OB_HTTP_E_BAD_RESPONSE, "invalid status code %d", status);
+    fail(p, OB__HTTP_E_BAD_RESPONSE, "invalid status code %d", status);
     return -1;
   }
   if (status >= 100 && status < 200) {
     if (status == 101) {
-      fail(p, OB_HTTP_E_BAD_RESPONSE,
+      fail(p, OB__HTTP_E_BAD_RESPONSE,
            "unexpected %d Switching Protocols", status);
       return -1;
     }
@@ -164,7 +164,7 @@ static int on_headers_complete(llhttp_t* l) {
     return 0;
   }
   if ((l->flags & F_CONTENT_LENGTH) && (l->flags & F_TRANSFER_ENCODING)) {
-    fail(p, OB_HTTP_E_BAD_FRAMING,
+    fail(p, OB__HTTP_E_BAD_FRAMING,
          "Content-Length with Transfer-Encoding");
     return -1;
   }
@@ -172,7 +172,7 @@ static int on_headers_complete(llhttp_t* l) {
   if (p->head_request) return 1;  /* no body, whatever the headers say */
   if ((l->flags & F_CONTENT_LENGTH) &&
       l->content_length > p->lim.max_body_bytes) {
-    fail(p, OB_HTTP_E_BODY_TOO_BIG,
+    fail(p, OB__HTTP_E_BODY_TOO_BIG,
          "Content-Length exceeds the %zu-byte body limit",
          p->lim.max_body_bytes);
     return -1;
@@ -195,7 +195,7 @@ static int on_body(llhttp_t* l, const char* at, size_t n) {
   ob__http_parser_t* p = P(l);
 
   if (n > p->lim.max_body_bytes - p->body_len)
-    return fail(p, OB_HTTP_E_BODY_TOO_BIG,
+    return fail(p, OB__HTTP_E_BODY_TOO_BIG,
                 "response body exceeds %zu bytes", p->lim.max_body_bytes);
   if (p->body_len + n > p->body_cap) {
     size_t cap = p->body_cap ? p->body_cap : 4096;
@@ -217,7 +217,7 @@ static int on_message_complete(llhttp_t* l) {
 
   if (p->is_interim) {
     if (++p->interim_count > OB__HTTP_MAX_INTERIM) {
-      fail(p, OB_HTTP_E_BAD_RESPONSE, "more than %d interim 1xx responses",
+      fail(p, OB__HTTP_E_BAD_RESPONSE, "more than %d interim 1xx responses",
            OB__HTTP_MAX_INTERIM);
       return -1;
     }
@@ -269,21 +269,21 @@ static int map_llhttp(ob__http_parser_t* p, llhttp_errno_t e) {
   if (p->err) return p->err;  /* our own callback failed */
   switch (e) {
     case HPE_INVALID_CONTENT_LENGTH:
-      code = OB_HTTP_E_BAD_CONTENT_LENGTH;
+      code = OB__HTTP_E_BAD_CONTENT_LENGTH;
       break;
     case HPE_UNEXPECTED_CONTENT_LENGTH:
       code = (reason && strstr(reason, "Transfer-Encoding"))
-                 ? OB_HTTP_E_BAD_FRAMING
-                 : OB_HTTP_E_BAD_CONTENT_LENGTH;
+                 ? OB__HTTP_E_BAD_FRAMING
+                 : OB__HTTP_E_BAD_CONTENT_LENGTH;
       break;
     case HPE_INVALID_TRANSFER_ENCODING:
-      code = OB_HTTP_E_BAD_FRAMING;
+      code = OB__HTTP_E_BAD_FRAMING;
       break;
     case HPE_INVALID_CHUNK_SIZE:
-      code = OB_HTTP_E_BAD_CHUNK;
+      code = OB__HTTP_E_BAD_CHUNK;
       break;
     default:
-      code = OB_HTTP_E_BAD_RESPONSE;
+      code = OB__HTTP_E_BAD_RESPONSE;
       break;
   }
   p->err = code;
@@ -307,7 +307,7 @@ int ob__http_parser_feed(ob__http_parser_t* p, const char* data, size_t len,
     if (!p->headers_done) {
       p->raw_head += len;
       if (p->raw_head > 2 * p->lim.max_header_bytes + 1024) {
-        fail(p, OB_HTTP_E_HEADER_TOO_BIG,
+        fail(p, OB__HTTP_E_HEADER_TOO_BIG,
              "response header section exceeds %zu bytes",
              p->lim.max_header_bytes);
         return p->err;
@@ -332,7 +332,7 @@ int ob__http_parser_eof(ob__http_parser_t* p) {
   if (p->err) return p->err;
   if (p->complete) return 1;
   if (!p->started) {
-    p->err = OB_HTTP_E_EOF;
+    p->err = OB__HTTP_E_EOF;
     snprintf(p->detail, sizeof p->detail,
              "connection closed before any response byte");
     return p->err;
@@ -340,7 +340,7 @@ int ob__http_parser_eof(ob__http_parser_t* p) {
   e = llhttp_finish(&p->llh);
   if ((e == HPE_OK || e == HPE_PAUSED) && p->complete) return 1;
   if (p->err) return p->err;
-  p->err = OB_HTTP_E_EOF;
+  p->err = OB__HTTP_E_EOF;
   snprintf(p->detail, sizeof p->detail,
            "connection closed %s (%s)",
            p->headers_done ? "in the middle of the response body"
@@ -349,7 +349,7 @@ int ob__http_parser_eof(ob__http_parser_t* p) {
   return p->err;
 }
 
-int ob__http_parser_response(ob__http_parser_t* p, ob_http_response_t* res) {
+int ob__http_parser_response(ob__http_parser_t* p, ob__http_response_t* res) {
   static const uint8_t empty[1] = {0};
 
   res->status = p->status;

@@ -38,13 +38,13 @@ int ob__tls_conf_init(ob__tls_conf_t* tc, const char* ca_file, char* err,
   mbedtls_x509_crt_init(&tc->ca);
   mbedtls_ssl_config_init(&tc->conf);
   tc->ca_count = 0;
-  if (ca_file == NULL) ca_file = OB_HTTP_DEFAULT_CA_FILE;
+  if (ca_file == NULL) ca_file = OB__HTTP_DEFAULT_CA_FILE;
 
   rc = mbedtls_ctr_drbg_seed(&tc->drbg, mbedtls_entropy_func, &tc->entropy,
                              (const unsigned char*)k_pers, sizeof k_pers - 1);
   if (rc != 0) {
     set_err(err, errlen, "seeding the DRBG failed", "", rc);
-    ret = OB_HTTP_E_TLS;
+    ret = OB__HTTP_E_TLS;
     goto fail;
   }
   /* A positive return is the number of certificates that did not parse;
@@ -59,7 +59,7 @@ int ob__tls_conf_init(ob__tls_conf_t* tc, const char* ca_file, char* err,
     else if (err != NULL && errlen > 0)
       snprintf(err, errlen, "TLS: CA bundle %s holds no usable certificate",
                ca_file);
-    ret = OB_HTTP_E_TLS_CA;
+    ret = OB__HTTP_E_TLS_CA;
     goto fail;
   }
   rc = mbedtls_ssl_config_defaults(&tc->conf, MBEDTLS_SSL_IS_CLIENT,
@@ -67,7 +67,7 @@ int ob__tls_conf_init(ob__tls_conf_t* tc, const char* ca_file, char* err,
                                    MBEDTLS_SSL_PRESET_DEFAULT);
   if (rc != 0) {
     set_err(err, errlen, "config defaults", "", rc);
-    ret = OB_HTTP_E_TLS;
+    ret = OB__HTTP_E_TLS;
     goto fail;
   }
   /* REQUIRED is the client default already; explicit so nobody "fixes" it.
@@ -139,11 +139,11 @@ static int bio_recv(void* ctx, unsigned char* buf, size_t len) {
 
 /* Most specific first: an untrusted chain makes the other flags moot. */
 static int verify_code(uint32_t flags) {
-  if (flags & MBEDTLS_X509_BADCERT_NOT_TRUSTED) return OB_HTTP_E_TLS_UNTRUSTED;
-  if (flags & MBEDTLS_X509_BADCERT_EXPIRED) return OB_HTTP_E_TLS_EXPIRED;
-  if (flags & MBEDTLS_X509_BADCERT_FUTURE) return OB_HTTP_E_TLS_FUTURE;
-  if (flags & MBEDTLS_X509_BADCERT_CN_MISMATCH) return OB_HTTP_E_TLS_HOSTNAME;
-  return OB_HTTP_E_TLS_CERT;
+  if (flags & MBEDTLS_X509_BADCERT_NOT_TRUSTED) return OB__HTTP_E_TLS_UNTRUSTED;
+  if (flags & MBEDTLS_X509_BADCERT_EXPIRED) return OB__HTTP_E_TLS_EXPIRED;
+  if (flags & MBEDTLS_X509_BADCERT_FUTURE) return OB__HTTP_E_TLS_FUTURE;
+  if (flags & MBEDTLS_X509_BADCERT_CN_MISMATCH) return OB__HTTP_E_TLS_HOSTNAME;
+  return OB__HTTP_E_TLS_CERT;
 }
 
 static int map_error(ob__tls_t* t, int rc) {
@@ -167,16 +167,16 @@ static int map_error(ob__tls_t* t, int rc) {
     case MBEDTLS_ERR_SSL_BAD_HS_PROTOCOL_VERSION:
       snprintf(t->detail, sizeof t->detail,
                "TLS: '%.96s' offered a protocol older than TLS 1.2", t->host);
-      return OB_HTTP_E_TLS_PROTOCOL;
+      return OB__HTTP_E_TLS_PROTOCOL;
     case MBEDTLS_ERR_SSL_CONN_EOF:
       if (!t->handshake_done) {
         snprintf(t->detail, sizeof t->detail,
                  "TLS: '%.96s' closed the connection during the handshake",
                  t->host);
-        return OB_HTTP_E_TLS_HANDSHAKE_EOF;
+        return OB__HTTP_E_TLS_HANDSHAKE_EOF;
       }
       snprintf(t->detail, sizeof t->detail, "TLS: connection closed");
-      return OB_HTTP_E_EOF;
+      return OB__HTTP_E_EOF;
     case MBEDTLS_ERR_SSL_ALLOC_FAILED:
       snprintf(t->detail, sizeof t->detail, "TLS: out of memory");
       return OB_ENOMEM;
@@ -185,7 +185,7 @@ static int map_error(ob__tls_t* t, int rc) {
       snprintf(t->detail, sizeof t->detail, "TLS: %s%s (-0x%04x)",
                t->handshake_done ? "" : "handshake failed: ", mb,
                (unsigned)-rc);
-      return OB_HTTP_E_TLS;
+      return OB__HTTP_E_TLS;
   }
 }
 
@@ -201,11 +201,11 @@ int ob__tls_init(ob__tls_t* t, ob__tls_conf_t* tc, const char* hostname,
   if (hostname == NULL || hostname[0] == '\0') {
     snprintf(t->detail, sizeof t->detail,
              "TLS: refusing to connect without a hostname to verify");
-    return t->failed = OB_HTTP_E_TLS_NO_HOSTNAME;
+    return t->failed = OB__HTTP_E_TLS_NO_HOSTNAME;
   }
   if (strlen(hostname) > OB__HTTP_HOST_MAX) {
     snprintf(t->detail, sizeof t->detail, "TLS: hostname too long");
-    return t->failed = OB_HTTP_E_TLS_NO_HOSTNAME;
+    return t->failed = OB__HTTP_E_TLS_NO_HOSTNAME;
   }
   strcpy(t->host, hostname);
   rc = mbedtls_ssl_setup(&t->ssl, &tc->conf);
@@ -230,7 +230,7 @@ int ob__tls_feed(ob__tls_t* t, const void* data, size_t len) {
   if (b->len + len > OB__TLS_IN_CAP) {
     snprintf(t->detail, sizeof t->detail,
              "TLS: more than %d bytes of unread ciphertext", OB__TLS_IN_CAP);
-    return OB_HTTP_E_IO;
+    return OB__HTTP_E_IO;
   }
   if (b->len + len > b->cap) {
     size_t cap = b->cap ? b->cap : 16384;
@@ -258,7 +258,7 @@ int ob__tls_handshake(ob__tls_t* t) {
     /* Never handshake unverified: see ob__tls_init. */
     snprintf(t->detail, sizeof t->detail,
              "TLS: refusing to connect without a hostname to verify");
-    return t->failed = OB_HTTP_E_TLS_NO_HOSTNAME;
+    return t->failed = OB__HTTP_E_TLS_NO_HOSTNAME;
   }
   if (t->handshake_done) return 0;
   rc = mbedtls_ssl_handshake(&t->ssl);

@@ -26,13 +26,13 @@ int ob__http_url_parse(const char* url, ob__http_url_t* out) {
   const char* end;
   unsigned long port = 0;
 
-  if (url == NULL || out == NULL) return OB_HTTP_E_URL;
+  if (url == NULL || out == NULL) return OB__HTTP_E_URL;
   memset(out, 0, sizeof *out);
   /* Whitespace, controls and raw non-ASCII anywhere make the request line
   ** ambiguous; callers percent-encode. */
   for (p = url; *p; p++) {
     unsigned char ch = (unsigned char)*p;
-    if (ch <= 0x20 || ch >= 0x7f) return OB_HTTP_E_URL;
+    if (ch <= 0x20 || ch >= 0x7f) return OB__HTTP_E_URL;
   }
   if (starts_with_ci(url, "https://")) {
     out->tls = 1;
@@ -41,20 +41,20 @@ int ob__http_url_parse(const char* url, ob__http_url_t* out) {
     out->tls = 0;
     p = url + 7;
   } else {
-    return OB_HTTP_E_URL;
+    return OB__HTTP_E_URL;
   }
   end = p + strcspn(p, "/?#");
-  if (memchr(p, '@', (size_t)(end - p)) != NULL) return OB_HTTP_E_URL;
+  if (memchr(p, '@', (size_t)(end - p)) != NULL) return OB__HTTP_E_URL;
   if (*p == '[') {
     const char* rb = memchr(p, ']', (size_t)(end - p));
-    if (rb == NULL) return OB_HTTP_E_URL;
+    if (rb == NULL) return OB__HTTP_E_URL;
     host = p + 1;
     host_len = (size_t)(rb - host);
     for (size_t i = 0; i < host_len; i++) {
       int ch = lower((unsigned char)host[i]);
       if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') ||
             ch == ':' || ch == '.'))
-        return OB_HTTP_E_URL;
+        return OB__HTTP_E_URL;
     }
     p = rb + 1;
   } else {
@@ -62,17 +62,17 @@ int ob__http_url_parse(const char* url, ob__http_url_t* out) {
     while (p < end && *p != ':') p++;
     host_len = (size_t)(p - host);
     for (size_t i = 0; i < host_len; i++)
-      if (!host_char(lower((unsigned char)host[i]))) return OB_HTTP_E_URL;
+      if (!host_char(lower((unsigned char)host[i]))) return OB__HTTP_E_URL;
   }
-  if (host_len == 0 || host_len > OB__HTTP_HOST_MAX) return OB_HTTP_E_URL;
+  if (host_len == 0 || host_len > OB__HTTP_HOST_MAX) return OB__HTTP_E_URL;
   if (p < end) {
-    if (*p != ':' || p + 1 == end) return OB_HTTP_E_URL;
+    if (*p != ':' || p + 1 == end) return OB__HTTP_E_URL;
     for (p++; p < end; p++) {
-      if (*p < '0' || *p > '9') return OB_HTTP_E_URL;
+      if (*p < '0' || *p > '9') return OB__HTTP_E_URL;
       port = port * 10 + (unsigned long)(*p - '0');
-      if (port > 65535) return OB_HTTP_E_URL;
+      if (port > 65535) return OB__HTTP_E_URL;
     }
-    if (port == 0) return OB_HTTP_E_URL;
+    if (port == 0) return OB__HTTP_E_URL;
   } else {
     port = out->tls ? 443 : 80;
   }

@@ -36,15 +36,15 @@ typedef struct relay_s {
   char* queue_url;
   char* source;
   int fifo;
-  ob_aws_config_t aws;
-  ob_sqs_client_t* client;
+  ob__aws_config_t aws;
+  ob__sqs_client_t* client;
   uv_timer_t timer;
   int timer_open;
   ob__relay_link_t link;
-  char token[37];
+  char token[OB_UUID_BUFLEN];
 
   /* The batch in flight. */
-  ob_sqs_req_t req;
+  ob__sqs_req_t req;
   int in_flight;
   ob__relay_row_t rows[MAX_CLAIM];
   char* bodies[MAX_CLAIM];
@@ -142,7 +142,7 @@ static void settle(relay_t* r, const int* ok, const char* const* error,
   r->published += published;
 }
 
-static void on_sent(ob_sqs_req_t* req, int status) {
+static void on_sent(ob__sqs_req_t* req, int status) {
   relay_t* r = req->data;
   int ok[MAX_CLAIM], park[MAX_CLAIM];
   const char* error[MAX_CLAIM];
@@ -153,7 +153,7 @@ static void on_sent(ob_sqs_req_t* req, int status) {
   if (status == OB_ECANCELED) {
     /* Shutdown: we cannot know whether SQS applied it. Give the rows back:
     ** they are published again later, with the same ids. */
-    ob_sqs_req_cleanup(req);
+    ob__sqs_req_cleanup(req);
     release_claims(r);
     return;
   }
@@ -175,7 +175,7 @@ static void on_sent(ob_sqs_req_t* req, int status) {
       park[i] = f->sender_fault;
     }
     settle(r, ok, error, park);
-    ob_sqs_req_cleanup(req);
+    ob__sqs_req_cleanup(req);
     r->sent_from += r->sent_n;
     r->sent_n = 0;
     if (r->sent_from < r->nrows) {
@@ -187,20 +187,20 @@ static void on_sent(ob_sqs_req_t* req, int status) {
   }
 
   /* The request as a whole failed. */
-  if (status == OB_SQS_E_AUTH || status == OB_SQS_E_NO_QUEUE ||
-      status == OB_HTTP_E_TLS_HOSTNAME || status == OB_HTTP_E_TLS_EXPIRED ||
-      status == OB_HTTP_E_TLS_FUTURE || status == OB_HTTP_E_TLS_UNTRUSTED ||
-      status == OB_HTTP_E_TLS_CERT || status == OB_HTTP_E_TLS_PROTOCOL) {
+  if (status == OB__SQS_E_AUTH || status == OB__SQS_E_NO_QUEUE ||
+      status == OB__HTTP_E_TLS_HOSTNAME || status == OB__HTTP_E_TLS_EXPIRED ||
+      status == OB__HTTP_E_TLS_FUTURE || status == OB__HTTP_E_TLS_UNTRUSTED ||
+      status == OB__HTTP_E_TLS_CERT || status == OB__HTTP_E_TLS_PROTOCOL) {
     ob__log(r->e, OB_LOG_ERROR, "relay: %s (%s); retrying with backoff",
-            req->detail, ob_sqs_err_name(status));
+            req->detail, ob__sqs_err_name(status));
     record_status(r, req->http_status != 0, 0, req->detail);
-    ob_sqs_req_cleanup(req);
+    ob__sqs_req_cleanup(req);
     release_claims(r);
     delay = ob__relay_link_failed(&r->link, now_ms(r), r->e->opts.clock);
     arm(r, delay);
     return;
   }
-  if (ob_sqs_status_is_transient(status) || status == OB_SQS_E_CHECKSUM) {
+  if (ob__sqs_status_is_transient(status) || status == OB__SQS_E_CHECKSUM) {
     /* SQS unreachable, overloaded or throttling after the client's own
     ** retries: nothing is wrong with the rows. They are not charged and not
     ** backed off (the relay's probing decides when to try again), so a
@@ -217,16 +217,16 @@ static void on_sent(ob_sqs_req_t* req, int status) {
     ** fault counts toward parking. */
     for (size_t i = 0; i < r->sent_n; i++) {
       ok[i] = 0;
-      ob__fmt(errbuf[i], sizeof errbuf[i], "%s: %s", ob_sqs_err_name(status),
+      ob__fmt(errbuf[i], sizeof errbuf[i], "%s: %s", ob__sqs_err_name(status),
               req->detail);
       error[i] = errbuf[i];
-      park[i] = status == OB_SQS_E_SERVICE && req->error.sender_fault != 0;
+      park[i] = status == OB__SQS_E_SERVICE && req->error.sender_fault != 0;
     }
     settle(r, ok, error, park);
     ob__log(r->e, OB_LOG_WARN, "relay: batch refused: %s", req->detail);
     delay = 0;
   }
-  ob_sqs_req_cleanup(req);
+  ob__sqs_req_cleanup(req);
   /* Rows not yet sent in this claim go back. */
   r->sent_from += r->sent_n;
   r->sent_n = 0;
@@ -298,11 +298,11 @@ static int send_next(relay_t* r) {
   r->sent_from = first;
   r->sent_n = n;
   r->req.data = r;
-  rc = ob_sqs_send_message_batch(r->client, &r->req, r->queue_url, entries, n,
+  rc = ob__sqs_send_message_batch(r->client, &r->req, r->queue_url, entries, n,
                                  on_sent);
   if (rc < 0) {
     ob__log(r->e, OB_LOG_ERROR, "relay: cannot send batch: %s (%s)",
-            r->req.detail, ob_sqs_err_name(rc));
+            r->req.detail, ob__sqs_err_name(rc));
     r->sent_n = 0;
     return rc;
   }
@@ -383,7 +383,7 @@ static void arm(relay_t* r, int64_t delay_ms) {
 
 static int relay_start(void* self, ob_engine_t* e, uv_loop_t* loop) {
   relay_t* r = self;
-  ob_sqs_client_config_t cfg;
+  ob__sqs_client_config_t cfg;
   char err[256];
   int rc;
 
@@ -392,10 +392,10 @@ static int relay_start(void* self, ob_engine_t* e, uv_loop_t* loop) {
   r->closing = 0;
   ob__uuid7_next(&e->idgen, e->opts.clock, r->token);
   ob__relay_link_init(&r->link, r->opts.probe_base_ms, r->opts.probe_cap_ms);
-  ob_sqs_client_config_init(&cfg);
-  ob_sqs_client_config_from_aws(&cfg, &r->aws);
+  ob__sqs_client_config_init(&cfg);
+  ob__sqs_client_config_from_aws(&cfg, &r->aws);
   cfg.clock = e->opts.clock;
-  rc = ob_sqs_client_open(&r->client, loop, &cfg, err, sizeof err);
+  rc = ob__sqs_client_open(&r->client, loop, &cfg, err, sizeof err);
   if (rc < 0) {
     ob__db_seterr(&e->db, rc, "relay: %s", err);
     return rc;
@@ -441,7 +441,7 @@ static void timer_closed(uv_handle_t* h) {
   part_closed(r);
 }
 
-static void client_closed(ob_sqs_client_t* c, void* arg) {
+static void client_closed(ob__sqs_client_t* c, void* arg) {
   (void)c;
   part_closed(arg);
 }
@@ -456,7 +456,7 @@ static void relay_close(void* self, void (*done)(void*), void* arg) {
   uv_close((uv_handle_t*)&r->timer, timer_closed);
   /* In-flight batch: completes with OB_ECANCELED, which releases the claims
   ** before the client's close callback. */
-  ob_sqs_client_close(r->client, client_closed, r);
+  ob__sqs_client_close(r->client, client_closed, r);
   if (!r->in_flight && r->nrows == 0 && !r->e->db.in_tx)
     ob__relay_release(&r->e->db, r->token);  /* defensive: nothing held */
 }
@@ -464,7 +464,7 @@ static void relay_close(void* self, void (*done)(void*), void* arg) {
 static void relay_destroy(void* self) {
   relay_t* r = self;
   free_rows(r);
-  ob_aws_config_free(&r->aws);
+  ob__aws_config_free(&r->aws);
   free(r->queue_url);
   free(r->source);
   free(r);
@@ -516,7 +516,7 @@ int ob_relay_enable(ob_engine_t* e, const ob_relay_options_t* o, char* errbuf,
     relay_destroy(r);
     return OB_ENOMEM;
   }
-  rc = ob_aws_config_load(&r->aws, NULL, NULL, NULL, errbuf, errlen);
+  rc = ob__aws_config_load(&r->aws, NULL, NULL, NULL, errbuf, errlen);
   if (rc < 0) {
     relay_destroy(r);
     return rc;

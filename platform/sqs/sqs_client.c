@@ -22,13 +22,13 @@ typedef enum { ST_HTTP = 1, ST_WAIT, ST_DONE } op_state_t;
 /* Private state of one call; malloc'd at submit, freed after the callback
 ** (its timer handle must be closed first, hence the close-callback path). */
 typedef struct ob__sqsc_op_s {
-  ob_sqs_client_t* c;
-  ob_sqs_req_t* req;
-  ob_sqs_cb cb;
+  ob__sqs_client_t* c;
+  ob__sqs_req_t* req;
+  ob__sqs_cb cb;
   struct ob__sqsc_op_s* prev;
   struct ob__sqsc_op_s* next;
   uv_timer_t timer;
-  ob_http_req_t http;
+  ob__http_req_t http;
   op_state_t state;
   int canceled;
   int status;          /* final status, set by finish() */
@@ -49,10 +49,10 @@ typedef struct ob__sqsc_op_s {
   size_t nids;
 } op_t;
 
-struct ob_sqs_client_s {
+struct ob__sqs_client_s {
   uv_loop_t* loop;
-  ob_http_client_t* http;
-  ob_aws_endpoint_t ep;
+  ob__http_client_t* http;
+  ob__aws_endpoint_t ep;
   char* region;
   char* access_key_id;
   char* secret;
@@ -66,52 +66,52 @@ struct ob_sqs_client_s {
   op_t* ops;            /* calls not yet completed */
   size_t nops;
   int closing;
-  ob_sqs_close_cb close_cb;
+  ob__sqs_close_cb close_cb;
   void* close_arg;
-  ob_sqs_stats_t stats;
+  ob__sqs_stats_t stats;
 };
 
 /* ---------------------------------------------------------------------------
 ** Error table.
 */
-const char* ob_sqs_strerror(int err) {
+const char* ob__sqs_strerror(int err) {
 #define OB__SQS_STR(name, code, text) \
   if (err == (code)) return text;
-  OB_SQS_ERRNO_MAP(OB__SQS_STR)
+  OB__SQS_ERRNO_MAP(OB__SQS_STR)
 #undef OB__SQS_STR
-  return ob_http_strerror(err);
+  return ob__http_strerror(err);
 }
 
-const char* ob_sqs_err_name(int err) {
+const char* ob__sqs_err_name(int err) {
 #define OB__SQS_NAME(name, code, text) \
-  if (err == (code)) return "OB_SQS_E_" #name;
-  OB_SQS_ERRNO_MAP(OB__SQS_NAME)
+  if (err == (code)) return "OB__SQS_E_" #name;
+  OB__SQS_ERRNO_MAP(OB__SQS_NAME)
 #undef OB__SQS_NAME
-  return ob_http_err_name(err);
+  return ob__http_err_name(err);
 }
 
-int ob_sqs_status_is_transient(int status) {
+int ob__sqs_status_is_transient(int status) {
   switch (status) {
-    case OB_SQS_E_THROTTLED:
-    case OB_SQS_E_UNAVAILABLE:
-    case OB_HTTP_E_CONNECT_TIMEOUT:
-    case OB_HTTP_E_DEADLINE:
-    case OB_HTTP_E_CONNECT:
-    case OB_HTTP_E_DNS:
-    case OB_HTTP_E_RESET:
-    case OB_HTTP_E_EOF:
-    case OB_HTTP_E_STALE:
-    case OB_HTTP_E_IO:
-    case OB_HTTP_E_TLS_HANDSHAKE_EOF:
+    case OB__SQS_E_THROTTLED:
+    case OB__SQS_E_UNAVAILABLE:
+    case OB__HTTP_E_CONNECT_TIMEOUT:
+    case OB__HTTP_E_DEADLINE:
+    case OB__HTTP_E_CONNECT:
+    case OB__HTTP_E_DNS:
+    case OB__HTTP_E_RESET:
+    case OB__HTTP_E_EOF:
+    case OB__HTTP_E_STALE:
+    case OB__HTTP_E_IO:
+    case OB__HTTP_E_TLS_HANDSHAKE_EOF:
       return 1;
     default:
       return 0;
   }
 }
 
-static void detailf(ob_sqs_req_t* req, const char* fmt, ...)
+static void detailf(ob__sqs_req_t* req, const char* fmt, ...)
     __attribute__((format(printf, 2, 3)));
-static void detailf(ob_sqs_req_t* req, const char* fmt, ...) {
+static void detailf(ob__sqs_req_t* req, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(req->detail, sizeof req->detail, fmt, ap);
@@ -121,12 +121,12 @@ static void detailf(ob_sqs_req_t* req, const char* fmt, ...) {
 /* ---------------------------------------------------------------------------
 ** Configuration and lifecycle.
 */
-void ob_sqs_client_config_init(ob_sqs_client_config_t* cfg) {
+void ob__sqs_client_config_init(ob__sqs_client_config_t* cfg) {
   memset(cfg, 0, sizeof *cfg);
 }
 
-void ob_sqs_client_config_from_aws(ob_sqs_client_config_t* cfg,
-                                   const ob_aws_config_t* aws) {
+void ob__sqs_client_config_from_aws(ob__sqs_client_config_t* cfg,
+                                   const ob__aws_config_t* aws) {
   cfg->endpoint = aws->endpoint.url;
   cfg->region = aws->region;
   cfg->access_key_id = aws->access_key_id;
@@ -144,7 +144,7 @@ static int printable_no_space(const char* s) {
   return 1;
 }
 
-static void client_free(ob_sqs_client_t* c) {
+static void client_free(ob__sqs_client_t* c) {
   if (c == NULL) return;
   ob__sigv4_cache_clear(&c->sigcache);
   free(c->region);
@@ -155,11 +155,11 @@ static void client_free(ob_sqs_client_t* c) {
   free(c);
 }
 
-int ob_sqs_client_open(ob_sqs_client_t** out, uv_loop_t* loop,
-                       const ob_sqs_client_config_t* cfg, char* errbuf,
+int ob__sqs_client_open(ob__sqs_client_t** out, uv_loop_t* loop,
+                       const ob__sqs_client_config_t* cfg, char* errbuf,
                        size_t errlen) {
-  ob_sqs_client_t* c = NULL;
-  ob_http_config_t hc;
+  ob__sqs_client_t* c = NULL;
+  ob__http_config_t hc;
   int rc;
 
   if (errbuf != NULL && errlen > 0) errbuf[0] = '\0';
@@ -167,7 +167,7 @@ int ob_sqs_client_open(ob_sqs_client_t** out, uv_loop_t* loop,
   if (out == NULL || loop == NULL || cfg == NULL) return OB_EINVAL;
   c = calloc(1, sizeof *c);
   if (c == NULL) return OB_ENOMEM;
-  if (ob_aws_endpoint_parse(cfg->endpoint, &c->ep) != 0) {
+  if (ob__aws_endpoint_parse(cfg->endpoint, &c->ep) != 0) {
     if (errbuf) snprintf(errbuf, errlen,
                          "endpoint must be http(s)://host[:port] with no path");
     rc = OB_EINVAL;
@@ -218,7 +218,7 @@ int ob_sqs_client_open(ob_sqs_client_t** out, uv_loop_t* loop,
   ob__sigv4_cache_init(&c->sigcache);
   ob__sqs_bucket_init(&c->bucket);
 
-  ob_http_config_init(&hc);
+  ob__http_config_init(&hc);
   hc.ca_file = cfg->ca_file;
   hc.allow_plain_http = !c->ep.tls;
   hc.connect_timeout_ms = cfg->connect_timeout_ms > 0
@@ -229,7 +229,7 @@ int ob_sqs_client_open(ob_sqs_client_t** out, uv_loop_t* loop,
   hc.max_body_bytes = OB__SQS_MAX_RESPONSE_BYTES;
   hc.resolve = cfg->resolve;
   hc.nresolve = cfg->nresolve;
-  rc = ob_http_client_open(&c->http, loop, &hc, errbuf, errlen);
+  rc = ob__http_client_open(&c->http, loop, &hc, errbuf, errlen);
   if (rc < 0) goto fail;
   *out = c;
   return 0;
@@ -238,9 +238,9 @@ fail:
   return rc;
 }
 
-static void on_http_closed(ob_http_client_t* http, void* arg) {
-  ob_sqs_client_t* c = arg;
-  ob_sqs_close_cb cb = c->close_cb;
+static void on_http_closed(ob__http_client_t* http, void* arg) {
+  ob__sqs_client_t* c = arg;
+  ob__sqs_close_cb cb = c->close_cb;
   void* cb_arg = c->close_arg;
   (void)http;
   /* Credentials are wiped before anyone hears the client is gone. */
@@ -253,16 +253,16 @@ static void on_http_closed(ob_http_client_t* http, void* arg) {
   client_free(c);
 }
 
-static void maybe_finish_close(ob_sqs_client_t* c) {
+static void maybe_finish_close(ob__sqs_client_t* c) {
   if (c->closing == 1 && c->nops == 0) {
     c->closing = 2;   /* the HTTP client is being closed */
-    ob_http_client_close(c->http, on_http_closed, c);
+    ob__http_client_close(c->http, on_http_closed, c);
   }
 }
 
 static void cancel_op(op_t* op);
 
-void ob_sqs_client_close(ob_sqs_client_t* c, ob_sqs_close_cb cb, void* arg) {
+void ob__sqs_client_close(ob__sqs_client_t* c, ob__sqs_close_cb cb, void* arg) {
   if (c == NULL || c->closing) return;
   c->closing = 1;
   c->close_cb = cb;
@@ -271,7 +271,7 @@ void ob_sqs_client_close(ob_sqs_client_t* c, ob_sqs_close_cb cb, void* arg) {
   maybe_finish_close(c);
 }
 
-void ob_sqs_client_stats(const ob_sqs_client_t* c, ob_sqs_stats_t* s) {
+void ob__sqs_client_stats(const ob__sqs_client_t* c, ob__sqs_stats_t* s) {
   *s = c->stats;
   s->retry_tokens = c->bucket.tokens;
   s->clock_offset_ms = c->clock_offset_ms;
@@ -281,7 +281,7 @@ void ob_sqs_client_stats(const ob_sqs_client_t* c, ob_sqs_stats_t* s) {
 /* ---------------------------------------------------------------------------
 ** Requests and results.
 */
-void ob_sqs_req_cleanup(ob_sqs_req_t* req) {
+void ob__sqs_req_cleanup(ob__sqs_req_t* req) {
   if (req == NULL || req->op_ != NULL) return;
   ob__sqs_send_result_free(&req->send);
   ob__sqs_batch_result_free(&req->batch);
@@ -309,9 +309,9 @@ static void op_free(op_t* op) {
 /* The timer handle is closed; the op is unlinked: report. */
 static void on_op_closed(uv_handle_t* h) {
   op_t* op = h->data;
-  ob_sqs_client_t* c = op->c;
-  ob_sqs_req_t* req = op->req;
-  ob_sqs_cb cb = op->cb;
+  ob__sqs_client_t* c = op->c;
+  ob__sqs_req_t* req = op->req;
+  ob__sqs_cb cb = op->cb;
   int status = op->status;
 
   if (op->prev) op->prev->next = op->next;
@@ -346,11 +346,11 @@ static void cancel_op(op_t* op) {
   } else if (op->state == ST_HTTP) {
     /* The HTTP callback follows with CANCELED, or with a result that is
     ** already on its way; either way it sees op->canceled. */
-    (void)ob_http_cancel(&op->http);
+    (void)ob__http_cancel(&op->http);
   }
 }
 
-int ob_sqs_cancel(ob_sqs_req_t* req) {
+int ob__sqs_cancel(ob__sqs_req_t* req) {
   if (req == NULL || req->op_ == NULL || req->op_->state == ST_DONE ||
       req->op_->canceled)
     return OB_ESTATE;
@@ -361,18 +361,18 @@ int ob_sqs_cancel(ob_sqs_req_t* req) {
 /* ---------------------------------------------------------------------------
 ** One attempt: sign at the skew-corrected time and post.
 */
-static void on_http(ob_http_req_t* hreq, int status,
-                    const ob_http_response_t* res);
+static void on_http(ob__http_req_t* hreq, int status,
+                    const ob__http_response_t* res);
 
 static void attempt(op_t* op) {
-  ob_sqs_client_t* c = op->c;
+  ob__sqs_client_t* c = op->c;
   const char* target = ob__sqs_target(op->req->op);
   ob__sigv4_header_t sh[4];
   ob__sigv4_request_t sreq;
   ob__sigv4_params_t params;
   ob__aws_creds_t creds;
   ob__sigv4_out_t sout;
-  ob_http_header_t hh[8];
+  ob__http_header_t hh[8];
   size_t nh = 0;
   int64_t now;
   int rc;
@@ -435,13 +435,13 @@ static void attempt(op_t* op) {
   op->http.body_len = op->body_len;
   op->http.timeout_ms = op->timeout_ms;
   op->state = ST_HTTP;
-  rc = ob_http_request(c->http, &op->http, on_http);
+  rc = ob__http_request(c->http, &op->http, on_http);
   ob__sigv4_out_free(&sout);   /* the request copied the headers */
   if (rc == 0) {
     op->sent++;
     c->stats.attempts++;
   } else {
-    detailf(op->req, "%s", ob_http_strerror(rc));
+    detailf(op->req, "%s", ob__http_strerror(rc));
     op->state = ST_WAIT;   /* not in flight: finish() may close */
     finish(op, rc);
   }
@@ -465,15 +465,15 @@ static void on_timer(uv_timer_t* t) {
 */
 static ob__sqs_net_t net_of(int status) {
   switch (status) {
-    case OB_HTTP_E_CONNECT_TIMEOUT: return OB__SQS_NET_CONNECT_TIMEOUT;
-    case OB_HTTP_E_DEADLINE: return OB__SQS_NET_TIMEOUT;
-    case OB_HTTP_E_CONNECT: return OB__SQS_NET_REFUSED;
-    case OB_HTTP_E_DNS: return OB__SQS_NET_DNS;
-    case OB_HTTP_E_RESET:
-    case OB_HTTP_E_EOF:
-    case OB_HTTP_E_STALE:
-    case OB_HTTP_E_TLS_HANDSHAKE_EOF: return OB__SQS_NET_RESET;
-    case OB_HTTP_E_IO: return OB__SQS_NET_PIPE;
+    case OB__HTTP_E_CONNECT_TIMEOUT: return OB__SQS_NET_CONNECT_TIMEOUT;
+    case OB__HTTP_E_DEADLINE: return OB__SQS_NET_TIMEOUT;
+    case OB__HTTP_E_CONNECT: return OB__SQS_NET_REFUSED;
+    case OB__HTTP_E_DNS: return OB__SQS_NET_DNS;
+    case OB__HTTP_E_RESET:
+    case OB__HTTP_E_EOF:
+    case OB__HTTP_E_STALE:
+    case OB__HTTP_E_TLS_HANDSHAKE_EOF: return OB__SQS_NET_RESET;
+    case OB__HTTP_E_IO: return OB__SQS_NET_PIPE;
     /* Certificates, protocol versions, broken framing, caps, bad URLs:
     ** the same answer again, never retried. */
     default: return OB__SQS_NET_TLS_FATAL;
@@ -495,15 +495,15 @@ static int status_of_error(const ob__sqs_error_t* e,
                            ob__sqs_retry_class_t cls) {
   if (ob__sqs_error_is(e, "QueueDoesNotExist") ||
       ob__sqs_error_is(e, "NonExistentQueue"))
-    return OB_SQS_E_NO_QUEUE;
-  if (cls == OB__SQS_RETRY_THROTTLING) return OB_SQS_E_THROTTLED;
-  if (is_auth_error(e)) return OB_SQS_E_AUTH;
+    return OB__SQS_E_NO_QUEUE;
+  if (cls == OB__SQS_RETRY_THROTTLING) return OB__SQS_E_THROTTLED;
+  if (is_auth_error(e)) return OB__SQS_E_AUTH;
   if (cls == OB__SQS_RETRY_TRANSIENT || e->http_status >= 500)
-    return OB_SQS_E_UNAVAILABLE;
-  return OB_SQS_E_SERVICE;
+    return OB__SQS_E_UNAVAILABLE;
+  return OB__SQS_E_SERVICE;
 }
 
-static void describe_error(ob_sqs_req_t* req) {
+static void describe_error(ob__sqs_req_t* req) {
   const ob__sqs_error_t* e = &req->error;
   const char* name = e->type[0] ? e->type : e->code[0] ? e->code : "error";
   int show_query = e->query_code[0] && strcmp(e->query_code, name) != 0;
@@ -526,7 +526,7 @@ static int check_md5(const char* got, const char* want, const char* field,
 /* Parse a 2xx body into the request's result. */
 static int parse_ok(op_t* op, const char* body, size_t len,
                     ob__sqs_diag_t* diag) {
-  ob_sqs_req_t* req = op->req;
+  ob__sqs_req_t* req = op->req;
   int rc;
 
   switch (req->op) {
@@ -581,11 +581,11 @@ static int parse_ok(op_t* op, const char* body, size_t len,
   }
 }
 
-static void on_http(ob_http_req_t* hreq, int status,
-                    const ob_http_response_t* res) {
+static void on_http(ob__http_req_t* hreq, int status,
+                    const ob__http_response_t* res) {
   op_t* op = hreq->data;
-  ob_sqs_client_t* c = op->c;
-  ob_sqs_req_t* req = op->req;
+  ob__sqs_client_t* c = op->c;
+  ob__sqs_req_t* req = op->req;
   ob__sqs_retry_class_t cls;
   ob__sqs_verdict_t v;
   int64_t now = c->clock->now_ms(c->clock->ctx);
@@ -597,21 +597,21 @@ static void on_http(ob_http_req_t* hreq, int status,
   op->state = ST_WAIT;   /* no HTTP request in flight from here on */
   req->http_status = res->status;
   memset(&req->error, 0, sizeof req->error);
-  if (op->canceled || status == OB_HTTP_E_CANCELED) {
+  if (op->canceled || status == OB__HTTP_E_CANCELED) {
     detailf(req, "canceled");
     finish(op, OB_ECANCELED);
     return;
   }
   if (status == 0) {
-    const char* rid = ob_http_header_get(res, "x-amzn-requestid");
+    const char* rid = ob__http_header_get(res, "x-amzn-requestid");
     int corrected;
-    if (rid == NULL) rid = ob_http_header_get(res, "x-amz-request-id");
+    if (rid == NULL) rid = ob__http_header_get(res, "x-amz-request-id");
     snprintf(req->request_id, sizeof req->request_id, "%s", rid ? rid : "");
     /* Every answer with a Date moves the clock offset (JS SDK rule). */
     corrected = ob__sqs_clock_update(&c->clock_offset_ms,
-                                     ob_http_header_get(res, "date"),
+                                     ob__http_header_get(res, "date"),
                                      op->sent_ms, now,
-                                     ob_http_header_get(res, "age") != NULL);
+                                     ob__http_header_get(res, "age") != NULL);
     if (corrected == 1) c->stats.skew_corrections++;
     if (res->status >= 200 && res->status < 300) {
       ob__sqs_diag_t diag;
@@ -629,25 +629,25 @@ static void on_http(ob_http_req_t* hreq, int status,
                            : "unexpected",
               res->status, ob__sqs_fault_name(diag.fault),
               diag.field[0] ? diag.field : "(top level)");
-      finish(op, rc == OB_EIO      ? OB_SQS_E_CHECKSUM
+      finish(op, rc == OB_EIO      ? OB__SQS_E_CHECKSUM
                  : rc == OB_ENOMEM ? OB_ENOMEM
-                                   : OB_SQS_E_BAD_RESPONSE);
+                                   : OB__SQS_E_BAD_RESPONSE);
       return;
     }
     ob__sqs_parse_error(res->status, (const char*)res->body, res->body_len,
-                        ob_http_header_get(res, "x-amzn-query-error"),
-                        ob_http_header_get(res, "x-amzn-errortype"),
+                        ob__http_header_get(res, "x-amzn-query-error"),
+                        ob__http_header_get(res, "x-amzn-errortype"),
                         &req->error);
     cls = ob__sqs_classify(OB__SQS_NET_NONE, &req->error, corrected == 1);
     final = status_of_error(&req->error, cls);
     describe_error(req);
-    hint = ob__sqs_retry_hint_ms(ob_http_header_get(res, "x-amz-retry-after"),
-                                 ob_http_header_get(res, "retry-after"), now);
+    hint = ob__sqs_retry_hint_ms(ob__http_header_get(res, "x-amz-retry-after"),
+                                 ob__http_header_get(res, "retry-after"), now);
   } else {
     cls = ob__sqs_classify(net_of(status), NULL, 0);
     final = status;
     detailf(req, "%s", res->detail && res->detail[0] ? res->detail
-                                                      : ob_http_strerror(status));
+                                                      : ob__http_strerror(status));
   }
 
   could_retry = cls != OB__SQS_RETRY_NONE &&
@@ -674,24 +674,24 @@ static void on_http(ob_http_req_t* hreq, int status,
 /* ---------------------------------------------------------------------------
 ** Submission.
 */
-static int precheck(ob_sqs_client_t* c, ob_sqs_req_t* req, ob_sqs_cb cb) {
+static int precheck(ob__sqs_client_t* c, ob__sqs_req_t* req, ob__sqs_cb cb) {
   if (c == NULL || req == NULL || cb == NULL) return OB_EINVAL;
   if (req->op_ != NULL) return OB_ESTATE;
-  ob_sqs_req_cleanup(req);
+  ob__sqs_req_cleanup(req);
   if (c->closing) {
-    detailf(req, "%s", ob_http_strerror(OB_HTTP_E_CLOSING));
-    return OB_HTTP_E_CLOSING;
+    detailf(req, "%s", ob__http_strerror(OB__HTTP_E_CLOSING));
+    return OB__HTTP_E_CLOSING;
   }
   return 0;
 }
 
-static int build_failed(ob_sqs_req_t* req, int rc, const ob__sqs_diag_t* d) {
+static int build_failed(ob__sqs_req_t* req, int rc, const ob__sqs_diag_t* d) {
   detailf(req, "invalid request: %s%s%s", ob__sqs_fault_name(d->fault),
           d->field[0] ? " at " : "", d->field);
   return rc;
 }
 
-static op_t* op_new(ob_sqs_client_t* c, ob_sqs_req_t* req, ob_sqs_cb cb,
+static op_t* op_new(ob__sqs_client_t* c, ob__sqs_req_t* req, ob__sqs_cb cb,
                     ob__sqs_op_t kind, char* body, size_t body_len) {
   op_t* op = calloc(1, sizeof *op);
   if (op == NULL) return NULL;
@@ -710,7 +710,7 @@ static op_t* op_new(ob_sqs_client_t* c, ob_sqs_req_t* req, ob_sqs_cb cb,
 /* Link op into the client and send the first attempt. Can't fail: from
 ** here on every outcome goes through the callback. */
 static int start(op_t* op) {
-  ob_sqs_client_t* c = op->c;
+  ob__sqs_client_t* c = op->c;
   uv_timer_init(c->loop, &op->timer);
   op->timer.data = op;
   op->next = c->ops;
@@ -729,9 +729,9 @@ static int md5_attrs(const ob__sqs_send_t* m, char out[33]) {
   return ob__sqs_md5_of_attributes(m->attrs, m->nattrs, out);
 }
 
-int ob_sqs_send_message(ob_sqs_client_t* c, ob_sqs_req_t* req,
+int ob__sqs_send_message(ob__sqs_client_t* c, ob__sqs_req_t* req,
                         const char* queue_url, const ob__sqs_send_t* msg,
-                        ob_sqs_cb cb) {
+                        ob__sqs_cb cb) {
   ob__sqs_diag_t d;
   char* body = NULL;
   size_t len = 0;
@@ -777,10 +777,10 @@ static const char* handle_id(const void* arr, size_t i) {
   return ((const ob__sqs_handle_entry_t*)arr)[i].id;
 }
 
-int ob_sqs_send_message_batch(ob_sqs_client_t* c, ob_sqs_req_t* req,
+int ob__sqs_send_message_batch(ob__sqs_client_t* c, ob__sqs_req_t* req,
                               const char* queue_url,
                               const ob__sqs_send_t* entries, size_t n,
-                              ob_sqs_cb cb) {
+                              ob__sqs_cb cb) {
   ob__sqs_diag_t d;
   char* body = NULL;
   size_t len = 0;
@@ -823,8 +823,8 @@ static int has_all_names(const ob__sqs_receive_t* p) {
   return 0;
 }
 
-int ob_sqs_receive_message(ob_sqs_client_t* c, ob_sqs_req_t* req,
-                           const ob__sqs_receive_t* params, ob_sqs_cb cb) {
+int ob__sqs_receive_message(ob__sqs_client_t* c, ob__sqs_req_t* req,
+                           const ob__sqs_receive_t* params, ob__sqs_cb cb) {
   ob__sqs_diag_t d;
   char* body = NULL;
   size_t len = 0;
@@ -851,7 +851,7 @@ int ob_sqs_receive_message(ob_sqs_client_t* c, ob_sqs_req_t* req,
   return start(op);
 }
 
-static int submit_simple(ob_sqs_client_t* c, ob_sqs_req_t* req, ob_sqs_cb cb,
+static int submit_simple(ob__sqs_client_t* c, ob__sqs_req_t* req, ob__sqs_cb cb,
                          ob__sqs_op_t kind, char* body, size_t len) {
   op_t* op = op_new(c, req, cb, kind, body, len);
   if (op == NULL) {
@@ -861,9 +861,9 @@ static int submit_simple(ob_sqs_client_t* c, ob_sqs_req_t* req, ob_sqs_cb cb,
   return start(op);
 }
 
-int ob_sqs_delete_message(ob_sqs_client_t* c, ob_sqs_req_t* req,
+int ob__sqs_delete_message(ob__sqs_client_t* c, ob__sqs_req_t* req,
                           const char* queue_url, const char* receipt_handle,
-                          ob_sqs_cb cb) {
+                          ob__sqs_cb cb) {
   ob__sqs_diag_t d;
   char* body = NULL;
   size_t len = 0;
@@ -876,10 +876,10 @@ int ob_sqs_delete_message(ob_sqs_client_t* c, ob_sqs_req_t* req,
   return submit_simple(c, req, cb, OB__SQS_DELETE_MESSAGE, body, len);
 }
 
-static int handle_batch(ob_sqs_client_t* c, ob_sqs_req_t* req,
+static int handle_batch(ob__sqs_client_t* c, ob__sqs_req_t* req,
                         const char* queue_url,
                         const ob__sqs_handle_entry_t* entries, size_t n,
-                        ob_sqs_cb cb, ob__sqs_op_t kind) {
+                        ob__sqs_cb cb, ob__sqs_op_t kind) {
   ob__sqs_diag_t d;
   char* body = NULL;
   size_t len = 0;
@@ -906,17 +906,17 @@ static int handle_batch(ob_sqs_client_t* c, ob_sqs_req_t* req,
   return start(op);
 }
 
-int ob_sqs_delete_message_batch(ob_sqs_client_t* c, ob_sqs_req_t* req,
+int ob__sqs_delete_message_batch(ob__sqs_client_t* c, ob__sqs_req_t* req,
                                 const char* queue_url,
                                 const ob__sqs_handle_entry_t* entries, size_t n,
-                                ob_sqs_cb cb) {
+                                ob__sqs_cb cb) {
   return handle_batch(c, req, queue_url, entries, n, cb,
                       OB__SQS_DELETE_MESSAGE_BATCH);
 }
 
-int ob_sqs_change_visibility(ob_sqs_client_t* c, ob_sqs_req_t* req,
+int ob__sqs_change_visibility(ob__sqs_client_t* c, ob__sqs_req_t* req,
                              const char* queue_url, const char* receipt_handle,
-                             int visibility_timeout, ob_sqs_cb cb) {
+                             int visibility_timeout, ob__sqs_cb cb) {
   ob__sqs_diag_t d;
   char* body = NULL;
   size_t len = 0;
@@ -931,17 +931,17 @@ int ob_sqs_change_visibility(ob_sqs_client_t* c, ob_sqs_req_t* req,
                        len);
 }
 
-int ob_sqs_change_visibility_batch(ob_sqs_client_t* c, ob_sqs_req_t* req,
+int ob__sqs_change_visibility_batch(ob__sqs_client_t* c, ob__sqs_req_t* req,
                                    const char* queue_url,
                                    const ob__sqs_handle_entry_t* entries,
-                                   size_t n, ob_sqs_cb cb) {
+                                   size_t n, ob__sqs_cb cb) {
   return handle_batch(c, req, queue_url, entries, n, cb,
                       OB__SQS_CHANGE_MESSAGE_VISIBILITY_BATCH);
 }
 
-int ob_sqs_get_queue_url(ob_sqs_client_t* c, ob_sqs_req_t* req,
+int ob__sqs_get_queue_url(ob__sqs_client_t* c, ob__sqs_req_t* req,
                          const char* queue_name, const char* owner_account_id,
-                         ob_sqs_cb cb) {
+                         ob__sqs_cb cb) {
   ob__sqs_diag_t d;
   char* body = NULL;
   size_t len = 0;
@@ -955,10 +955,10 @@ int ob_sqs_get_queue_url(ob_sqs_client_t* c, ob_sqs_req_t* req,
   return submit_simple(c, req, cb, OB__SQS_GET_QUEUE_URL, body, len);
 }
 
-int ob_sqs_get_queue_attributes(ob_sqs_client_t* c, ob_sqs_req_t* req,
+int ob__sqs_get_queue_attributes(ob__sqs_client_t* c, ob__sqs_req_t* req,
                                 const char* queue_url,
                                 const char* const* names, size_t n,
-                                ob_sqs_cb cb) {
+                                ob__sqs_cb cb) {
   ob__sqs_diag_t d;
   char* body = NULL;
   size_t len = 0;

@@ -14,7 +14,7 @@
 ** Callback rules (libuv's): a function that takes a callback and returns an
 ** error never calls it; when it returns 0 the callback runs exactly once,
 ** later, from the loop, never from inside the call that registered it (nor
-** from ob_sqs_cancel or ob_sqs_client_close).
+** from ob__sqs_cancel or ob__sqs_client_close).
 **
 ** Secrets: the client copies the credentials at open and wipes its copies
 ** (mbedtls_platform_zeroize) at close. Nothing this layer writes (req->detail,
@@ -38,10 +38,10 @@
 /*
 ** Status codes of this layer, in -140..-159 (oncebox.h owns -1..-64 and
 ** platform/http's enum reserves -100..-139). A callback status is 0, one
-** of these, an OB_HTTP_E_* transport code (the last attempt's), OB_ECANCELED,
+** of these, an OB__HTTP_E_* transport code (the last attempt's), OB_ECANCELED,
 ** or OB_ENOMEM.
 */
-#define OB_SQS_ERRNO_MAP(XX)                                                  \
+#define OB__SQS_ERRNO_MAP(XX)                                                  \
   XX(SERVICE, -140, "SQS returned an error")                                  \
   XX(THROTTLED, -141, "SQS throttled the request")                            \
   XX(UNAVAILABLE, -142, "SQS server error")                                   \
@@ -51,24 +51,24 @@
   XX(BAD_RESPONSE, -146, "malformed SQS response")
 
 typedef enum {
-#define OB__SQS_ERR_ENUM(name, code, text) OB_SQS_E_##name = (code),
-  OB_SQS_ERRNO_MAP(OB__SQS_ERR_ENUM)
+#define OB__SQS_ERR_ENUM(name, code, text) OB__SQS_E_##name = (code),
+  OB__SQS_ERRNO_MAP(OB__SQS_ERR_ENUM)
 #undef OB__SQS_ERR_ENUM
-  OB_SQS__ERR_LAST = -159
-} ob_sqs_errno_t;
+  OB__SQS__ERR_LAST = -159
+} ob__sqs_errno_t;
 
-/* Static text / symbolic name of an OB_SQS_E_*, OB_HTTP_E_* or OB_E* code.
+/* Static text / symbolic name of an OB__SQS_E_*, OB__HTTP_E_* or OB_E* code.
 ** These functions can't fail. */
-const char* ob_sqs_strerror(int err);
-const char* ob_sqs_err_name(int err);
+const char* ob__sqs_strerror(int err);
+const char* ob__sqs_err_name(int err);
 
 /* 1 when a failed call may succeed if made again later (throttling, 5xx,
 ** timeouts, connection errors, stale connections); 0 for permanent
 ** failures (bad request, no queue, credentials, TLS verification,
 ** checksum, malformed response) and for 0 / OB_ECANCELED. */
-int ob_sqs_status_is_transient(int status);
+int ob__sqs_status_is_transient(int status);
 
-typedef struct ob_sqs_client_config_s {
+typedef struct ob__sqs_client_config_s {
   /* Endpoint "https://host[:port]" (no path). Required. */
   const char* endpoint;
   const char* region;             /* required; signing scope */
@@ -82,38 +82,38 @@ typedef struct ob_sqs_client_config_s {
   int allow_plain_http;
   uint64_t connect_timeout_ms;
   uint64_t request_timeout_ms;
-  const ob_http_resolve_t* resolve;
+  const ob__http_resolve_t* resolve;
   size_t nresolve;
   int max_attempts;               /* 0: 3 (OB__SQS_MAX_ATTEMPTS) */
   /* Wall clock (signing time, Date skew) and randomness (jitter).
   ** NULL: ob_system_clock(). Must outlive the client. */
   const ob_clock_t* clock;
-} ob_sqs_client_config_t;
+} ob__sqs_client_config_t;
 
 /* Zero cfg (defaults everywhere). This function can't fail. */
-void ob_sqs_client_config_init(ob_sqs_client_config_t* cfg);
+void ob__sqs_client_config_init(ob__sqs_client_config_t* cfg);
 
 /* Fill cfg from a loaded AWS configuration (borrowing its strings: aws must
-** outlive the ob_sqs_client_open call, not the client). Fields not in
-** ob_aws_config_t keep their values. This function can't fail. */
-void ob_sqs_client_config_from_aws(ob_sqs_client_config_t* cfg,
-                                   const ob_aws_config_t* aws);
+** outlive the ob__sqs_client_open call, not the client). Fields not in
+** ob__aws_config_t keep their values. This function can't fail. */
+void ob__sqs_client_config_from_aws(ob__sqs_client_config_t* cfg,
+                                   const ob__aws_config_t* aws);
 
-typedef struct ob_sqs_client_s ob_sqs_client_t;
-typedef struct ob_sqs_req_s ob_sqs_req_t;
+typedef struct ob__sqs_client_s ob__sqs_client_t;
+typedef struct ob__sqs_req_s ob__sqs_req_t;
 
-/* status: see OB_SQS_ERRNO_MAP. req's result fields are filled. */
-typedef void (*ob_sqs_cb)(ob_sqs_req_t* req, int status);
-typedef void (*ob_sqs_close_cb)(ob_sqs_client_t* client, void* arg);
+/* status: see OB__SQS_ERRNO_MAP. req's result fields are filled. */
+typedef void (*ob__sqs_cb)(ob__sqs_req_t* req, int status);
+typedef void (*ob__sqs_close_cb)(ob__sqs_client_t* client, void* arg);
 
 /*
 ** A request. Caller-allocated (uv_fs_t style), zeroed before its first use;
 ** it must stay valid and unmoved until its callback runs. The results below
 ** are owned by the request and stay valid after the callback until
-** ob_sqs_req_cleanup(req) (or until the request is submitted again, which
-** cleans it first). Call ob_sqs_req_cleanup when done, also after a failure.
+** ob__sqs_req_cleanup(req) (or until the request is submitted again, which
+** cleans it first). Call ob__sqs_req_cleanup when done, also after a failure.
 */
-struct ob_sqs_req_s {
+struct ob__sqs_req_s {
   void* data;                    /* free for the caller */
   ob__sqs_op_t op;               /* set by the submitting function */
 
@@ -122,7 +122,7 @@ struct ob_sqs_req_s {
   int quota_exhausted;           /* a retry was refused by the token bucket */
   int http_status;               /* of the last response, 0 if none */
   char request_id[80];           /* x-amzn-RequestId (or x-amz-request-id) */
-  /* Service error of the last response (status OB_SQS_E_*): code, type,
+  /* Service error of the last response (status OB__SQS_E_*): code, type,
   ** query code, message, sender fault. Zeroed when there was none. */
   ob__sqs_error_t error;
   /* One line for humans, "" on success: "QueueDoesNotExist: The specified
@@ -147,18 +147,18 @@ struct ob_sqs_req_s {
 /* Free the results of req and zero its result fields (data is kept).
 ** Must not be called while req is in flight (it is then a no-op).
 ** This function can't fail. */
-void ob_sqs_req_cleanup(ob_sqs_req_t* req);
+void ob__sqs_req_cleanup(ob__sqs_req_t* req);
 
 /*
 ** Open a client on loop (opens an HTTP client with the same settings). On
 ** failure *out is NULL, errbuf (if not NULL) gets a NUL-terminated detail
 ** and nothing is left allocated. Errors: OB_EINVAL (missing or invalid
 ** field: endpoint not http(s)://host[:port], http:// without
-** allow_plain_http, bad region or key id), OB_ENOMEM, OB_HTTP_E_TLS_CA,
-** OB_HTTP_E_TLS.
+** allow_plain_http, bad region or key id), OB_ENOMEM, OB__HTTP_E_TLS_CA,
+** OB__HTTP_E_TLS.
 */
-int ob_sqs_client_open(ob_sqs_client_t** out, uv_loop_t* loop,
-                       const ob_sqs_client_config_t* cfg, char* errbuf,
+int ob__sqs_client_open(ob__sqs_client_t** out, uv_loop_t* loop,
+                       const ob__sqs_client_config_t* cfg, char* errbuf,
                        size_t errlen);
 
 /*
@@ -166,76 +166,76 @@ int ob_sqs_client_open(ob_sqs_client_t** out, uv_loop_t* loop,
 ** OB_ECANCELED, the HTTP client closes, the credentials are wiped, then
 ** cb(client, arg) runs from the loop (cb may be NULL). The client pointer is
 ** invalid once cb returns. A second call is ignored. Requests submitted
-** after it fail with OB_HTTP_E_CLOSING. This function can't fail.
+** after it fail with OB__HTTP_E_CLOSING. This function can't fail.
 */
-void ob_sqs_client_close(ob_sqs_client_t* client, ob_sqs_close_cb cb,
+void ob__sqs_client_close(ob__sqs_client_t* client, ob__sqs_close_cb cb,
                          void* arg);
 
 /*
 ** Operations. Each validates and builds the request body before returning:
 ** invalid input returns OB_EINVAL or OB_ETOOBIG at once (with req->detail
 ** naming the field) and the callback never runs. Other immediate errors:
-** OB_ESTATE (req in flight), OB_HTTP_E_CLOSING, OB_ENOMEM. Pointers passed
+** OB_ESTATE (req in flight), OB__HTTP_E_CLOSING, OB_ENOMEM. Pointers passed
 ** in are read during the call only.
 **
 ** The callback status is 0 or a negative code:
-**   OB_SQS_E_NO_QUEUE     QueueDoesNotExist / AWS.SimpleQueueService.NonExistentQueue
-**   OB_SQS_E_AUTH         SignatureDoesNotMatch, InvalidClientTokenId,
+**   OB__SQS_E_NO_QUEUE     QueueDoesNotExist / AWS.SimpleQueueService.NonExistentQueue
+**   OB__SQS_E_AUTH         SignatureDoesNotMatch, InvalidClientTokenId,
 **                         IncompleteSignature, MissingAuthenticationToken,
 **                         AccessDenied(Exception), ExpiredToken, InvalidSecurity,
 **                         RequestExpired and the other clock-skew codes (after
 **                         the one corrected retry)
-**   OB_SQS_E_THROTTLED    throttling after the last attempt or a refused retry
-**   OB_SQS_E_UNAVAILABLE  HTTP 5xx after the last attempt or a refused retry
-**   OB_SQS_E_SERVICE      any other service error (InvalidParameterValue,
+**   OB__SQS_E_THROTTLED    throttling after the last attempt or a refused retry
+**   OB__SQS_E_UNAVAILABLE  HTTP 5xx after the last attempt or a refused retry
+**   OB__SQS_E_SERVICE      any other service error (InvalidParameterValue,
 **                         batch errors, OverLimit, ...): see req->error
-**   OB_SQS_E_CHECKSUM     an MD5 in a 2xx response does not match (not retried:
+**   OB__SQS_E_CHECKSUM     an MD5 in a 2xx response does not match (not retried:
 **                         for a send, the message may well be queued)
-**   OB_SQS_E_BAD_RESPONSE a 2xx response that is not the expected JSON
-**   OB_HTTP_E_*           transport failure of the last attempt
-**   OB_ECANCELED          ob_sqs_cancel or ob_sqs_client_close
+**   OB__SQS_E_BAD_RESPONSE a 2xx response that is not the expected JSON
+**   OB__HTTP_E_*           transport failure of the last attempt
+**   OB_ECANCELED          ob__sqs_cancel or ob__sqs_client_close
 ** Retried (up to max_attempts, while the token bucket allows): throttling,
 ** 5xx, timeouts and connection errors, and one retry of a clock-skew error
 ** once the Date header moved the clock offset by 4 min or more. Never
 ** retried: TLS verification failures and everything else.
 */
-int ob_sqs_send_message(ob_sqs_client_t* c, ob_sqs_req_t* req,
+int ob__sqs_send_message(ob__sqs_client_t* c, ob__sqs_req_t* req,
                         const char* queue_url, const ob__sqs_send_t* msg,
-                        ob_sqs_cb cb);
+                        ob__sqs_cb cb);
 /* 1..10 entries; MD5s of every Successful entry are checked. */
-int ob_sqs_send_message_batch(ob_sqs_client_t* c, ob_sqs_req_t* req,
+int ob__sqs_send_message_batch(ob__sqs_client_t* c, ob__sqs_req_t* req,
                               const char* queue_url,
                               const ob__sqs_send_t* entries, size_t n,
-                              ob_sqs_cb cb);
+                              ob__sqs_cb cb);
 /* The request deadline is WaitTimeSeconds (20 s when omitted: the queue's
 ** ReceiveMessageWaitTimeSeconds may apply) plus the client's request
 ** timeout, so a long poll is never cut short. MD5OfBody is always checked,
 ** MD5OfMessageAttributes when params asked for "All" or ".*". */
-int ob_sqs_receive_message(ob_sqs_client_t* c, ob_sqs_req_t* req,
-                           const ob__sqs_receive_t* params, ob_sqs_cb cb);
-int ob_sqs_delete_message(ob_sqs_client_t* c, ob_sqs_req_t* req,
+int ob__sqs_receive_message(ob__sqs_client_t* c, ob__sqs_req_t* req,
+                           const ob__sqs_receive_t* params, ob__sqs_cb cb);
+int ob__sqs_delete_message(ob__sqs_client_t* c, ob__sqs_req_t* req,
                           const char* queue_url, const char* receipt_handle,
-                          ob_sqs_cb cb);
-int ob_sqs_delete_message_batch(ob_sqs_client_t* c, ob_sqs_req_t* req,
+                          ob__sqs_cb cb);
+int ob__sqs_delete_message_batch(ob__sqs_client_t* c, ob__sqs_req_t* req,
                                 const char* queue_url,
                                 const ob__sqs_handle_entry_t* entries, size_t n,
-                                ob_sqs_cb cb);
-int ob_sqs_change_visibility(ob_sqs_client_t* c, ob_sqs_req_t* req,
+                                ob__sqs_cb cb);
+int ob__sqs_change_visibility(ob__sqs_client_t* c, ob__sqs_req_t* req,
                              const char* queue_url, const char* receipt_handle,
-                             int visibility_timeout, ob_sqs_cb cb);
-int ob_sqs_change_visibility_batch(ob_sqs_client_t* c, ob_sqs_req_t* req,
+                             int visibility_timeout, ob__sqs_cb cb);
+int ob__sqs_change_visibility_batch(ob__sqs_client_t* c, ob__sqs_req_t* req,
                                    const char* queue_url,
                                    const ob__sqs_handle_entry_t* entries,
-                                   size_t n, ob_sqs_cb cb);
+                                   size_t n, ob__sqs_cb cb);
 /* owner_account_id may be NULL. Result: req->queue_url. */
-int ob_sqs_get_queue_url(ob_sqs_client_t* c, ob_sqs_req_t* req,
+int ob__sqs_get_queue_url(ob__sqs_client_t* c, ob__sqs_req_t* req,
                          const char* queue_name, const char* owner_account_id,
-                         ob_sqs_cb cb);
+                         ob__sqs_cb cb);
 /* names may be NULL/0 (SQS then returns none); {"All"} for everything. */
-int ob_sqs_get_queue_attributes(ob_sqs_client_t* c, ob_sqs_req_t* req,
+int ob__sqs_get_queue_attributes(ob__sqs_client_t* c, ob__sqs_req_t* req,
                                 const char* queue_url,
                                 const char* const* names, size_t n,
-                                ob_sqs_cb cb);
+                                ob__sqs_cb cb);
 
 /*
 ** Cancel req. Returns 0 and its callback runs later with OB_ECANCELED: a
@@ -245,9 +245,9 @@ int ob_sqs_get_queue_attributes(ob_sqs_client_t* c, ob_sqs_req_t* req,
 ** in flight, was already canceled, or is completing (its callback is then
 ** already scheduled with its own status).
 */
-int ob_sqs_cancel(ob_sqs_req_t* req);
+int ob__sqs_cancel(ob__sqs_req_t* req);
 
-typedef struct ob_sqs_stats_s {
+typedef struct ob__sqs_stats_s {
   uint64_t calls;              /* operations submitted */
   uint64_t attempts;           /* HTTP requests sent */
   uint64_t retries;            /* attempts after the first */
@@ -256,8 +256,8 @@ typedef struct ob_sqs_stats_s {
   int retry_tokens;            /* token bucket level, 0..500 */
   int64_t clock_offset_ms;     /* server - local, from Date headers */
   size_t in_flight;            /* requests not yet completed */
-} ob_sqs_stats_t;
+} ob__sqs_stats_t;
 
-void ob_sqs_client_stats(const ob_sqs_client_t* c, ob_sqs_stats_t* s);
+void ob__sqs_client_stats(const ob__sqs_client_t* c, ob__sqs_stats_t* s);
 
 #endif

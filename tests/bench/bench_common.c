@@ -339,9 +339,9 @@ static int step_once(sqlite3* db, sqlite3_stmt* st, const char* what) {
   return row;
 }
 
-static void uuid7(uint64_t* s, uint64_t* seq, char out[37]) {
+static void uuid7(uint64_t* s, uint64_t* seq, char out[OB_UUID_BUFLEN]) {
   uint64_t ms = (uint64_t)bc_wall_ms(), b = ts_rnd(s), q = (*seq)++;
-  snprintf(out, 37, "%08x-%04x-7%03x-%04x-%012llx", (unsigned)(ms >> 16),
+  snprintf(out, OB_UUID_BUFLEN, "%08x-%04x-7%03x-%04x-%012llx", (unsigned)(ms >> 16),
            (unsigned)(ms & 0xffff), (unsigned)((q >> 16) & 0xfff),
            (unsigned)(0x8000 | (q & 0x3fff)),
            (unsigned long long)(b & 0xffffffffffffULL));
@@ -349,7 +349,7 @@ static void uuid7(uint64_t* s, uint64_t* seq, char out[37]) {
 
 typedef struct raw_row_s {
   int64_t rowid;
-  char id[37];
+  char id[OB_UUID_BUFLEN];
   char body[256];
   int body_len;
 } raw_row_t;
@@ -469,7 +469,7 @@ void bc_run_raw(const char* path, int64_t n, int batch, int synchronous,
             cJSON_GetObjectItemCaseSensitive(j, "currency"));
         const cJSON* amount =
             cJSON_GetObjectItemCaseSensitive(j, "amountInMinorUnits");
-        char payout_id[37], event_id[37], payload[320];
+        char payout_id[OB_UUID_BUFLEN], event_id[OB_UUID_BUFLEN], payload[320];
         int64_t minor;
         if (!payment || !merchant || !currency || !cJSON_IsNumber(amount)) {
           fprintf(stderr, "bench: bad body %s\n", r->body);

@@ -406,32 +406,32 @@ static int load_events(const char* jsonl, events_t* ev) {
   return 0;
 }
 
-static long long queue_depth(uv_loop_t* loop, ob_sqs_client_t* c,
+static long long queue_depth(uv_loop_t* loop, ob__sqs_client_t* c,
                              const char* queue_url) {
   static const char* const names[] = {"ApproximateNumberOfMessages"};
-  ob_sqs_req_t req;
+  ob__sqs_req_t req;
   sq_done_t done = {0, 0};
   long long v = -1;
   memset(&req, 0, sizeof req);
   req.data = &done;
-  if (ob_sqs_get_queue_attributes(c, &req, queue_url, names, 1, sq_cb) != 0)
+  if (ob__sqs_get_queue_attributes(c, &req, queue_url, names, 1, sq_cb) != 0)
     return -1;
   if (sq_wait(loop, &req) == 0) {
     const char* s = ob__sqs_attr_get(&req.attrs, "ApproximateNumberOfMessages");
     if (s) v = atoll(s);
   }
-  ob_sqs_req_cleanup(&req);
+  ob__sqs_req_cleanup(&req);
   return v;
 }
 
 /* Receive up to 10 messages (left in the queue) and compare each with the
 ** events file: body byte for byte, the three attributes. Returns the number
 ** compared, -1 on a mismatch. */
-static int sample_matches(uv_loop_t* loop, ob_sqs_client_t* c,
+static int sample_matches(uv_loop_t* loop, ob__sqs_client_t* c,
                           const char* queue_url, const events_t* ev) {
   static const char* const mattrs[] = {"All"};
   ob__sqs_receive_t p;
-  ob_sqs_req_t req;
+  ob__sqs_req_t req;
   sq_done_t done = {0, 0};
   int compared = 0;
   memset(&p, 0, sizeof p);
@@ -442,7 +442,7 @@ static int sample_matches(uv_loop_t* loop, ob_sqs_client_t* c,
   p.visibility_timeout = 600;
   memset(&req, 0, sizeof req);
   req.data = &done;
-  if (ob_sqs_receive_message(c, &req, &p, sq_cb) != 0 || sq_wait(loop, &req) != 0)
+  if (ob__sqs_receive_message(c, &req, &p, sq_cb) != 0 || sq_wait(loop, &req) != 0)
     return -1;
   for (size_t i = 0; i < req.receive.n; i++) {
     const ob__sqs_message_t* m = &req.receive.messages[i];
@@ -469,7 +469,7 @@ static int sample_matches(uv_loop_t* loop, ob_sqs_client_t* c,
     }
     compared++;
   }
-  ob_sqs_req_cleanup(&req);
+  ob__sqs_req_cleanup(&req);
   return compared;
 }
 
@@ -675,15 +675,15 @@ int main(int argc, char** argv) {
   {
     uv_loop_t loop;
     sq_clock_t clock;
-    ob_sqs_client_config_t cfg;
-    ob_sqs_client_t* cl = NULL;
+    ob__sqs_client_config_t cfg;
+    ob__sqs_client_t* cl = NULL;
     events_t ev;
     char err[256] = "";
     int compared = 0;
     uv_loop_init(&loop);
     sq_clock_init(&clock, 0, -1);
     sq_client_config(&srv, &cfg, SQ_SECRET, &clock.clock);
-    if (ob_sqs_client_open(&cl, &loop, &cfg, err, sizeof err) != 0 ||
+    if (ob__sqs_client_open(&cl, &loop, &cfg, err, sizeof err) != 0 ||
         load_events(jsonl, &ev) != 0) {
       fprintf(stderr, "bench: cannot check the queues: %s\n", err);
       failed = 1;
@@ -700,7 +700,7 @@ int main(int argc, char** argv) {
         }
         compared += s;
       }
-    ob_sqs_client_close(cl, NULL, NULL);
+    ob__sqs_client_close(cl, NULL, NULL);
     uv_run(&loop, UV_RUN_DEFAULT);
     uv_loop_close(&loop);
     cJSON_Delete(ev.by_id);

@@ -128,8 +128,8 @@ enum {
 enum { C_DEDUP = 1, C_REC = 2, C_QUEUED = 4 };
 
 typedef struct ev_s {
-  char id[37];
-  char pay[37];
+  char id[OB_UUID_BUFLEN];
+  char pay[OB_UUID_BUFLEN];
 } ev_t;
 
 typedef struct wcfg_s {

@@ -36,8 +36,8 @@ int64_t camp_mono_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-void camp_make_uuid(uint64_t a, uint64_t b, uint64_t tail, char out[37]) {
-  snprintf(out, 37, "%08x-%04x-4%03x-%04x-%012llx", (unsigned)(a >> 32),
+void camp_make_uuid(uint64_t a, uint64_t b, uint64_t tail, char out[OB_UUID_BUFLEN]) {
+  snprintf(out, OB_UUID_BUFLEN, "%08x-%04x-4%03x-%04x-%012llx", (unsigned)(a >> 32),
            (unsigned)((a >> 16) & 0xffff), (unsigned)(a & 0xfff),
            (unsigned)(0x8000 | (b & 0x3fff)),
            (unsigned long long)(tail & 0xffffffffffffULL));
@@ -111,7 +111,7 @@ void camp_clock_init(camp_clock_t* sc, uint64_t seed) {
 
 /* ---- events -------------------------------------------------------------- */
 
-void camp_event_ids(uint64_t eseed, size_t i, char id[37], char pay[37]) {
+void camp_event_ids(uint64_t eseed, size_t i, char id[OB_UUID_BUFLEN], char pay[OB_UUID_BUFLEN]) {
   uint64_t h = camp_mix(eseed ^ (i * 8 + 1));
   camp_make_uuid(h, camp_mix(h), i, id);
   h = camp_mix(eseed ^ (i * 8 + 2));
@@ -131,7 +131,7 @@ long camp_event_tail(const char* s) {
 void camp_event_body(uint64_t eseed, size_t i, const char* pay, char* out,
                      size_t n) {
   static const char* const cur[] = {"EUR", "GBP", "USD", "CHF", "SEK"};
-  char merchant[37];
+  char merchant[OB_UUID_BUFLEN];
   uint64_t h = camp_mix(eseed ^ (i * 8 + 3));
   camp_make_uuid(h, camp_mix(h), camp_mix(h ^ 3), merchant);
   snprintf(out, n,
@@ -230,7 +230,7 @@ static void take_records(camp_common_t* cm) {
     const char* p = cm->stream + off + 3;
     if (strchr(cm->id_types, type) != NULL && type != '\0') {
       for (size_t i = 0; i + 36 <= len; i += 36) {
-        char id[37];
+        char id[OB_UUID_BUFLEN];
         memcpy(id, p + i, 36);
         id[36] = '\0';
         cm->on_id(cm, type, id);

@@ -77,7 +77,7 @@ uint64_t camp_rnd(uint64_t* s);
 /* CLOCK_MONOTONIC in ms. */
 int64_t camp_mono_ms(void);
 /* A UUIDv4-shaped string from three numbers; the tail is the last 12 hex. */
-void camp_make_uuid(uint64_t a, uint64_t b, uint64_t tail, char out[37]);
+void camp_make_uuid(uint64_t a, uint64_t b, uint64_t tail, char out[OB_UUID_BUFLEN]);
 /* calloc / strdup / "a/b" that exit(2) when out of memory; caller frees. */
 void* camp_xcalloc(size_t n, size_t sz);
 char* camp_xstrdup(const char* s);
@@ -103,7 +103,7 @@ void camp_clock_init(camp_clock_t* sc, uint64_t seed);
 
 /* Event i's message id (ending with i in hex, so a row maps back) and its
 ** payment id. */
-void camp_event_ids(uint64_t eseed, size_t i, char id[37], char pay[37]);
+void camp_event_ids(uint64_t eseed, size_t i, char id[OB_UUID_BUFLEN], char pay[OB_UUID_BUFLEN]);
 /* The index an event id ends with, or -1 if s is no event id; the caller
 ** checks it against its own table. */
 long camp_event_tail(const char* s);

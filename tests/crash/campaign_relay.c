@@ -134,10 +134,10 @@ enum {
 enum { C_ROW = 1, C_QUEUED = 2, C_PUB = 4 };
 
 typedef struct ev_s {
-  char id[37];   /* message id = causation id of its outbox row */
-  char pay[37];  /* payment id = aggregate id */
-  char oid[37];  /* its outbox row's id, once seen after a crash ("" not yet) */
-  char sid[37];  /* the CloudEvents id SQS has for it ("" none) */
+  char id[OB_UUID_BUFLEN];   /* message id = causation id of its outbox row */
+  char pay[OB_UUID_BUFLEN];  /* payment id = aggregate id */
+  char oid[OB_UUID_BUFLEN];  /* its outbox row's id, once seen after a crash ("" not yet) */
+  char sid[OB_UUID_BUFLEN];  /* the CloudEvents id SQS has for it ("" none) */
   uint32_t nsqs; /* copies in SQS */
 } ev_t;
 
@@ -525,7 +525,7 @@ static void take_message(camp_t* c, const ob__sqs_message_t* m) {
     return;
   }
   if (c->ev[i].sid[0] == '\0') {
-    memcpy(c->ev[i].sid, id, 37);
+    memcpy(c->ev[i].sid, id, OB_UUID_BUFLEN);
   } else if (strcmp(c->ev[i].sid, id) != 0 && !(c->st[i] & S_PREP)) {
     c->st[i] |= S_PREP;
     c->phantoms++;
@@ -542,15 +542,15 @@ static int sqs_collect(camp_t* c) {
   static const char* const mattrs[] = {"All"};
   uv_loop_t loop;
   sq_clock_t clock;
-  ob_sqs_client_config_t cfg;
-  ob_sqs_client_t* cl = NULL;
+  ob__sqs_client_config_t cfg;
+  ob__sqs_client_t* cl = NULL;
   char err[256];
   int ret = 0;
 
   uv_loop_init(&loop);
   sq_clock_init(&clock, 0, -1);
   sq_client_config(&c->srv, &cfg, SQ_SECRET, &clock.clock);
-  if (ob_sqs_client_open(&cl, &loop, &cfg, err, sizeof err) != 0) {
+  if (ob__sqs_client_open(&cl, &loop, &cfg, err, sizeof err) != 0) {
     fprintf(stderr, "harness: SQS client: %s\n", err);
     c->cm.harness++;
     uv_loop_close(&loop);
@@ -558,7 +558,7 @@ static int sqs_collect(camp_t* c) {
   }
   for (;;) {
     ob__sqs_receive_t p;
-    ob_sqs_req_t req;
+    ob__sqs_req_t req;
     sq_done_t done;
     size_t n;
     int st;
@@ -572,22 +572,22 @@ static int sqs_collect(camp_t* c) {
     memset(&req, 0, sizeof req);
     memset(&done, 0, sizeof done);
     req.data = &done;
-    st = ob_sqs_receive_message(cl, &req, &p, sq_cb);
+    st = ob__sqs_receive_message(cl, &req, &p, sq_cb);
     if (st == 0) st = sq_wait(&loop, &req);
     if (st != 0) {
       fprintf(stderr, "harness: ReceiveMessage: %s (%s)\n", req.detail,
-              ob_sqs_err_name(st));
+              ob__sqs_err_name(st));
       c->cm.harness++;
-      ob_sqs_req_cleanup(&req);
+      ob__sqs_req_cleanup(&req);
       ret = -1;
       break;
     }
     n = req.receive.n;
     for (size_t i = 0; i < n; i++) take_message(c, &req.receive.messages[i]);
-    ob_sqs_req_cleanup(&req);
+    ob__sqs_req_cleanup(&req);
     if (n == 0) break;
   }
-  ob_sqs_client_close(cl, NULL, NULL);
+  ob__sqs_client_close(cl, NULL, NULL);
   uv_run(&loop, UV_RUN_DEFAULT);
   uv_loop_close(&loop);
   return ret;
@@ -626,7 +626,7 @@ static void row_outbox(camp_common_t* cm, sqlite3_stmt* st) {
   }
   c->cf[i] |= C_ROW;
   if (c->ev[i].oid[0] == '\0') {
-    memcpy(c->ev[i].oid, id, 37); /* seen after a crash: durable from now on */
+    memcpy(c->ev[i].oid, id, OB_UUID_BUFLEN); /* seen after a crash: durable from now on */
   } else if (strcmp(c->ev[i].oid, id) != 0 && !(c->st[i] & S_REP)) {
     c->st[i] |= S_REP;
     c->vanished++;

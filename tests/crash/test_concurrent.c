@@ -36,8 +36,8 @@ _Static_assert(WORKERS == 2, "the rendezvous pairs exactly two workers");
 #define MAX_COPIES 3
 
 typedef struct event_s {
-  char id[37];
-  char payment[37];
+  char id[OB_UUID_BUFLEN];
+  char payment[OB_UUID_BUFLEN];
   char body[256];
 } event_t;
 
@@ -70,9 +70,9 @@ static uint64_t rnd(uint64_t* s) {
   return *s * 2685821657736338717ULL;
 }
 
-static void uuid4(uint64_t* s, char out[37]) {
+static void uuid4(uint64_t* s, char out[OB_UUID_BUFLEN]) {
   uint64_t a = rnd(s), b = rnd(s);
-  snprintf(out, 37, "%08x-%04x-4%03x-%04x-%012llx", (unsigned)(a >> 32),
+  snprintf(out, OB_UUID_BUFLEN, "%08x-%04x-4%03x-%04x-%012llx", (unsigned)(a >> 32),
            (unsigned)((a >> 16) & 0xffff), (unsigned)(a & 0xfff),
            (unsigned)(0x8000 | ((b >> 48) & 0x3fff)),
            (unsigned long long)(b & 0xffffffffffffULL));
@@ -208,7 +208,7 @@ static ob_engine_t* open_engine(const char* db_path) {
 static void make_events(uint64_t* s, event_t* ev, size_t n) {
   static const char* const cur[] = {"EUR", "GBP", "USD", "CHF"};
   for (size_t i = 0; i < n; i++) {
-    char merchant[37];
+    char merchant[OB_UUID_BUFLEN];
     uuid4(s, ev[i].id);
     uuid4(s, ev[i].payment);
     uuid4(s, merchant);

@@ -186,7 +186,7 @@ static double now_s(void) {
 /* G1, G2 were handled and G3 enqueued in the golden database; M1..M4 are
 ** enqueued by the workload (M3 and M4 in one ob_enqueue_many). */
 enum { G1, G2, G3, M1, M2, M3, M4, NMSG };
-static char g_id[NMSG][37];
+static char g_id[NMSG][OB_UUID_BUFLEN];
 static char g_body[NMSG][256];
 
 static int msg_index(const char* id) {
@@ -1092,7 +1092,7 @@ static long long make_filler(const char* path, long long leave) {
 
 /* Messages of the full-disk test: ids and bodies by number. */
 #define FULL_MAX 400
-static char g_fid[FULL_MAX][37];
+static char g_fid[FULL_MAX][OB_UUID_BUFLEN];
 static char g_fbody[FULL_MAX][256];
 static int g_fenq_ok[FULL_MAX];   /* ob_enqueue reported committed */
 static int g_fenq_att[FULL_MAX];

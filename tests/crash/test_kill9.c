@@ -49,8 +49,8 @@
 #define RECORDER "test-ack-recorder"
 
 typedef struct event_s {
-  char id[37];       /* the last 12 hex digits are the event's index */
-  char payment[37];
+  char id[OB_UUID_BUFLEN];       /* the last 12 hex digits are the event's index */
+  char payment[OB_UUID_BUFLEN];
   char body[200];
 } event_t;
 
@@ -79,9 +79,9 @@ static uint64_t rnd(uint64_t* s) {
   return *s * 2685821657736338717ULL;
 }
 
-static void uuid4(uint64_t* s, char out[37], uint64_t tail) {
+static void uuid4(uint64_t* s, char out[OB_UUID_BUFLEN], uint64_t tail) {
   uint64_t a = rnd(s), b = rnd(s);
-  snprintf(out, 37, "%08x-%04x-4%03x-%04x-%012llx", (unsigned)(a >> 32),
+  snprintf(out, OB_UUID_BUFLEN, "%08x-%04x-4%03x-%04x-%012llx", (unsigned)(a >> 32),
            (unsigned)((a >> 16) & 0xffff), (unsigned)(a & 0xfff),
            (unsigned)(0x8000 | ((b >> 48) & 0x3fff)),
            (unsigned long long)(tail & 0xffffffffffffULL));
@@ -101,7 +101,7 @@ static long event_index(const sim_t* sim, const char* s) {
 static size_t new_event(sim_t* sim) {
   static const char* const cur[] = {"EUR", "GBP", "USD", "CHF", "SEK"};
   event_t* e;
-  char merchant[37];
+  char merchant[OB_UUID_BUFLEN];
   if (sim->nev == sim->cap) {
     size_t cap = sim->cap * 2;
     event_t* ev = realloc(sim->ev, cap * sizeof *ev);

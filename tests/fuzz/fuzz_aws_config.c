@@ -75,7 +75,7 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   size_t n1 = nul ? (size_t)(nul - data) : size;
   const uint8_t* conf = nul ? nul + 1 : data + size;
   size_t n2 = nul ? size - n1 - 1 : 0;
-  ob_aws_config_t cfg, zero;
+  ob__aws_config_t cfg, zero;
   char err[512];
   int rc;
 
@@ -90,7 +90,7 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   memset(&zero, 0, sizeof zero);
   err[0] = '\0';
-  rc = ob_aws_config_load(&cfg, env,
+  rc = ob__aws_config_load(&cfg, env,
                           (void*)(size > 0 && data[0] == '@' ? "prod"
                                                               : "default"),
                           NULL, err, sizeof err);
@@ -108,7 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         !cfg.secret_access_key || !cfg.secret_access_key[0] || !cfg.region ||
         !cfg.region[0])
       fail("success without credentials or region", "");
-    ob_aws_config_free(&cfg);
+    ob__aws_config_free(&cfg);
   }
   unlink(g_cred);
   unlink(g_conf);

@@ -19,12 +19,12 @@
 **     byte at a time, and the results (codes, bytes used, status, headers,
 **     body) must agree (byte by byte only up to 2 KiB). Exception: the raw-header-bytes guard in
 **     ob__http_parser_feed only looks between feeds, so an outcome of
-**     OB_HTTP_E_HEADER_TOO_BIG is allowed to differ.
+**     OB__HTTP_E_HEADER_TOO_BIG is allowed to differ.
 **   - a complete response has a final status 200..999, at most max_headers
 **     headers whose names are RFC 9110 tokens and whose values hold no CR or
 **     LF, a body within max_body_bytes that is NUL-terminated, and no body
 **     for HEAD.
-**   - an error is a negative OB_HTTP_E_* / OB_E* code with a NUL-terminated
+**   - an error is a negative OB__HTTP_E_* / OB_E* code with a NUL-terminated
 **     detail.
 */
 #include <stdint.h>
@@ -96,13 +96,13 @@ static uint64_t rng_next(uint64_t* s) {
 /* Check a finished parser and record what it produced. */
 static void record(ob__http_parser_t* p, const ob__http_limits_t* lim,
                    int head, int rc, resp_t* out) {
-  ob_http_response_t res;
+  ob__http_response_t res;
   memset(out, 0, sizeof *out);
   out->rc = rc;
   if (rc < 0) {
     if (memchr(p->detail, '\0', sizeof p->detail) == NULL)
       fail("detail not NUL-terminated", NULL);
-    if (ob_http_strerror(rc) == NULL) fail("no text for the code", NULL);
+    if (ob__http_strerror(rc) == NULL) fail("no text for the code", NULL);
     if (rc < -139) fail("code out of range", p->detail);
   } else if (rc != 1) {
     fail("unexpected return", NULL);
@@ -181,7 +181,7 @@ static void run(const char* s, size_t len, const ob__http_limits_t* lim,
 
 static int has_header_too_big(const outcome_t* o) {
   for (size_t i = 0; i < o->n; i++)
-    if (o->r[i].rc == OB_HTTP_E_HEADER_TOO_BIG) return 1;
+    if (o->r[i].rc == OB__HTTP_E_HEADER_TOO_BIG) return 1;
   return 0;
 }
 

@@ -4,7 +4,7 @@
 ** Input: the URL text (cut at the first NUL byte, as a C string would be).
 **
 ** Properties, beyond "no crash, no sanitizer report":
-**   - the result is 0 or OB_HTTP_E_URL;
+**   - the result is 0 or OB__HTTP_E_URL;
 **   - on success: a non-empty lower-case host of at most 255 bytes made of
 **     DNS/IPv4 characters (or IPv6 literal characters), port 1..65535, and a
 **     target that lies inside the input, starts with '/' or '?' (or is
@@ -64,7 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   rc = ob__http_url_parse(url, &u);
   if (rc != 0) {
-    if (rc != OB_HTTP_E_URL) fail("unexpected code", url);
+    if (rc != OB__HTTP_E_URL) fail("unexpected code", url);
     free(url);
     return 0;
   }

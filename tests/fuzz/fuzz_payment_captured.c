@@ -40,7 +40,7 @@ static void fail(const char* what, const char* body, size_t len) {
 }
 
 static int canonical_uuid(const char* s) {
-  char n[37];
+  char n[OB_UUID_BUFLEN];
   return strlen(s) == 36 && ob__uuid_normalize(s, n) == 0 && strcmp(n, s) == 0;
 }
 

@@ -41,7 +41,7 @@ static int shape_ok(const char* s) {
 
 int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   uint8_t b[16], b2[16];
-  char f[37], n[37], lower[37];
+  char f[OB_UUID_BUFLEN], n[OB_UUID_BUFLEN], lower[OB_UUID_BUFLEN];
   char* s;
   int rc;
 
@@ -64,7 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fail("normalize disagrees", s);
   if (rc == 0) {
     ob__uuid_format(b, f);
-    for (int i = 0; i < 37; i++)
+    for (int i = 0; i < OB_UUID_BUFLEN; i++)
       lower[i] = (s[i] >= 'A' && s[i] <= 'F') ? (char)(s[i] - 'A' + 'a') : s[i];
     if (strcmp(f, lower) != 0) fail("format(parse(s)) != lower(s)", s);
     if (strcmp(n, f) != 0) fail("normalize != format(parse)", s);

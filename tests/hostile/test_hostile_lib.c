@@ -936,7 +936,7 @@ static void test_sql_injection_property(void** state) {
   enum { N = 10000, CHUNK = 500, THROUGH_HANDLER = 2000 };
   hostile_str_t* hs = calloc(N, sizeof *hs);
   char (*types)[129] = calloc(N, 129);
-  char (*ids)[37] = calloc(N, 37);
+  char (*ids)[OB_UUID_BUFLEN] = calloc(N, OB_UUID_BUFLEN);
   ob_envelope_t* envs = calloc(CHUNK, sizeof *envs);
   int* results = calloc(CHUNK, sizeof *results);
   rig_t* r = rig_new("hostile-prop", 64);
@@ -951,7 +951,7 @@ static void test_sql_injection_property(void** state) {
   for (int i = 0; i < N; i++) {
     hs[i] = hostile_string(&seed);
     as_name(&hs[i], types[i]);
-    snprintf(ids[i], 37, "0190b6d8-3ae7-7ca2-a653-4%011d", i);
+    snprintf(ids[i], OB_UUID_BUFLEN, "0190b6d8-3ae7-7ca2-a653-4%011d", i);
   }
   for (int base = 0; base < N; base += CHUNK) {
     memset(envs, 0, CHUNK * sizeof *envs);

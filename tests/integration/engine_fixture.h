@@ -97,8 +97,8 @@ static inline const char* fx_payment(int n, char buf[256]) {
 }
 
 /* Event id number n. */
-static inline const char* fx_event(int n, char buf[37]) {
-  snprintf(buf, 37, "0190b6d8-3ae7-7ca2-a653-%012d", n);
+static inline const char* fx_event(int n, char buf[OB_UUID_BUFLEN]) {
+  snprintf(buf, OB_UUID_BUFLEN, "0190b6d8-3ae7-7ca2-a653-%012d", n);
   return buf;
 }
 

@@ -10,7 +10,7 @@
 ** outbox row, and the second delivery is acked without running. */
 static void test_same_event_twice(void** state) {
   fixture_t* f = fx_new(1);
-  char id[37], body[256];
+  char id[OB_UUID_BUFLEN], body[256];
   (void)state;
   assert_int_equal(ob_register_payout(f->e), 0);
   fx_event(1, id);
@@ -71,7 +71,7 @@ static void test_payload_and_id_normalisation(void** state) {
 ** reason names the payment. */
 static void test_second_capture_is_unrecoverable(void** state) {
   fixture_t* f = fx_new(1);
-  char body[256], id1[37], id2[37];
+  char body[256], id1[OB_UUID_BUFLEN], id2[OB_UUID_BUFLEN];
   (void)state;
   ob_register_payout(f->e);
   fx_payment(7, body);
@@ -146,7 +146,7 @@ static int scripted_handler(ob_tx_t* tx, const ob_message_t* m, void* arg) {
 static void test_failure_after_claim_rolls_back(void** state) {
   fixture_t* f = fx_new(1);
   script_t s = {0, 1, 0, -1, 0, 0};
-  char id[37];
+  char id[OB_UUID_BUFLEN];
   (void)state;
   assert_int_equal(ob_register(f->e, "Charge", "charger", scripted_handler, &s), 0);
   assert_int_equal(fx_enqueue(f, "Charge", fx_event(1, id), "{}"), 0);
@@ -173,7 +173,7 @@ static void test_failure_after_claim_rolls_back(void** state) {
 static void test_retry_budget_then_failure_store(void** state) {
   fixture_t* f = fx_new(1);
   script_t s = {0, 1000, 0, -1, 0, 0};
-  char id[37];
+  char id[OB_UUID_BUFLEN];
   const int64_t base[] = {1000, 2000, 4000};
   (void)state;
   ob_register(f->e, "Charge", "charger", scripted_handler, &s);
@@ -217,7 +217,7 @@ static void test_retry_budget_then_failure_store(void** state) {
 static void test_forced_retry_ignores_budget(void** state) {
   fixture_t* f = fx_new(1);
   script_t s = {0, 10, 0, 500, 1, 0};
-  char id[37];
+  char id[OB_UUID_BUFLEN];
   (void)state;
   ob_register(f->e, "Charge", "charger", scripted_handler, &s);
   fx_enqueue(f, "Charge", fx_event(1, id), "{}");
@@ -268,7 +268,7 @@ static void test_per_queue_policy(void** state) {
 static void test_unrecoverable_and_no_handler(void** state) {
   fixture_t* f = fx_new(1);
   script_t s = {0, 0, 1, -1, 0, 0};
-  char id[37];
+  char id[OB_UUID_BUFLEN];
   (void)state;
   ob_register(f->e, "Charge", "charger", scripted_handler, &s);
   fx_enqueue(f, "Charge", fx_event(1, id), "{}");
@@ -292,7 +292,7 @@ static void test_unrecoverable_and_no_handler(void** state) {
 static void test_failed_retry_passes_dedup_guard(void** state) {
   fixture_t* f = fx_new(1);
   script_t s = {0, 0, 1, -1, 0, 0};
-  char id[37];
+  char id[OB_UUID_BUFLEN];
   (void)state;
   ob_register(f->e, "Charge", "charger", scripted_handler, &s);
   fx_event(9, id);
@@ -315,7 +315,7 @@ static void test_failed_retry_passes_dedup_guard(void** state) {
 
 static void test_failed_remove_and_list(void** state) {
   fixture_t* f = fx_new(1);
-  char id[37];
+  char id[OB_UUID_BUFLEN];
   (void)state;
   ob_register_payout(f->e);
   for (int i = 0; i < 3; i++) fx_enqueue(f, PAY, fx_event(i, id), "nope");
@@ -334,7 +334,7 @@ static void test_failed_remove_and_list(void** state) {
 static void test_two_consumers(void** state) {
   fixture_t* f = fx_new(1);
   script_t a = {0}, b = {0};
-  char id[37];
+  char id[OB_UUID_BUFLEN];
   (void)state;
   assert_int_equal(ob_register(f->e, "Charge", "ledger", scripted_handler, &a), 0);
   assert_int_equal(ob_register(f->e, "Charge", "mailer", scripted_handler, &b), 0);
@@ -356,7 +356,7 @@ static void test_two_consumers(void** state) {
 ** alone (its writes and its claim), the others commit together. */
 static void test_group_commit_savepoints(void** state) {
   fixture_t* f = fx_new(10);
-  char id[37], body[256];
+  char id[OB_UUID_BUFLEN], body[256];
   (void)state;
   ob_register_payout(f->e);
   for (int i = 0; i < 10; i++)
@@ -410,7 +410,7 @@ static int rules_handler(ob_tx_t* tx, const ob_message_t* m, void* arg) {
   assert_int_equal(ob_tx_exec(tx, "INSERT INTO u(k) VALUES (?)", p, 1, NULL, NULL), 1);
   /* Invalid outbox payloads are refused. */
   assert_int_equal(ob_tx_emit(tx, "E", "agg", "{not json", 9, NULL), OB_EINVAL);
-  char eid[37];
+  char eid[OB_UUID_BUFLEN];
   assert_int_equal(ob_tx_emit(tx, "E", "agg", "{\"a\":1}", 7, eid), 0);
   assert_int_equal(ob_uuid_valid(eid), 1);
   assert_int_equal(eid[14], '7');  /* UUIDv7 */
@@ -421,7 +421,7 @@ static int rules_handler(ob_tx_t* tx, const ob_message_t* m, void* arg) {
 static void test_handler_sql_rules(void** state) {
   fixture_t* f = fx_new(1);
   int result = 0;
-  char id[37];
+  char id[OB_UUID_BUFLEN];
   (void)state;
   ob_register(f->e, "Rules", "rules", rules_handler, &result);
   fx_enqueue(f, "Rules", fx_event(1, id), "{}");
@@ -573,7 +573,7 @@ static void test_malformed_bodies_reach_failure_store(void** state) {
   };
   const size_t n = sizeof cases / sizeof cases[0];
   fixture_t* f = fx_new(4);
-  char id[37], sql[512], big[5000];
+  char id[OB_UUID_BUFLEN], sql[512], big[5000];
   (void)state;
   ob_register_payout(f->e);
   for (size_t i = 0; i < n; i++)

@@ -90,7 +90,7 @@ static void test_terminal_to_head_office(void** state) {
 
   /* 100 payments, each delivered twice. */
   for (int i = 0; i < 200; i++) {
-    char id[37], body[256];
+    char id[OB_UUID_BUFLEN], body[256];
     ob_envelope_t env;
     snprintf(id, sizeof id, "0190b6d8-3ae7-7ca2-a653-%012d", i % 100);
     snprintf(body, sizeof body,

@@ -26,7 +26,7 @@ static int busy(ob_tx_t* tx, const ob_message_t* m, void* arg) {
 
 static void test_external_outcomes(void** state) {
   fixture_t* f = fx_new(1);
-  char body[256], id[37];
+  char body[256], id[OB_UUID_BUFLEN];
   ob_batch_result_t res;
   int64_t delay;
   (void)state;

@@ -16,11 +16,11 @@ typedef struct provider_s {
   int script[16];
   int nscript;
   int calls, lookups, charges;
-  char keys[MAX_ORDERS][37];
+  char keys[MAX_ORDERS][OB_UUID_BUFLEN];
   char ids[MAX_ORDERS][32];
   int nkeys;
   char body[256];
-  char last_key[37];
+  char last_key[OB_UUID_BUFLEN];
 } provider_t;
 
 enum { NORMAL = 0, LOST_REPLY = 1, E503 = 2, DECLINE = 3, NOT_SENT = 4 };
@@ -35,7 +35,7 @@ static int charge(provider_t* p, const char* k) {
   int i = p->idempotent ? find_key(p, k) : -1;
   if (i < 0) {
     i = p->nkeys++;
-    snprintf(p->keys[i], 37, "%s", k);
+    snprintf(p->keys[i], OB_UUID_BUFLEN, "%s", k);
     snprintf(p->ids[i], 32, "ch_%d", i + 1);
     p->charges++;
   }
@@ -119,7 +119,7 @@ static void reopen(fixture_t* f, int idempotent, int lookup) {
 }
 
 static void order(fixture_t* f, int msg, const char* order_id, int amount) {
-  char id[37], body[160];
+  char id[OB_UUID_BUFLEN], body[160];
   snprintf(body, sizeof body,
            "{\"orderId\":\"%s\",\"amountInMinorUnits\":%d,\"currency\":\"EUR\"}",
            order_id, amount);
@@ -185,7 +185,7 @@ static void test_claim_call_outcome(void** state) {
   assert_int_equal(count(f, "SELECT count(*) FROM queue"), 0);
   /* The idempotency key is the one derived from the fence key. */
   {
-    char k[37];
+    char k[OB_UUID_BUFLEN];
     assert_int_equal(ob__fence_idempotency_key("charge:order-42", k), 0);
     assert_string_equal(p.last_key, k);
   }
@@ -235,7 +235,7 @@ static void test_duplicates_one_call(void** state) {
 static void test_lost_reply_repeats_same_key(void** state) {
   fixture_t* f = setup(1, 1);
   provider_t p = {.idempotent = 1, .script = {LOST_REPLY}, .nscript = 1};
-  char first[37];
+  char first[OB_UUID_BUFLEN];
   (void)state;
   order(f, 1, "order-1", 100);
   fx_drain(f);
@@ -466,7 +466,7 @@ static void test_bad_input(void** state) {
                             " '%no provider ''payments'' is configured%'"), 1);
   assert_int_equal(count(f, "SELECT count(*) FROM effect"), 0);
   {
-    char id[37];
+    char id[OB_UUID_BUFLEN];
     const char* bodies[] = {
         "{\"orderId\":\"\",\"amountInMinorUnits\":1,\"currency\":\"EUR\"}",
         "{\"orderId\":\"a\",\"amountInMinorUnits\":0,\"currency\":\"EUR\"}",

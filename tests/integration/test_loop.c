@@ -36,7 +36,7 @@ static void detached_cb(ob_engine_t* e, void* arg) {
 ** then detach, and the loop ends. */
 static void tick(uv_timer_t* t) {
   ctx_t* c = t->data;
-  char id[37], body[256];
+  char id[OB_UUID_BUFLEN], body[256];
   ob_stats_t st;
   if (c->enqueued < 20) {
     fx_enqueue(c->f, PAY, fx_event(c->enqueued, id), fx_payment(c->enqueued, body));
@@ -115,7 +115,7 @@ static void test_other_process_wakes_idle_engine(void** state) {
   fixture_t* f = fx_new_real(1);
   uv_loop_t loop;
   watch_ctx_t c;
-  char id[37], body[256];
+  char id[OB_UUID_BUFLEN], body[256];
   pid_t pid;
   int status;
   (void)state;
@@ -161,7 +161,7 @@ static void test_other_process_wakes_idle_engine(void** state) {
 /* --until-idle waits for delayed messages, then returns. */
 static void test_until_idle_waits_for_delayed(void** state) {
   fixture_t* f = fx_new_real(4);
-  char id[37], body[256];
+  char id[OB_UUID_BUFLEN], body[256];
   ob_envelope_t env;
   (void)state;
   ob_register_payout(f->e);
@@ -224,7 +224,7 @@ static void wait_in_hand(int fd, int k) {
 ** message is claimed, and the process exits 0. */
 static void test_sigterm_finishes_message_in_hand(void** state) {
   fixture_t* f = fx_new_real(1);
-  char id[37];
+  char id[OB_UUID_BUFLEN];
   int status, fds[2];
   pid_t pid;
   (void)state;
@@ -271,7 +271,7 @@ static void wait_sigterm_default(pid_t pid) {
 ** back by SQLite, effects and acks together. */
 static void test_second_signal_exits_at_once(void** state) {
   fixture_t* f = fx_new_real(50);
-  char id[37];
+  char id[OB_UUID_BUFLEN];
   int status, fds[2];
   pid_t pid;
   (void)state;
@@ -348,7 +348,7 @@ static void test_backlog_does_not_starve_io(void** state) {
   uv_loop_t loop;
   io_ctx_t c;
   int sv[2];
-  char id[37], body[256];
+  char id[OB_UUID_BUFLEN], body[256];
   (void)state;
   memset(&c, 0, sizeof c);
   c.f = f;

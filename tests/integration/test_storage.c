@@ -18,7 +18,7 @@ static int mode_of(const char* path) {
 static void check_modes_under_umask(mode_t mask) {
   mode_t old = umask(mask);
   fixture_t* f = fx_new(1);
-  char id[37], body[256], *wal, *shm;
+  char id[OB_UUID_BUFLEN], body[256], *wal, *shm;
   ob_register_payout(f->e);
   fx_enqueue(f, PAY, fx_event(1, id), fx_payment(1, body));
   fx_drain(f);
@@ -86,7 +86,7 @@ static void test_newer_schema_refused(void** state) {
 ** message and a failed one keep their rows and gain the new columns. */
 static void test_migrates_version_2(void** state) {
   fixture_t* f = fx_new(1);
-  char id[37];
+  char id[OB_UUID_BUFLEN];
   (void)state;
   fx_enqueue(f, "Nobody", fx_event(1, id), "{}");
   fx_drain(f);  /* no handler: failure store */
@@ -109,7 +109,7 @@ static void test_migrates_version_2(void** state) {
 ** kept. */
 static void test_migrates_version_1(void** state) {
   fixture_t* f = fx_new(1);
-  char id[37], body[256];
+  char id[OB_UUID_BUFLEN], body[256];
   (void)state;
   ob_register_payout(f->e);
   fx_enqueue(f, PAY, fx_event(1, id), fx_payment(1, body));
@@ -164,7 +164,7 @@ static void test_not_a_database(void** state) {
 ** handling resumes once there is room again. */
 static void test_full_disk_then_resume(void** state) {
   fixture_t* f = fx_new(1);
-  char id[37], body[256];
+  char id[OB_UUID_BUFLEN], body[256];
   int i, rc = 0, queued = 0;
   (void)state;
   ob_close(f->e);
@@ -222,7 +222,7 @@ static int accept_all(void* arg, const ob_event_t* ev) {
 
 static void test_retention(void** state) {
   fixture_t* f = fx_new(1);
-  char id[37], body[256];
+  char id[OB_UUID_BUFLEN], body[256];
   int published = 0;
   size_t n;
   int64_t deleted;
@@ -265,7 +265,7 @@ static void collect(void* arg, const char* v) {
 /* The checker catches what it is meant to catch. */
 static void test_check_reports_violations(void** state) {
   fixture_t* f = fx_new(1);
-  char id[37], body[256];
+  char id[OB_UUID_BUFLEN], body[256];
   int n = 0;
   sqlite3* db;
   (void)state;
@@ -292,7 +292,7 @@ static void test_check_reports_violations(void** state) {
 
 static void test_stats(void** state) {
   fixture_t* f = fx_new(1);
-  char id[37], body[256];
+  char id[OB_UUID_BUFLEN], body[256];
   ob_stats_t s;
   (void)state;
   ob_register_payout(f->e);

@@ -10,9 +10,9 @@ uint64_t ts_rnd(uint64_t* s) {
   return *s * 2685821657736338717ULL;
 }
 
-void ts_uuid4(uint64_t* s, char out[37]) {
+void ts_uuid4(uint64_t* s, char out[OB_UUID_BUFLEN]) {
   uint64_t a = ts_rnd(s), b = ts_rnd(s);
-  snprintf(out, 37, "%08x-%04x-4%03x-%04x-%012llx", (unsigned)(a >> 32),
+  snprintf(out, OB_UUID_BUFLEN, "%08x-%04x-4%03x-%04x-%012llx", (unsigned)(a >> 32),
            (unsigned)((a >> 16) & 0xffff), (unsigned)(a & 0xfff),
            (unsigned)(0x8000 | ((b >> 48) & 0x3fff)),
            (unsigned long long)(b & 0xffffffffffffULL));
@@ -25,7 +25,7 @@ void ts_gen_init(ts_gen_t* g, uint64_t seed) {
 
 void ts_gen_next(ts_gen_t* g, ts_msg_t* m) {
   static const char* const cur[] = {"EUR", "EUR", "GBP", "USD", "CHF"};
-  char payment[37];
+  char payment[OB_UUID_BUFLEN];
   int n;
   ts_uuid4(&g->rng, m->id);
   ts_uuid4(&g->rng, payment);

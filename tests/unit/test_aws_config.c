@@ -91,9 +91,9 @@ static void assert_no_canary(const char* s) {
   }
 }
 
-static int load(env_t* e, ob_aws_config_t* cfg, const ob_aws_overrides_t* ov,
+static int load(env_t* e, ob__aws_config_t* cfg, const ob__aws_overrides_t* ov,
                 char* err, size_t errlen) {
-  int rc = ob_aws_config_load(cfg, env_lookup, e, ov, err, errlen);
+  int rc = ob__aws_config_load(cfg, env_lookup, e, ov, err, errlen);
   assert_no_canary(err);
   if (rc == 0) {
     assert_no_canary(cfg->credentials_source);
@@ -106,7 +106,7 @@ static int load(env_t* e, ob_aws_config_t* cfg, const ob_aws_overrides_t* ov,
 /* Load must fail with rc and an error containing each needle. */
 static void expect_error(env_t* e, int want_rc, const char* needle1,
                          const char* needle2) {
-  ob_aws_config_t cfg;
+  ob__aws_config_t cfg;
   char err[1024];
   int rc = load(e, &cfg, NULL, err, sizeof err);
   if (rc != want_rc || (needle1 && strstr(err, needle1) == NULL) ||
@@ -125,7 +125,7 @@ static void expect_error(env_t* e, int want_rc, const char* needle1,
 
 static void test_env_only(void** state) {
   env_t* e = *state;
-  ob_aws_config_t cfg;
+  ob__aws_config_t cfg;
   char err[512];
   env_set(e, "AWS_ACCESS_KEY_ID", "AKIDENV");
   env_set(e, "AWS_SECRET_ACCESS_KEY", CANARY);
@@ -146,14 +146,14 @@ static void test_env_only(void** state) {
   assert_int_equal(cfg.max_attempts, 0);
   assert_non_null(strstr(cfg.credentials_source, "environment"));
   assert_string_equal(cfg.region_source, "AWS_REGION");
-  ob_aws_config_free(&cfg);
+  ob__aws_config_free(&cfg);
   assert_null(cfg.secret_access_key);
-  ob_aws_config_free(&cfg);   /* twice is fine */
+  ob__aws_config_free(&cfg);   /* twice is fine */
 }
 
 static void test_env_beats_profile(void** state) {
   env_t* e = *state;
-  ob_aws_config_t cfg;
+  ob__aws_config_t cfg;
   char err[512];
   write_file(e->dir, ".aws/credentials",
              "[default]\naws_access_key_id = AKIDFILE\n"
@@ -174,7 +174,7 @@ static void test_env_beats_profile(void** state) {
   assert_string_equal(cfg.profile, "prod");
   assert_string_equal(cfg.region, "ap-south-1");
   assert_non_null(strstr(cfg.region_source, "config"));
-  ob_aws_config_free(&cfg);
+  ob__aws_config_free(&cfg);
 
   /* Without the environment keys, the profile's keys. */
   env_set(e, "AWS_ACCESS_KEY_ID", "");   /* empty counts as unset */
@@ -183,47 +183,47 @@ static void test_env_beats_profile(void** state) {
   assert_string_equal(cfg.access_key_id, "AKIDPROD");
   assert_string_equal(cfg.secret_access_key, "prodsecret");
   assert_non_null(strstr(cfg.credentials_source, "[prod]"));
-  ob_aws_config_free(&cfg);
+  ob__aws_config_free(&cfg);
 
   /* The default profile. */
   env_set(e, "AWS_PROFILE", "");
   assert_int_equal(load(e, &cfg, NULL, err, sizeof err), 0);
   assert_string_equal(cfg.access_key_id, "AKIDFILE");
   assert_string_equal(cfg.region, "us-east-2");
-  ob_aws_config_free(&cfg);
+  ob__aws_config_free(&cfg);
 }
 
 static void test_region_precedence(void** state) {
   env_t* e = *state;
-  ob_aws_config_t cfg;
-  ob_aws_overrides_t ov;
+  ob__aws_config_t cfg;
+  ob__aws_overrides_t ov;
   char err[512];
   write_file(e->dir, ".aws/credentials",
              "[default]\naws_access_key_id=A\naws_secret_access_key=S\n");
   write_file(e->dir, ".aws/config", "[default]\nregion=from-config\n");
   assert_int_equal(load(e, &cfg, NULL, err, sizeof err), 0);
   assert_string_equal(cfg.region, "from-config");
-  ob_aws_config_free(&cfg);
+  ob__aws_config_free(&cfg);
   env_set(e, "AWS_DEFAULT_REGION", "from-default");
   assert_int_equal(load(e, &cfg, NULL, err, sizeof err), 0);
   assert_string_equal(cfg.region, "from-default");
   assert_string_equal(cfg.region_source, "AWS_DEFAULT_REGION");
-  ob_aws_config_free(&cfg);
+  ob__aws_config_free(&cfg);
   env_set(e, "AWS_REGION", "from-region");
   assert_int_equal(load(e, &cfg, NULL, err, sizeof err), 0);
   assert_string_equal(cfg.region, "from-region");
-  ob_aws_config_free(&cfg);
+  ob__aws_config_free(&cfg);
   memset(&ov, 0, sizeof ov);
   ov.region = "from-override";
   assert_int_equal(load(e, &cfg, &ov, err, sizeof err), 0);
   assert_string_equal(cfg.region, "from-override");
   assert_string_equal(cfg.region_source, "override");
-  ob_aws_config_free(&cfg);
+  ob__aws_config_free(&cfg);
 }
 
 static void test_config_file_only(void** state) {
   env_t* e = *state;
-  ob_aws_config_t cfg;
+  ob__aws_config_t cfg;
   char err[512];
   /* Keys in the config file (the CLI accepts them there too), sub-properties,
   ** comments, CRLF line ends, spaces around '='. */
@@ -251,7 +251,7 @@ static void test_config_file_only(void** state) {
   assert_int_equal(cfg.max_attempts, 5);
   assert_string_equal(cfg.ca_file, "/etc/custom-ca.pem");
   assert_non_null(strstr(cfg.credentials_source, "[profile dev]"));
-  ob_aws_config_free(&cfg);
+  ob__aws_config_free(&cfg);
 
   /* The credentials file wins over keys in the config file. */
   write_file(e->dir, ".aws/credentials",
@@ -263,12 +263,12 @@ static void test_config_file_only(void** state) {
   /* The token from the config file is not mixed into other keys... it is
   ** the same profile, so the CLI would take it; we take it too. */
   assert_string_equal(cfg.session_token, "devtoken");
-  ob_aws_config_free(&cfg);
+  ob__aws_config_free(&cfg);
 }
 
 static void test_file_overrides(void** state) {
   env_t* e = *state;
-  ob_aws_config_t cfg;
+  ob__aws_config_t cfg;
   char err[512];
   char cred[4096], conf[4096];
   snprintf(cred, sizeof cred, "%s/elsewhere-creds", e->dir);
@@ -286,7 +286,7 @@ static void test_file_overrides(void** state) {
   assert_int_equal(load(e, &cfg, NULL, err, sizeof err), 0);
   assert_string_equal(cfg.access_key_id, "AKIDELSE");
   assert_string_equal(cfg.region, "sa-east-1");
-  ob_aws_config_free(&cfg);
+  ob__aws_config_free(&cfg);
 }
 
 static void test_config_needs_profile_prefix(void** state) {
@@ -301,8 +301,8 @@ static void test_config_needs_profile_prefix(void** state) {
 
 static void test_endpoint(void** state) {
   env_t* e = *state;
-  ob_aws_config_t cfg;
-  ob_aws_overrides_t ov;
+  ob__aws_config_t cfg;
+  ob__aws_overrides_t ov;
   char err[512];
   env_set(e, "AWS_ACCESS_KEY_ID", "A");
   env_set(e, "AWS_SECRET_ACCESS_KEY", CANARY);
@@ -313,14 +313,14 @@ static void test_endpoint(void** state) {
   assert_string_equal(cfg.endpoint.host_header, "generic.example:8443");
   assert_int_equal(cfg.endpoint_explicit, 1);
   assert_int_equal(cfg.allow_plain_http, 0);
-  ob_aws_config_free(&cfg);
+  ob__aws_config_free(&cfg);
   /* The SQS-specific variable wins; http:// allows plain HTTP. */
   env_set(e, "AWS_ENDPOINT_URL_SQS", "HTTP://LocalHost:4566/");
   assert_int_equal(load(e, &cfg, NULL, err, sizeof err), 0);
   assert_string_equal(cfg.endpoint.url, "http://localhost:4566/");
   assert_int_equal(cfg.endpoint.tls, 0);
   assert_int_equal(cfg.allow_plain_http, 1);
-  ob_aws_config_free(&cfg);
+  ob__aws_config_free(&cfg);
   /* An override beats both. */
   memset(&ov, 0, sizeof ov);
   ov.endpoint = "https://sqs.test:4433";
@@ -330,10 +330,10 @@ static void test_endpoint(void** state) {
   assert_string_equal(cfg.endpoint.host_header, "sqs.test:4433");
   assert_int_equal(cfg.allow_plain_http, 0);
   assert_string_equal(cfg.ca_file, "/tmp/ca.pem");
-  ob_aws_config_free(&cfg);
+  ob__aws_config_free(&cfg);
   assert_int_equal(load(e, &cfg, NULL, err, sizeof err), 0);
   assert_string_equal(cfg.ca_file, "/env/ca.pem");
-  ob_aws_config_free(&cfg);
+  ob__aws_config_free(&cfg);
   /* A path, a query, user info: refused, naming the variable. */
   env_set(e, "AWS_ENDPOINT_URL_SQS", "https://sqs.test/queue");
   expect_error(e, OB_EINVAL, "AWS_ENDPOINT_URL_SQS", "not a valid endpoint");
@@ -344,32 +344,32 @@ static void test_endpoint(void** state) {
 }
 
 static void test_endpoint_parse(void** state) {
-  ob_aws_endpoint_t ep;
+  ob__aws_endpoint_t ep;
   (void)state;
-  assert_int_equal(ob_aws_endpoint_parse("https://sqs.eu-west-1.amazonaws.com", &ep), 0);
+  assert_int_equal(ob__aws_endpoint_parse("https://sqs.eu-west-1.amazonaws.com", &ep), 0);
   assert_int_equal(ep.tls, 1);
   assert_int_equal(ep.port, 443);
   assert_string_equal(ep.host_header, "sqs.eu-west-1.amazonaws.com");
-  assert_int_equal(ob_aws_endpoint_parse("http://127.0.0.1:9324/", &ep), 0);
+  assert_int_equal(ob__aws_endpoint_parse("http://127.0.0.1:9324/", &ep), 0);
   assert_string_equal(ep.host_header, "127.0.0.1:9324");
-  assert_int_equal(ob_aws_endpoint_parse("https://[::1]:8443", &ep), 0);
+  assert_int_equal(ob__aws_endpoint_parse("https://[::1]:8443", &ep), 0);
   assert_string_equal(ep.host, "::1");
   assert_string_equal(ep.host_header, "[::1]:8443");
   assert_string_equal(ep.url, "https://[::1]:8443/");
-  assert_int_equal(ob_aws_endpoint_parse("https://sqs.test:443", &ep), 0);
+  assert_int_equal(ob__aws_endpoint_parse("https://sqs.test:443", &ep), 0);
   assert_string_equal(ep.host_header, "sqs.test");
   static const char* const bad[] = {
       "", "sqs.test", "https://", "https://:80", "https://a:0", "https://a:65536",
       "https://a:x", "https://a/b", "https://a/?x", "https://a b", "https://a@b",
       "https://[::1", "https://a?x", "https://a#f", "https://a:80:90"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    if (ob_aws_endpoint_parse(bad[i], &ep) != OB_EINVAL) {
+    if (ob__aws_endpoint_parse(bad[i], &ep) != OB_EINVAL) {
       fprintf(stderr, "accepted: '%s'\n", bad[i]);
       fail();
     }
     assert_int_equal(ep.host[0], '\0');
   }
-  assert_int_equal(ob_aws_endpoint_parse(NULL, &ep), OB_EINVAL);
+  assert_int_equal(ob__aws_endpoint_parse(NULL, &ep), OB_EINVAL);
 }
 
 /* ---- errors ----------------------------------------------------------------- */
@@ -526,13 +526,13 @@ static void test_unreadable_and_huge(void** state) {
 }
 
 static void test_null_args(void** state) {
-  ob_aws_config_t cfg;
+  ob__aws_config_t cfg;
   (void)state;
-  assert_int_equal(ob_aws_config_load(NULL, NULL, NULL, NULL, NULL, 0),
+  assert_int_equal(ob__aws_config_load(NULL, NULL, NULL, NULL, NULL, 0),
                    OB_EINVAL);
-  ob_aws_config_free(NULL);
+  ob__aws_config_free(NULL);
   memset(&cfg, 0, sizeof cfg);
-  ob_aws_config_free(&cfg);
+  ob__aws_config_free(&cfg);
 }
 
 int main(void) {

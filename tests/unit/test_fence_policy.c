@@ -19,7 +19,7 @@ static ob_effect_reply_t reply(int status, int sent, const char* body) {
 }
 
 static void test_idempotency_key(void** state) {
-  char a[37], b[37], c[37];
+  char a[OB_UUID_BUFLEN], b[OB_UUID_BUFLEN], c[OB_UUID_BUFLEN];
   (void)state;
   assert_int_equal(ob__fence_idempotency_key("charge:order-42", a), 0);
   assert_int_equal(ob__fence_idempotency_key("charge:order-42", b), 0);

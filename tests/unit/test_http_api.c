@@ -25,8 +25,8 @@
 
 typedef struct {
   uv_loop_t loop;
-  ob_http_client_t* client;
-  ob_http_config_t cfg;
+  ob__http_client_t* client;
+  ob__http_config_t cfg;
   int silent_fd;     /* a listener that never accepts */
   int silent_port;
 } fix_t;
@@ -50,10 +50,10 @@ static int setup(void** state) {
   char err[256];
   if (f == NULL) return -1;
   uv_loop_init(&f->loop);
-  ob_http_config_init(&f->cfg);
+  ob__http_config_init(&f->cfg);
   f->silent_fd = silent_listener(&f->silent_port);
   if (f->silent_fd < 0) return -1;
-  if (ob_http_client_open(&f->client, &f->loop, &f->cfg, err, sizeof err) != 0) {
+  if (ob__http_client_open(&f->client, &f->loop, &f->cfg, err, sizeof err) != 0) {
     fprintf(stderr, "%s\n", err);
     return -1;
   }
@@ -77,8 +77,8 @@ static char* url(const char* scheme, int port, const char* path) {
   return strdup(b);
 }
 
-static void never_cb(ob_http_req_t* req, int status,
-                     const ob_http_response_t* res) {
+static void never_cb(ob__http_req_t* req, int status,
+                     const ob__http_response_t* res) {
   (void)req;
   (void)status;
   (void)res;
@@ -87,88 +87,88 @@ static void never_cb(ob_http_req_t* req, int status,
 
 static void test_config_checks(void** state) {
   fix_t* f = *state;
-  ob_http_client_t* c = (ob_http_client_t*)1;
-  ob_http_config_t cfg;
-  ob_http_resolve_t bad_addr[] = {{"sqs.test", "not-an-ip"}};
-  ob_http_resolve_t no_host[] = {{NULL, "127.0.0.1"}};
+  ob__http_client_t* c = (ob__http_client_t*)1;
+  ob__http_config_t cfg;
+  ob__http_resolve_t bad_addr[] = {{"sqs.test", "not-an-ip"}};
+  ob__http_resolve_t no_host[] = {{NULL, "127.0.0.1"}};
   char err[256];
 
-  ob_http_config_init(&cfg);
+  ob__http_config_init(&cfg);
   assert_int_equal(cfg.max_header_bytes, 16384);
   assert_int_equal(cfg.max_body_bytes, 12 * 1024 * 1024);
   assert_int_equal(cfg.allow_plain_http, 0);
-  assert_int_equal(ob_http_client_open(NULL, &f->loop, &cfg, err, sizeof err),
+  assert_int_equal(ob__http_client_open(NULL, &f->loop, &cfg, err, sizeof err),
                    OB_EINVAL);
-  assert_int_equal(ob_http_client_open(&c, NULL, &cfg, err, sizeof err),
+  assert_int_equal(ob__http_client_open(&c, NULL, &cfg, err, sizeof err),
                    OB_EINVAL);
   assert_null(c);
   cfg.max_body_bytes = 0;
-  assert_int_equal(ob_http_client_open(&c, &f->loop, &cfg, err, sizeof err),
+  assert_int_equal(ob__http_client_open(&c, &f->loop, &cfg, err, sizeof err),
                    OB_EINVAL);
-  ob_http_config_init(&cfg);
+  ob__http_config_init(&cfg);
   cfg.request_timeout_ms = 0;
-  assert_int_equal(ob_http_client_open(&c, &f->loop, &cfg, err, sizeof err),
+  assert_int_equal(ob__http_client_open(&c, &f->loop, &cfg, err, sizeof err),
                    OB_EINVAL);
-  ob_http_config_init(&cfg);
+  ob__http_config_init(&cfg);
   cfg.resolve = bad_addr;
   cfg.nresolve = 1;
-  assert_int_equal(ob_http_client_open(&c, &f->loop, &cfg, err, sizeof err),
+  assert_int_equal(ob__http_client_open(&c, &f->loop, &cfg, err, sizeof err),
                    OB_EINVAL);
   cfg.resolve = no_host;
-  assert_int_equal(ob_http_client_open(&c, &f->loop, &cfg, err, sizeof err),
+  assert_int_equal(ob__http_client_open(&c, &f->loop, &cfg, err, sizeof err),
                    OB_EINVAL);
   cfg.resolve = NULL;
-  assert_int_equal(ob_http_client_open(&c, &f->loop, &cfg, err, sizeof err),
+  assert_int_equal(ob__http_client_open(&c, &f->loop, &cfg, err, sizeof err),
                    OB_EINVAL);
   assert_null(c);
 }
 
 static void test_invalid_requests(void** state) {
   fix_t* f = *state;
-  ob_http_req_t req;
-  ob_http_header_t h;
+  ob__http_req_t req;
+  ob__http_header_t h;
   char* ok_url = url("https", f->silent_port, "/");
 
   memset(&req, 0, sizeof req);
   req.method = "GET";
   req.url = ok_url;
-  assert_int_equal(ob_http_request(NULL, &req, never_cb), OB_EINVAL);
-  assert_int_equal(ob_http_request(f->client, NULL, never_cb), OB_EINVAL);
-  assert_int_equal(ob_http_request(f->client, &req, NULL), OB_EINVAL);
+  assert_int_equal(ob__http_request(NULL, &req, never_cb), OB_EINVAL);
+  assert_int_equal(ob__http_request(f->client, NULL, never_cb), OB_EINVAL);
+  assert_int_equal(ob__http_request(f->client, &req, NULL), OB_EINVAL);
 
   req.method = "GE T";
-  assert_int_equal(ob_http_request(f->client, &req, never_cb), OB_EINVAL);
+  assert_int_equal(ob__http_request(f->client, &req, never_cb), OB_EINVAL);
   req.method = "";
-  assert_int_equal(ob_http_request(f->client, &req, never_cb), OB_EINVAL);
+  assert_int_equal(ob__http_request(f->client, &req, never_cb), OB_EINVAL);
   req.method = "GET";
 
   req.url = "ftp://127.0.0.1/";
-  assert_int_equal(ob_http_request(f->client, &req, never_cb), OB_HTTP_E_URL);
+  assert_int_equal(ob__http_request(f->client, &req, never_cb), OB__HTTP_E_URL);
   req.url = "http://127.0.0.1/";  /* not allowed by this config */
-  assert_int_equal(ob_http_request(f->client, &req, never_cb),
-                   OB_HTTP_E_PLAIN_HTTP);
+  assert_int_equal(ob__http_request(f->client, &req, never_cb),
+                   OB__HTTP_E_PLAIN_HTTP);
   req.url = ok_url;
 
   req.headers = &h;
   req.nheaders = 1;
   h.name = "X-Ok";
   h.value = "a\r\nInjected: yes";
-  assert_int_equal(ob_http_request(f->client, &req, never_cb), OB_EINVAL);
+  assert_int_equal(ob__http_request(f->client, &req, never_cb), OB_EINVAL);
   h.value = "nul-free but \x01 control";
-  assert_int_equal(ob_http_request(f->client, &req, never_cb), OB_EINVAL);
+  assert_int_equal(ob__http_request(f->client, &req, never_cb), OB_EINVAL);
   h.name = "Bad Name";
   h.value = "v";
-  assert_int_equal(ob_http_request(f->client, &req, never_cb), OB_EINVAL);
+  assert_int_equal(ob__http_request(f->client, &req, never_cb), OB_EINVAL);
   static const char* const reserved[] = {"Host", "content-length",
                                          "Transfer-Encoding", "CONNECTION"};
   for (size_t i = 0; i < 4; i++) {
     h.name = reserved[i];
-    assert_int_equal(ob_http_request(f->client, &req, never_cb), OB_EINVAL);
+    assert_int_equal(ob__http_request(f->client, &req, never_cb), OB_EINVAL);
   }
   req.nheaders = 0;
   req.body_len = 5;
   req.body = NULL;
-  assert_int_equal(ob_http_request(f->client, &req, never_cb), OB_EINVAL);
+  assert_int_equal(ob__http_request(f->client, &req, never_cb), OB_EINVAL);
   assert_null(req.op_);
   uv_run(&f->loop, UV_RUN_NOWAIT);
   free(ok_url);
@@ -177,7 +177,7 @@ static void test_invalid_requests(void** state) {
 static void test_refused_and_double_submit(void** state) {
   fix_t* f = *state;
   ht_result_t r;
-  ob_http_req_t req;
+  ob__http_req_t req;
   int port = ht_free_port();
   char* u = url("https", port, "/x");
 
@@ -186,18 +186,18 @@ static void test_refused_and_double_submit(void** state) {
   req.data = &r;
   req.method = "GET";
   req.url = u;
-  assert_int_equal(ob_http_request(f->client, &req, ht_on_response), 0);
-  assert_int_equal(ob_http_request(f->client, &req, ht_on_response), OB_ESTATE);
+  assert_int_equal(ob__http_request(f->client, &req, ht_on_response), 0);
+  assert_int_equal(ob__http_request(f->client, &req, ht_on_response), OB_ESTATE);
   assert_int_equal(r.calls, 0);  /* not from inside the call */
   while (!r.done) uv_run(&f->loop, UV_RUN_ONCE);
   assert_int_equal(r.calls, 1);
-  assert_int_equal(r.status, OB_HTTP_E_CONNECT);
+  assert_int_equal(r.status, OB__HTTP_E_CONNECT);
   assert_int_equal(r.request_sent, 0);
   assert_non_null(strstr(r.detail, "refused"));
   assert_null(req.op_);
   ht_result_free(&r);
   /* The same req can go again once its callback ran. */
-  assert_int_equal(ob_http_request(f->client, &req, ht_on_response), 0);
+  assert_int_equal(ob__http_request(f->client, &req, ht_on_response), 0);
   r.done = 0;
   while (!r.done) uv_run(&f->loop, UV_RUN_ONCE);
   assert_int_equal(r.calls, 2);
@@ -208,7 +208,7 @@ static void test_refused_and_double_submit(void** state) {
 static void test_cancel(void** state) {
   fix_t* f = *state;
   ht_result_t r;
-  ob_http_req_t req;
+  ob__http_req_t req;
   char* u = url("https", f->silent_port, "/x");
 
   memset(&r, 0, sizeof r);
@@ -216,16 +216,16 @@ static void test_cancel(void** state) {
   req.data = &r;
   req.method = "GET";
   req.url = u;
-  assert_int_equal(ob_http_request(f->client, &req, ht_on_response), 0);
+  assert_int_equal(ob__http_request(f->client, &req, ht_on_response), 0);
   for (int i = 0; i < 5; i++) uv_run(&f->loop, UV_RUN_NOWAIT);  /* connect */
-  assert_int_equal(ob_http_cancel(&req), 0);
+  assert_int_equal(ob__http_cancel(&req), 0);
   assert_int_equal(r.calls, 0);  /* delivered later, from the loop */
-  assert_int_equal(ob_http_cancel(&req), OB_ESTATE);
+  assert_int_equal(ob__http_cancel(&req), OB_ESTATE);
   while (!r.done) uv_run(&f->loop, UV_RUN_ONCE);
   assert_int_equal(r.calls, 1);
-  assert_int_equal(r.status, OB_HTTP_E_CANCELED);
+  assert_int_equal(r.status, OB__HTTP_E_CANCELED);
   assert_int_equal(r.request_sent, 0);
-  assert_int_equal(ob_http_cancel(&req), OB_ESTATE);
+  assert_int_equal(ob__http_cancel(&req), OB_ESTATE);
   ht_result_free(&r);
   free(u);
 }
@@ -234,15 +234,15 @@ static int g_order;
 static int g_cb_order[3];
 static int g_close_order;
 
-static void order_cb(ob_http_req_t* req, int status,
-                     const ob_http_response_t* res) {
+static void order_cb(ob__http_req_t* req, int status,
+                     const ob__http_response_t* res) {
   int i = (int)(intptr_t)req->data;
   (void)res;
-  assert_int_equal(status, OB_HTTP_E_CANCELED);
+  assert_int_equal(status, OB__HTTP_E_CANCELED);
   g_cb_order[i] = ++g_order;
 }
 
-static void order_close_cb(ob_http_client_t* c, void* arg) {
+static void order_close_cb(ob__http_client_t* c, void* arg) {
   (void)c;
   (void)arg;
   g_close_order = ++g_order;
@@ -250,9 +250,9 @@ static void order_close_cb(ob_http_client_t* c, void* arg) {
 
 static void test_close_cancels_in_flight(void** state) {
   fix_t* f = *state;
-  ob_http_req_t req[3];
+  ob__http_req_t req[3];
   char* u = url("https", f->silent_port, "/x");
-  ob_http_req_t late;
+  ob__http_req_t late;
 
   g_order = 0;
   g_close_order = 0;
@@ -262,17 +262,17 @@ static void test_close_cancels_in_flight(void** state) {
     req[i].data = (void*)(intptr_t)i;
     req[i].method = "GET";
     req[i].url = u;
-    assert_int_equal(ob_http_request(f->client, &req[i], order_cb), 0);
+    assert_int_equal(ob__http_request(f->client, &req[i], order_cb), 0);
   }
   for (int i = 0; i < 5; i++) uv_run(&f->loop, UV_RUN_NOWAIT);
-  ob_http_client_close(f->client, order_close_cb, NULL);
+  ob__http_client_close(f->client, order_close_cb, NULL);
   assert_int_equal(g_order, 0);  /* nothing synchronous */
   memset(&late, 0, sizeof late);
   late.method = "GET";
   late.url = u;
-  assert_int_equal(ob_http_request(f->client, &late, never_cb),
-                   OB_HTTP_E_CLOSING);
-  ob_http_client_close(f->client, order_close_cb, NULL);  /* ignored */
+  assert_int_equal(ob__http_request(f->client, &late, never_cb),
+                   OB__HTTP_E_CLOSING);
+  ob__http_client_close(f->client, order_close_cb, NULL);  /* ignored */
   while (g_close_order == 0) assert_true(uv_run(&f->loop, UV_RUN_ONCE) ||
                                          g_close_order);
   f->client = NULL;
@@ -285,46 +285,46 @@ static void test_close_cancels_in_flight(void** state) {
 }
 
 typedef struct {
-  ob_http_client_t* client;
+  ob__http_client_t* client;
   int rounds;
   int last;
 } chain_t;
 
-static void chain_cb(ob_http_req_t* req, int status,
-                     const ob_http_response_t* res) {
+static void chain_cb(ob__http_req_t* req, int status,
+                     const ob__http_response_t* res) {
   chain_t* ch = req->data;
   (void)res;
   ch->last = status;
   if (++ch->rounds < 3)  /* reuse req from its own callback */
-    assert_int_equal(ob_http_request(ch->client, req, chain_cb), 0);
+    assert_int_equal(ob__http_request(ch->client, req, chain_cb), 0);
 }
 
 static void test_resubmit_from_callback(void** state) {
   fix_t* f = *state;
   chain_t ch = {f->client, 0, 0};
-  ob_http_req_t req;
+  ob__http_req_t req;
   char* u = url("https", ht_free_port(), "/x");
   memset(&req, 0, sizeof req);
   req.data = &ch;
   req.method = "GET";
   req.url = u;
-  assert_int_equal(ob_http_request(f->client, &req, chain_cb), 0);
+  assert_int_equal(ob__http_request(f->client, &req, chain_cb), 0);
   while (ch.rounds < 3) uv_run(&f->loop, UV_RUN_ONCE);
-  assert_int_equal(ch.last, OB_HTTP_E_CONNECT);
+  assert_int_equal(ch.last, OB__HTTP_E_CONNECT);
   free(u);
 }
 
-static void close_in_cb(ob_http_req_t* req, int status,
-                        const ob_http_response_t* res) {
+static void close_in_cb(ob__http_req_t* req, int status,
+                        const ob__http_response_t* res) {
   fix_t* f = req->data;
   (void)status;
   (void)res;
-  ob_http_client_close(f->client, order_close_cb, NULL);
+  ob__http_client_close(f->client, order_close_cb, NULL);
 }
 
 static void test_close_from_callback(void** state) {
   fix_t* f = *state;
-  ob_http_req_t req;
+  ob__http_req_t req;
   char* u = url("https", ht_free_port(), "/x");
   g_order = 0;
   g_close_order = 0;
@@ -332,7 +332,7 @@ static void test_close_from_callback(void** state) {
   req.data = f;
   req.method = "GET";
   req.url = u;
-  assert_int_equal(ob_http_request(f->client, &req, close_in_cb), 0);
+  assert_int_equal(ob__http_request(f->client, &req, close_in_cb), 0);
   while (g_close_order == 0) uv_run(&f->loop, UV_RUN_ONCE);
   f->client = NULL;
   free(u);
@@ -345,7 +345,7 @@ static void test_deadline_while_connecting(void** state) {
   uint64_t t0 = ht_now_ms();
   assert_int_equal(
       ht_fetch(&f->loop, f->client, "GET", u, NULL, 0, 300, &r),
-      OB_HTTP_E_DEADLINE);
+      OB__HTTP_E_DEADLINE);
   assert_true(ht_now_ms() - t0 < 2000);
   assert_non_null(strstr(r.detail, "while connecting"));
   assert_int_equal(r.request_sent, 0);

@@ -70,7 +70,7 @@ static void test_content_length(void** state) {
   const char* s = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
                   "X-Empty:\r\nContent-Length: 5\r\n\r\nhelloNEXT";
   run_t r;
-  ob_http_response_t res;
+  ob__http_response_t res;
   (void)state;
   run(&r, s, strlen(s), 0, 0, 0);
   assert_int_equal(r.rc, 1);
@@ -83,8 +83,8 @@ static void test_content_length(void** state) {
   assert_string_equal(res.headers[0].value, "text/plain");
   assert_string_equal(res.headers[1].name, "X-Empty");
   assert_string_equal(res.headers[1].value, "");
-  assert_string_equal(ob_http_header_get(&res, "content-length"), "5");
-  assert_null(ob_http_header_get(&res, "nope"));
+  assert_string_equal(ob__http_header_get(&res, "content-length"), "5");
+  assert_null(ob__http_header_get(&res, "nope"));
   assert_int_equal(res.body_len, 5);
   assert_string_equal((const char*)res.body, "hello");
   ob__http_parser_free(&r.p);
@@ -122,7 +122,7 @@ static void test_too_many_interim(void** state) {
   char s[4096] = "";
   (void)state;
   for (int i = 0; i < 20; i++) strcat(s, "HTTP/1.1 100 Continue\r\n\r\n");
-  assert_int_equal(outcome(s, 0, 0), OB_HTTP_E_BAD_RESPONSE);
+  assert_int_equal(outcome(s, 0, 0), OB__HTTP_E_BAD_RESPONSE);
 }
 
 static void test_switching_protocols_refused(void** state) {
@@ -130,7 +130,7 @@ static void test_switching_protocols_refused(void** state) {
   assert_int_equal(outcome("HTTP/1.1 101 Switching Protocols\r\n"
                            "Upgrade: h2c\r\nConnection: Upgrade\r\n\r\n",
                            0, 0),
-                   OB_HTTP_E_BAD_RESPONSE);
+                   OB__HTTP_E_BAD_RESPONSE);
 }
 
 static void test_head_has_no_body(void** state) {
@@ -174,14 +174,14 @@ static void test_truncation_is_eof(void** state) {
   (void)state;
   assert_int_equal(
       outcome("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc", 1, 0),
-      OB_HTTP_E_EOF);
+      OB__HTTP_E_EOF);
   assert_int_equal(outcome("HTTP/1.1 200 OK\r\nContent-Le", 1, 0),
-                   OB_HTTP_E_EOF);
+                   OB__HTTP_E_EOF);
   assert_int_equal(
       outcome("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab",
               1, 0),
-      OB_HTTP_E_EOF);
-  assert_int_equal(outcome("", 1, 0), OB_HTTP_E_EOF);
+      OB__HTTP_E_EOF);
+  assert_int_equal(outcome("", 1, 0), OB__HTTP_E_EOF);
 }
 
 static void test_content_length_attacks(void** state) {
@@ -189,28 +189,28 @@ static void test_content_length_attacks(void** state) {
   assert_int_equal(
       outcome("HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999999\r\n\r\n",
               0, 0),
-      OB_HTTP_E_BAD_CONTENT_LENGTH);
+      OB__HTTP_E_BAD_CONTENT_LENGTH);
   assert_int_equal(outcome("HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", 0, 0),
-                   OB_HTTP_E_BAD_CONTENT_LENGTH);
+                   OB__HTTP_E_BAD_CONTENT_LENGTH);
   assert_int_equal(outcome("HTTP/1.1 200 OK\r\nContent-Length: 1 2\r\n\r\n", 0, 0),
-                   OB_HTTP_E_BAD_CONTENT_LENGTH);
+                   OB__HTTP_E_BAD_CONTENT_LENGTH);
   assert_int_equal(outcome("HTTP/1.1 200 OK\r\nContent-Length: 2, 2\r\n\r\n", 0, 0),
-                   OB_HTTP_E_BAD_CONTENT_LENGTH);
+                   OB__HTTP_E_BAD_CONTENT_LENGTH);
   assert_int_equal(outcome("HTTP/1.1 200 OK\r\nContent-Length: 0x10\r\n\r\n", 0, 0),
-                   OB_HTTP_E_BAD_CONTENT_LENGTH);
+                   OB__HTTP_E_BAD_CONTENT_LENGTH);
   /* Duplicates are refused, even when equal (llhttp is strict; fine). */
   assert_int_equal(outcome("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
                            "Content-Length: 3\r\n\r\nokk",
                            0, 0),
-                   OB_HTTP_E_BAD_CONTENT_LENGTH);
+                   OB__HTTP_E_BAD_CONTENT_LENGTH);
   assert_int_equal(outcome("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
                            "Content-Length: 2\r\n\r\nok",
                            0, 0),
-                   OB_HTTP_E_BAD_CONTENT_LENGTH);
+                   OB__HTTP_E_BAD_CONTENT_LENGTH);
   /* Valid number, larger than the body cap: refused before any body. */
   assert_int_equal(
       outcome("HTTP/1.1 200 OK\r\nContent-Length: 1099511627776\r\n\r\n", 0, 0),
-      OB_HTTP_E_BODY_TOO_BIG);
+      OB__HTTP_E_BODY_TOO_BIG);
 }
 
 static void test_cl_with_te(void** state) {
@@ -218,15 +218,15 @@ static void test_cl_with_te(void** state) {
   assert_int_equal(outcome("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
                            "Transfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
                            0, 0),
-                   OB_HTTP_E_BAD_FRAMING);
+                   OB__HTTP_E_BAD_FRAMING);
   assert_int_equal(outcome("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
                            "Content-Length: 5\r\n\r\n2\r\nok\r\n0\r\n\r\n",
                            0, 0),
-                   OB_HTTP_E_BAD_FRAMING);
+                   OB__HTTP_E_BAD_FRAMING);
   assert_int_equal(outcome("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n"
                            "Content-Length: 2\r\n\r\nok",
                            0, 0),
-                   OB_HTTP_E_BAD_FRAMING);
+                   OB__HTTP_E_BAD_FRAMING);
 }
 
 static void test_bad_chunks(void** state) {
@@ -238,26 +238,26 @@ static void test_bad_chunks(void** state) {
   for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
     char s[256];
     snprintf(s, sizeof s, "%s%s", h, bodies[i]);
-    assert_int_equal(outcome(s, 0, 0), OB_HTTP_E_BAD_CHUNK);
+    assert_int_equal(outcome(s, 0, 0), OB__HTTP_E_BAD_CHUNK);
   }
 }
 
 static void test_garbage(void** state) {
   (void)state;
-  assert_int_equal(outcome("HELLO WORLD\r\n\r\n", 0, 0), OB_HTTP_E_BAD_RESPONSE);
+  assert_int_equal(outcome("HELLO WORLD\r\n\r\n", 0, 0), OB__HTTP_E_BAD_RESPONSE);
   assert_int_equal(outcome("HTTP/1.1 2000 OK\r\n\r\n", 0, 0),
-                   OB_HTTP_E_BAD_RESPONSE);
+                   OB__HTTP_E_BAD_RESPONSE);
   assert_int_equal(outcome("HTTP/1.1 abc OK\r\n\r\n", 0, 0),
-                   OB_HTTP_E_BAD_RESPONSE);
+                   OB__HTTP_E_BAD_RESPONSE);
   assert_int_equal(outcome("HTTP/9.9 200 OK\r\n\r\n", 0, 0),
-                   OB_HTTP_E_BAD_RESPONSE);
+                   OB__HTTP_E_BAD_RESPONSE);
   /* Debian's non-strict llhttp lets these through; response.c does not. */
   assert_int_equal(outcome("HTTP/1.1 200 OK\r\nBad Header: x\r\n\r\n", 0, 0),
-                   OB_HTTP_E_BAD_RESPONSE);
+                   OB__HTTP_E_BAD_RESPONSE);
   assert_int_equal(outcome("HTTP/1.1 200 OK\r\nX\x01: x\r\n\r\n", 0, 0),
-                   OB_HTTP_E_BAD_RESPONSE);
+                   OB__HTTP_E_BAD_RESPONSE);
   assert_int_equal(outcome("HTTP/1.1 20 OK\r\n\r\n", 0, 0),
-                   OB_HTTP_E_BAD_RESPONSE);
+                   OB__HTTP_E_BAD_RESPONSE);
 }
 
 static void test_long_header_line(void** state) {
@@ -271,11 +271,11 @@ static void test_long_header_line(void** state) {
   memset(s + h, 'a', n);
   strcpy(s + h + n, "\r\nContent-Length: 0\r\n\r\n");
   run(&r, s, strlen(s), 0, 0, 0);
-  assert_int_equal(r.rc, OB_HTTP_E_HEADER_TOO_BIG);
+  assert_int_equal(r.rc, OB__HTTP_E_HEADER_TOO_BIG);
   assert_true(r.p.hcap <= 32 * 1024);  /* bounded: nothing near 64 KiB kept */
   ob__http_parser_free(&r.p);
   run(&r, s, strlen(s), 1000, 0, 0);
-  assert_int_equal(r.rc, OB_HTTP_E_HEADER_TOO_BIG);
+  assert_int_equal(r.rc, OB__HTTP_E_HEADER_TOO_BIG);
   ob__http_parser_free(&r.p);
   free(s);
 }
@@ -290,7 +290,7 @@ static void test_many_headers(void** state) {
   for (int i = 0; i < 100000; i++) off += (size_t)sprintf(s + off, "X-H%d: v\r\n", i);
   strcpy(s + off, "Content-Length: 0\r\n\r\n");
   run(&r, s, strlen(s), 4096, 0, 0);
-  assert_int_equal(r.rc, OB_HTTP_E_HEADER_TOO_BIG);
+  assert_int_equal(r.rc, OB__HTTP_E_HEADER_TOO_BIG);
   assert_true(r.p.hdrs_cap <= 128);
   ob__http_parser_free(&r.p);
   free(s);
@@ -303,7 +303,7 @@ static void test_header_count_cap(void** state) {
   (void)state;
   for (int i = 0; i < 150; i++) off += (size_t)sprintf(s + off, "a%d:b\r\n", i);
   strcpy(s + off, "\r\n");
-  assert_int_equal(outcome(s, 0, 0), OB_HTTP_E_HEADER_TOO_BIG);
+  assert_int_equal(outcome(s, 0, 0), OB__HTTP_E_HEADER_TOO_BIG);
 }
 
 static void test_whitespace_flood_bounded(void** state) {
@@ -315,7 +315,7 @@ static void test_whitespace_flood_bounded(void** state) {
   memset(s + 19, ' ', n);
   s[19 + n] = '\0';
   run(&r, s, strlen(s), 4096, 0, 0);
-  assert_int_equal(r.rc, OB_HTTP_E_HEADER_TOO_BIG);
+  assert_int_equal(r.rc, OB__HTTP_E_HEADER_TOO_BIG);
   ob__http_parser_free(&r.p);
   free(s);
 }
@@ -335,7 +335,7 @@ static void test_endless_body_capped(void** state) {
     rc = ob__http_parser_feed(&p, chunk, sizeof chunk, &used);
     total += sizeof chunk;
   }
-  assert_int_equal(rc, OB_HTTP_E_BODY_TOO_BIG);
+  assert_int_equal(rc, OB__HTTP_E_BODY_TOO_BIG);
   assert_true(p.body_len <= k_lim.max_body_bytes);
   assert_true(p.body_cap <= k_lim.max_body_bytes);
   assert_true(total <= k_lim.max_body_bytes + sizeof chunk);
@@ -350,10 +350,10 @@ static void test_error_is_sticky(void** state) {
   (void)state;
   ob__http_parser_init(&p, &k_lim, 0);
   assert_int_equal(ob__http_parser_feed(&p, bad, strlen(bad), &used),
-                   OB_HTTP_E_BAD_CONTENT_LENGTH);
+                   OB__HTTP_E_BAD_CONTENT_LENGTH);
   assert_int_equal(ob__http_parser_feed(&p, good, strlen(good), &used),
-                   OB_HTTP_E_BAD_CONTENT_LENGTH);
-  assert_int_equal(ob__http_parser_eof(&p), OB_HTTP_E_BAD_CONTENT_LENGTH);
+                   OB__HTTP_E_BAD_CONTENT_LENGTH);
+  assert_int_equal(ob__http_parser_eof(&p), OB__HTTP_E_BAD_CONTENT_LENGTH);
   assert_non_null(strstr(p.detail, "Content-Length"));
   ob__http_parser_free(&p);
 }

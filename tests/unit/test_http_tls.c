@@ -177,22 +177,22 @@ static void test_refuses_without_hostname(void** state) {
   ob__tls_t t;
   (void)state;
   assert_int_equal(ob__tls_init(&t, &g_conf, NULL, 0),
-                   OB_HTTP_E_TLS_NO_HOSTNAME);
+                   OB__HTTP_E_TLS_NO_HOSTNAME);
   /* Even if someone calls it anyway: no handshake, not a single byte. */
-  assert_int_equal(ob__tls_handshake(&t), OB_HTTP_E_TLS_NO_HOSTNAME);
+  assert_int_equal(ob__tls_handshake(&t), OB__HTTP_E_TLS_NO_HOSTNAME);
   assert_int_equal(ob__tls_out_len(&t), 0);
   assert_non_null(strstr(t.detail, "hostname"));
   ob__tls_free(&t);
 
-  assert_int_equal(ob__tls_init(&t, &g_conf, "", 0), OB_HTTP_E_TLS_NO_HOSTNAME);
-  assert_int_equal(ob__tls_handshake(&t), OB_HTTP_E_TLS_NO_HOSTNAME);
+  assert_int_equal(ob__tls_init(&t, &g_conf, "", 0), OB__HTTP_E_TLS_NO_HOSTNAME);
+  assert_int_equal(ob__tls_handshake(&t), OB__HTTP_E_TLS_NO_HOSTNAME);
   assert_int_equal(ob__tls_out_len(&t), 0);
   ob__tls_free(&t);
 
   /* A zeroed engine that never saw init refuses too. */
   memset(&t, 0, sizeof t);
   mbedtls_ssl_init(&t.ssl);
-  assert_int_equal(ob__tls_handshake(&t), OB_HTTP_E_TLS_NO_HOSTNAME);
+  assert_int_equal(ob__tls_handshake(&t), OB__HTTP_E_TLS_NO_HOSTNAME);
   assert_int_equal(ob__tls_out_len(&t), 0);
   ob__tls_free(&t);
 }
@@ -206,7 +206,7 @@ static void test_ca_bundle_must_load(void** state) {
     char* path = ts_path(g_dir, files[i]);
     err[0] = '\0';
     assert_int_equal(ob__tls_conf_init(&tc, path, err, sizeof err),
-                     OB_HTTP_E_TLS_CA);
+                     OB__HTTP_E_TLS_CA);
     assert_non_null(strstr(err, files[i]));  /* loud, with the path */
     free(path);
   }
@@ -221,16 +221,16 @@ static void test_ca_bundle_must_load(void** state) {
 
 static void test_client_open_fails_loudly_on_empty_bundle(void** state) {
   uv_loop_t loop;
-  ob_http_client_t* c = (ob_http_client_t*)1;
-  ob_http_config_t cfg;
+  ob__http_client_t* c = (ob__http_client_t*)1;
+  ob__http_config_t cfg;
   char err[256] = "";
   char* path = ts_path(g_dir, "empty.pem");
   (void)state;
   uv_loop_init(&loop);
-  ob_http_config_init(&cfg);
+  ob__http_config_init(&cfg);
   cfg.ca_file = path;
-  assert_int_equal(ob_http_client_open(&c, &loop, &cfg, err, sizeof err),
-                   OB_HTTP_E_TLS_CA);
+  assert_int_equal(ob__http_client_open(&c, &loop, &cfg, err, sizeof err),
+                   OB__HTTP_E_TLS_CA);
   assert_null(c);
   assert_non_null(strstr(err, "empty.pem"));
   assert_int_equal(uv_loop_close(&loop), 0);
@@ -349,11 +349,11 @@ static void test_verify_failures_map(void** state) {
     const char* host;
     int want;
   } k[] = {
-      {"good", "other.test", OB_HTTP_E_TLS_HOSTNAME},
-      {"wrong", "sqs.test", OB_HTTP_E_TLS_HOSTNAME},
-      {"expired", "sqs.test", OB_HTTP_E_TLS_EXPIRED},
-      {"future", "sqs.test", OB_HTTP_E_TLS_FUTURE},
-      {"untrusted", "sqs.test", OB_HTTP_E_TLS_UNTRUSTED},
+      {"good", "other.test", OB__HTTP_E_TLS_HOSTNAME},
+      {"wrong", "sqs.test", OB__HTTP_E_TLS_HOSTNAME},
+      {"expired", "sqs.test", OB__HTTP_E_TLS_EXPIRED},
+      {"future", "sqs.test", OB__HTTP_E_TLS_FUTURE},
+      {"untrusted", "sqs.test", OB__HTTP_E_TLS_UNTRUSTED},
   };
   (void)state;
   for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
@@ -365,7 +365,7 @@ static void test_verify_failures_map(void** state) {
     rc = handshake(&t, &s, NULL);
     if (rc != k[i].want)
       fail_msg("%s/%s: got %s (%s)", k[i].cert, k[i].host,
-               ob_http_err_name(rc), t.detail);
+               ob__http_err_name(rc), t.detail);
     assert_non_null(strstr(t.detail, k[i].host));
     assert_int_equal(t.handshake_done, 0);
     /* No application data can be written after a failure. */
@@ -381,7 +381,7 @@ static void test_tls11_refused(void** state) {
   (void)state;
   srv_init(&s, "good", 2);  /* server speaks at most TLS 1.1 */
   assert_int_equal(ob__tls_init(&t, &g_conf, "sqs.test", 0), 0);
-  assert_int_equal(handshake(&t, &s, NULL), OB_HTTP_E_TLS_PROTOCOL);
+  assert_int_equal(handshake(&t, &s, NULL), OB__HTTP_E_TLS_PROTOCOL);
   ob__tls_free(&t);
   srv_free(&s);
 }
@@ -393,7 +393,7 @@ static void test_eof_during_handshake(void** state) {
   assert_int_equal(ob__tls_handshake(&t), OB__TLS_AGAIN);
   assert_int_equal(ob__tls_feed(&t, "\x16\x03\x03\x00\x40\x02", 6), 0);
   ob__tls_feed_eof(&t);
-  assert_int_equal(ob__tls_handshake(&t), OB_HTTP_E_TLS_HANDSHAKE_EOF);
+  assert_int_equal(ob__tls_handshake(&t), OB__HTTP_E_TLS_HANDSHAKE_EOF);
   ob__tls_free(&t);
 }
 

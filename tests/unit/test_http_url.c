@@ -59,14 +59,14 @@ static void test_invalid_urls(void** state) {
   (void)state;
 
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    if (ob__http_url_parse(bad[i], &u) != OB_HTTP_E_URL)
+    if (ob__http_url_parse(bad[i], &u) != OB__HTTP_E_URL)
       fail_msg("accepted bad URL #%zu: %s", i, bad[i]);
   }
-  assert_int_equal(ob__http_url_parse(NULL, &u), OB_HTTP_E_URL);
+  assert_int_equal(ob__http_url_parse(NULL, &u), OB__HTTP_E_URL);
   memcpy(longhost, "https://", 8);
   memset(longhost + 8, 'a', 256);
   strcpy(longhost + 8 + 256, "/");
-  assert_int_equal(ob__http_url_parse(longhost, &u), OB_HTTP_E_URL);
+  assert_int_equal(ob__http_url_parse(longhost, &u), OB__HTTP_E_URL);
   longhost[8 + 255] = '/';
   longhost[8 + 256] = '\0';
   assert_int_equal(ob__http_url_parse(longhost, &u), 0);  /* 255 is fine */
@@ -75,7 +75,7 @@ static void test_invalid_urls(void** state) {
 static void test_error_table(void** state) {
   int codes[] = {
 #define XX(name, code, text) code,
-      OB_HTTP_ERRNO_MAP(XX)
+      OB__HTTP_ERRNO_MAP(XX)
 #undef XX
   };
   size_t n = sizeof codes / sizeof codes[0];
@@ -85,14 +85,14 @@ static void test_error_table(void** state) {
     /* Outside oncebox.h's range, inside ours, unique, named. */
     assert_true(codes[i] <= -100 && codes[i] >= -139);
     for (size_t j = i + 1; j < n; j++) assert_int_not_equal(codes[i], codes[j]);
-    assert_string_not_equal(ob_http_strerror(codes[i]), "unknown error");
-    assert_memory_equal(ob_http_err_name(codes[i]), "OB_HTTP_E_", 10);
+    assert_string_not_equal(ob__http_strerror(codes[i]), "unknown error");
+    assert_memory_equal(ob__http_err_name(codes[i]), "OB__HTTP_E_", 11);
   }
-  assert_string_equal(ob_http_err_name(OB_HTTP_E_TLS_EXPIRED),
-                      "OB_HTTP_E_TLS_EXPIRED");
-  assert_string_equal(ob_http_strerror(OB_EINVAL), ob_strerror(OB_EINVAL));
-  assert_string_equal(ob_http_err_name(OB_ENOMEM), "OB_ENOMEM");
-  assert_string_equal(ob_http_strerror(-138), "unknown error");
+  assert_string_equal(ob__http_err_name(OB__HTTP_E_TLS_EXPIRED),
+                      "OB__HTTP_E_TLS_EXPIRED");
+  assert_string_equal(ob__http_strerror(OB_EINVAL), ob_strerror(OB_EINVAL));
+  assert_string_equal(ob__http_err_name(OB_ENOMEM), "OB_ENOMEM");
+  assert_string_equal(ob__http_strerror(-138), "unknown error");
 }
 
 int main(void) {

@@ -77,7 +77,7 @@ static void test_parse_invalid(void** state) {
 
 /* A NUL inside the text ends it: the parser must not read past it. */
 static void test_parse_stops_at_nul(void** state) {
-  char s[37];
+  char s[OB_UUID_BUFLEN];
   uint8_t b[16];
   int i;
   (void)state;
@@ -89,7 +89,7 @@ static void test_parse_stops_at_nul(void** state) {
 }
 
 static void test_format(void** state) {
-  char out[37];
+  char out[OB_UUID_BUFLEN];
   uint8_t b[16];
   (void)state;
   memset(out, 'x', sizeof out);
@@ -100,7 +100,7 @@ static void test_format(void** state) {
 }
 
 static void test_normalize(void** state) {
-  char out[37], inplace[37] = "0190F3A4-7B2C-7DEF-8123-456789ABCDEF";
+  char out[OB_UUID_BUFLEN], inplace[OB_UUID_BUFLEN] = "0190F3A4-7B2C-7DEF-8123-456789ABCDEF";
   (void)state;
   assert_int_equal(ob__uuid_normalize("0190F3A4-7B2C-7DEF-8123-456789ABCDEF",
                                       out), 0);
@@ -116,7 +116,7 @@ static void test_normalize(void** state) {
 static void test_v7_layout(void** state) {
   fake_clock_t fc;
   ob__uuid7_gen_t g;
-  char s[37];
+  char s[OB_UUID_BUFLEN];
   uint8_t b[16];
   int i;
   (void)state;
@@ -156,7 +156,7 @@ static void assert_increasing(const char* prev, const char* cur) {
 static void test_v7_monotonic_same_ms(void** state) {
   fake_clock_t fc;
   ob__uuid7_gen_t g;
-  char prev[37], cur[37];
+  char prev[OB_UUID_BUFLEN], cur[OB_UUID_BUFLEN];
   uint8_t b[16];
   uint32_t low_first = 0, low_differs = 0;
   int i;
@@ -183,7 +183,7 @@ static void test_v7_monotonic_same_ms(void** state) {
 static void test_v7_monotonic_clock_steps_back(void** state) {
   fake_clock_t fc;
   ob__uuid7_gen_t g;
-  char prev[37], cur[37];
+  char prev[OB_UUID_BUFLEN], cur[OB_UUID_BUFLEN];
   uint8_t b[16];
   int64_t max_ms = T0;
   int i;
@@ -216,7 +216,7 @@ static void test_v7_monotonic_clock_steps_back(void** state) {
 static void test_v7_counter_overflow_bumps_ms(void** state) {
   fake_clock_t fc;
   ob__uuid7_gen_t g;
-  char prev[37], cur[37];
+  char prev[OB_UUID_BUFLEN], cur[OB_UUID_BUFLEN];
   uint8_t b[16];
   (void)state;
   memset(&g, 0, sizeof g);
@@ -247,7 +247,7 @@ static void test_v7_counter_overflow_bumps_ms(void** state) {
 static void test_v7_seed_headroom(void** state) {
   fake_clock_t fc;
   ob__uuid7_gen_t g;
-  char s[37];
+  char s[OB_UUID_BUFLEN];
   uint8_t b[16];
   int i, top_set = 0;
   uint64_t seeds_or = 0;
@@ -269,7 +269,7 @@ static void test_v7_seed_headroom(void** state) {
 static void test_v7_same_seed_same_ids(void** state) {
   fake_clock_t a, b, c;
   ob__uuid7_gen_t ga, gb, gc;
-  char sa[37], sb[37], sc[37];
+  char sa[OB_UUID_BUFLEN], sb[OB_UUID_BUFLEN], sc[OB_UUID_BUFLEN];
   int i, differ = 0;
   (void)state;
   memset(&ga, 0, sizeof ga);

@@ -68,8 +68,8 @@ static const char* payment(int n, char buf[256]) {
 }
 
 /* Event id n. */
-static const char* event_id(int n, char buf[37]) {
-  snprintf(buf, 37, "0190b6d8-3ae7-7ca2-a653-%012d", n);
+static const char* event_id(int n, char buf[OB_UUID_BUFLEN]) {
+  snprintf(buf, OB_UUID_BUFLEN, "0190b6d8-3ae7-7ca2-a653-%012d", n);
   return buf;
 }
 
@@ -87,7 +87,7 @@ static char* cloudevent(const char* id, const char* type, const char* source,
 }
 
 static char* payment_event(int n) {
-  char id[37], body[256];
+  char id[OB_UUID_BUFLEN], body[256];
   return cloudevent(event_id(n, id), PAY, "urn:oncebox:test", payment(n, body));
 }
 
@@ -95,26 +95,26 @@ static char* payment_event(int n) {
 
 typedef struct sqc_s {
   uv_loop_t loop;
-  ob_sqs_client_t* c;
+  ob__sqs_client_t* c;
 } sqc_t;
 
 static void sqc_open(sqc_t* s) {
-  ob_sqs_client_config_t cfg;
+  ob__sqs_client_config_t cfg;
   char err[256];
   assert_int_equal(uv_loop_init(&s->loop), 0);
   sq_client_config(&g_srv, &cfg, NULL, NULL);
-  if (ob_sqs_client_open(&s->c, &s->loop, &cfg, err, sizeof err) != 0)
+  if (ob__sqs_client_open(&s->c, &s->loop, &cfg, err, sizeof err) != 0)
     fail_msg("client: %s", err);
 }
 
-static void sqc_closed(ob_sqs_client_t* c, void* arg) {
+static void sqc_closed(ob__sqs_client_t* c, void* arg) {
   (void)c;
   *(int*)arg = 1;
 }
 
 static void sqc_close(sqc_t* s) {
   int closed = 0;
-  ob_sqs_client_close(s->c, sqc_closed, &closed);
+  ob__sqs_client_close(s->c, sqc_closed, &closed);
   uv_run(&s->loop, UV_RUN_DEFAULT);
   assert_int_equal(closed, 1);
   assert_int_equal(uv_loop_close(&s->loop), 0);
@@ -139,7 +139,7 @@ static void send_bodies(const char* url, char* const* bodies, size_t n,
     size_t k = n - off < 10 ? n - off : 10;
     ob__sqs_send_t ent[10];
     char eid[10][8];
-    ob_sqs_req_t req;
+    ob__sqs_req_t req;
     sq_done_t d = {0, 0};
     for (size_t i = 0; i < k; i++) {
       ob__sqs_send_init(&ent[i]);
@@ -150,7 +150,7 @@ static void send_bodies(const char* url, char* const* bodies, size_t n,
     }
     memset(&req, 0, sizeof req);
     req.data = &d;
-    assert_int_equal(ob_sqs_send_message_batch(s.c, &req, url, ent, k, sq_cb),
+    assert_int_equal(ob__sqs_send_message_batch(s.c, &req, url, ent, k, sq_cb),
                      0);
     if (sq_wait(&s.loop, &req) != 0) fail_msg("send: %s", req.detail);
     assert_int_equal(req.batch.nfailed, 0);
@@ -159,7 +159,7 @@ static void send_bodies(const char* url, char* const* bodies, size_t n,
       int idx = atoi(req.batch.ok[i].id + 1);
       snprintf(ids[off + (size_t)idx], 80, "%s", req.batch.ok[i].message_id);
     }
-    ob_sqs_req_cleanup(&req);
+    ob__sqs_req_cleanup(&req);
   }
   sqc_close(&s);
 }
@@ -176,20 +176,20 @@ static long queue_depth(const char* url, long* visible, long* hidden) {
                                       "ApproximateNumberOfMessagesDelayed"};
   long v[3] = {0, 0, 0};
   sqc_t s;
-  ob_sqs_req_t req;
+  ob__sqs_req_t req;
   sq_done_t d = {0, 0};
   sqc_open(&s);
   memset(&req, 0, sizeof req);
   req.data = &d;
   assert_int_equal(
-      ob_sqs_get_queue_attributes(s.c, &req, url, names, 3, sq_cb), 0);
+      ob__sqs_get_queue_attributes(s.c, &req, url, names, 3, sq_cb), 0);
   assert_int_equal(sq_wait(&s.loop, &req), 0);
   for (int i = 0; i < 3; i++) {
     const char* a = ob__sqs_attr_get(&req.attrs, names[i]);
     assert_non_null(a);
     v[i] = atol(a);
   }
-  ob_sqs_req_cleanup(&req);
+  ob__sqs_req_cleanup(&req);
   sqc_close(&s);
   if (visible) *visible = v[0];
   if (hidden) *hidden = v[1];
@@ -464,7 +464,7 @@ static void test_same_event_many_times(void** state) {
   url = new_queue(NULL);
   for (int copy = 0; copy < 4; copy++)
     for (int p = 1; p <= 5; p++) {
-      char id[37], body[256];
+      char id[OB_UUID_BUFLEN], body[256];
       bodies[n++] = cloudevent(event_id(p, id), PAY,
                                copy == 3 ? "urn:elsewhere" : "urn:oncebox:test",
                                payment(p, body));
@@ -500,7 +500,7 @@ static void test_invalid_bodies(void** state) {
   char* url;
   char* db = new_db();
   char ids[8][80];
-  char id[37];
+  char id[OB_UUID_BUFLEN];
   char* bodies[8];
   eng_t g;
   (void)state;
@@ -529,7 +529,7 @@ static void test_invalid_bodies(void** state) {
 
   for (int i = 0; i < 5; i++) {
     char sql[1024];
-    char want[37];
+    char want[OB_UUID_BUFLEN];
     /* fauxqs MessageIds are UUIDs, so they are the failure-store ids. */
     assert_true(ob_uuid_valid(ids[i]));
     assert_int_equal(ob__consumer_failure_id(ids[i], want), 0);
@@ -912,7 +912,7 @@ static int busy_handler(ob_tx_t* tx, const ob_message_t* m, void* arg) {
 static void test_retries_exhausted(void** state) {
   char* url;
   char* db = new_db();
-  char id[37];
+  char id[OB_UUID_BUFLEN];
   ob_retry_policy_t p;
   eng_t g;
   (void)state;

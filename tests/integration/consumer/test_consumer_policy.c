@@ -18,7 +18,7 @@
 #define SECRET "CANARYsecret/consumer+0123456789abcdefXY"
 
 static void test_failure_id(void** state) {
-  char a[37], b[37];
+  char a[OB_UUID_BUFLEN], b[OB_UUID_BUFLEN];
   (void)state;
   /* A UUID MessageId is used as is, lower-cased. */
   assert_int_equal(

@@ -280,7 +280,7 @@ static void enqueue_orders(fix_t* f, int first, int n) {
   ob_engine_t* e;
   open_engine(f, &e, NULL);
   for (int i = first; i < first + n; i++) {
-    char id[37], body[160];
+    char id[OB_UUID_BUFLEN], body[160];
     ob_envelope_t env;
     snprintf(id, sizeof id, "0190b6d8-3ae7-7ca2-a653-%012d", i);
     snprintf(body, sizeof body,

@@ -213,7 +213,7 @@ static void enqueue_orders(fix_t* f, int first, int n, int copies) {
   ob_engine_t* e;
   open_engine(f, &e, NULL);
   for (int i = first; i < first + n; i++) {
-    char id[37], body[160];
+    char id[OB_UUID_BUFLEN], body[160];
     ob_envelope_t env;
     snprintf(id, sizeof id, "0190b6d8-3ae7-7ca2-a653-%012d", i);
     snprintf(body, sizeof body,
@@ -503,7 +503,7 @@ static void resend(fix_t* f, uint64_t* seed, int upto, int tag) {
   ob_engine_t* e;
   open_engine(f, &e, NULL);
   for (int k = 0; k < 3; k++) {
-    char id[37], body[160];
+    char id[OB_UUID_BUFLEN], body[160];
     int i = 1 + (int)(rnd(seed) % (uint64_t)upto);
     ob_envelope_t env;
     snprintf(id, sizeof id, "0190b6d8-3ae7-7ca2-b653-%012d", tag * 10 + k);

@@ -49,7 +49,7 @@ typedef struct fix_s {
   char* dir;
   char* state_path;
   uv_loop_t loop;
-  ob_http_client_t* client;
+  ob__http_client_t* client;
   ps_sim_t* sim;
   const char* auth;  /* Authorization header of every request, or NULL */
 } fix_t;
@@ -63,12 +63,12 @@ typedef struct res_s {
 } res_t;
 
 typedef struct call_s {
-  ob_http_req_t req;
+  ob__http_req_t req;
   res_t res;
   uint64_t started_ms;
 } call_t;
 
-static const ob_http_resolve_t k_resolve[] = {{"localhost", "127.0.0.1"}};
+static const ob__http_resolve_t k_resolve[] = {{"localhost", "127.0.0.1"}};
 
 static const char* const k_key_required =
     "{\"error\":{\"type\":\"invalid_request_error\",\"message\":"
@@ -168,16 +168,16 @@ static int teardown(void** state) {
   }
 
 static void open_client(fix_t* f) {
-  ob_http_config_t cfg;
+  ob__http_config_t cfg;
   char err[256] = "";
   int rc;
-  ob_http_config_init(&cfg);
+  ob__http_config_init(&cfg);
   cfg.ca_file = g.ca;
   cfg.resolve = k_resolve;
   cfg.nresolve = 1;
   cfg.connect_timeout_ms = 5000;
   cfg.request_timeout_ms = 10000;
-  rc = ob_http_client_open(&f->client, &f->loop, &cfg, err, sizeof err);
+  rc = ob__http_client_open(&f->client, &f->loop, &cfg, err, sizeof err);
   if (rc != 0) fprintf(stderr, "client_open: %s\n", err);
   assert_int_equal(rc, 0);
 }
@@ -192,14 +192,14 @@ static void start(fix_t* f, const char* flags) {
 
 /* ---- requests ------------------------------------------------------------ */
 
-static void on_response(ob_http_req_t* req, int status,
-                        const ob_http_response_t* res) {
+static void on_response(ob__http_req_t* req, int status,
+                        const ob__http_response_t* res) {
   res_t* x = req->data;
   const char* v;
   ht_on_response(req, status, res);
-  v = ob_http_header_get(res, "Idempotent-Replayed");
+  v = ob__http_header_get(res, "Idempotent-Replayed");
   x->replayed = v != NULL && strcmp(v, "true") == 0;
-  v = ob_http_header_get(res, "Retry-After");
+  v = ob__http_header_get(res, "Retry-After");
   snprintf(x->retry_after, sizeof x->retry_after, "%s", v ? v : "");
 }
 
@@ -207,12 +207,12 @@ static void on_response(ob_http_req_t* req, int status,
 static void submit(fix_t* f, call_t* c, const char* method, const char* path,
                    const char* key, const char* body, uint64_t timeout_ms) {
   char url[512];
-  ob_http_header_t h[3];
+  ob__http_header_t h[3];
   size_t nh = 0;
   snprintf(url, sizeof url, "https://localhost:%d%s", ps_port(f->sim), path);
-  if (key != NULL) h[nh++] = (ob_http_header_t){"Idempotency-Key", key};
-  if (f->auth != NULL) h[nh++] = (ob_http_header_t){"Authorization", f->auth};
-  h[nh++] = (ob_http_header_t){"Content-Type", "application/json"};
+  if (key != NULL) h[nh++] = (ob__http_header_t){"Idempotency-Key", key};
+  if (f->auth != NULL) h[nh++] = (ob__http_header_t){"Authorization", f->auth};
+  h[nh++] = (ob__http_header_t){"Content-Type", "application/json"};
   memset(c, 0, sizeof *c);
   c->req.data = &c->res;
   c->req.method = method;
@@ -223,7 +223,7 @@ static void submit(fix_t* f, call_t* c, const char* method, const char* path,
   c->req.body_len = body ? strlen(body) : 0;
   c->req.timeout_ms = timeout_ms;
   c->started_ms = ht_now_ms();
-  assert_int_equal(ob_http_request(f->client, &c->req, on_response), 0);
+  assert_int_equal(ob__http_request(f->client, &c->req, on_response), 0);
 }
 
 static void wait_call(fix_t* f, call_t* c) {
@@ -336,7 +336,7 @@ static void test_charge_and_replay(void** state) {
   FIX;
   call_t a, b;
   ps_stats_t s;
-  ob_http_stats_t hs;
+  ob__http_stats_t hs;
   start(f, NULL);
   assert_int_equal(charge(f, &a, "key-1", "o-1", 1250), 0);
   assert_int_equal(a.res.r.http_status, 200);
@@ -362,7 +362,7 @@ static void test_charge_and_replay(void** state) {
   assert_int_equal(s.lookups, 0);
   assert_int_equal(s.held, 0);
   /* Keep-alive: both requests on one connection. */
-  ob_http_client_stats(f->client, &hs);
+  ob__http_client_stats(f->client, &hs);
   assert_int_equal(hs.connections_opened, 1);
   assert_int_equal(hs.connections_reused, 1);
   call_free(&a);
@@ -731,7 +731,7 @@ static void test_slow_charge_first(void** state) {
          500);
   pump_until_lines(f, "HELD o-11", 1, 5000);
   wait_call(f, &a);
-  assert_int_equal(a.res.r.status, OB_HTTP_E_DEADLINE);
+  assert_int_equal(a.res.r.status, OB__HTTP_E_DEADLINE);
   assert_int_equal(a.res.r.request_sent, 1);
   call_free(&a);
   assert_int_equal(ps_charges(f->sim, "o-11"), 1);
@@ -767,7 +767,7 @@ static void test_slow_client_gives_up(void** state) {
          500);
   pump_until_lines(f, "HELD o-12", 1, 5000);
   wait_call(f, &a);
-  assert_int_equal(a.res.r.status, OB_HTTP_E_DEADLINE);
+  assert_int_equal(a.res.r.status, OB__HTTP_E_DEADLINE);
   assert_int_equal(a.res.r.request_sent, 1);
   call_free(&a);
   assert_int_equal(ps_charges(f->sim, "o-12"), 0);  /* not yet */
@@ -787,7 +787,7 @@ static void test_drop_after_charge(void** state) {
   start(f, NULL);
   assert_int_equal(ps_mode(f->sim, "drop_after_charge", 1, 0, 0), 0);
   assert_true(charge(f, &a, "key-13", "o-13", 1300) < 0);
-  printf("  drop: %s (%s)\n", ob_http_err_name(a.res.r.status),
+  printf("  drop: %s (%s)\n", ob__http_err_name(a.res.r.status),
          a.res.r.detail);
   assert_int_equal(a.res.r.request_sent, 1);
   assert_int_equal(a.res.r.http_status, 0);
@@ -908,7 +908,7 @@ static void test_die_after_charge_and_restart(void** state) {
 static void test_die_before_charge_and_kill(void** state) {
   FIX;
   call_t a, c;
-  ob_http_stats_t hs;
+  ob__http_stats_t hs;
   start(f, NULL);
   assert_int_equal(ps_mode(f->sim, "die_before_charge", 1, 0, 0), 0);
   assert_true(charge(f, &a, "key-18", "o-18", 1800) < 0);
@@ -933,7 +933,7 @@ static void test_die_before_charge_and_kill(void** state) {
   assert_int_equal(lookup(f, &c, "key-18"), 0);
   assert_int_equal(c.res.r.http_status, 200);
   call_free(&c);
-  ob_http_client_stats(f->client, &hs);
+  ob__http_client_stats(f->client, &hs);
   printf("  after SIGKILL: %llu connections, %llu resent\n",
          (unsigned long long)hs.connections_opened,
          (unsigned long long)hs.retries);

@@ -235,8 +235,8 @@ int ht_free_port(void) {
 
 /* ---- requests ------------------------------------------------------------ */
 
-void ht_on_response(ob_http_req_t* req, int status,
-                    const ob_http_response_t* res) {
+void ht_on_response(ob__http_req_t* req, int status,
+                    const ob__http_response_t* res) {
   ht_result_t* r = req->data;
   r->calls++;
   r->done = 1;
@@ -257,10 +257,10 @@ void ht_on_response(ob_http_req_t* req, int status,
   r->body_len = res->body_len;
 }
 
-int ht_fetch(uv_loop_t* loop, ob_http_client_t* c, const char* method,
+int ht_fetch(uv_loop_t* loop, ob__http_client_t* c, const char* method,
              const char* url, const void* body, size_t body_len,
              uint64_t timeout_ms, ht_result_t* out) {
-  ob_http_req_t req;
+  ob__http_req_t req;
   int rc;
 
   memset(&req, 0, sizeof req);
@@ -271,10 +271,10 @@ int ht_fetch(uv_loop_t* loop, ob_http_client_t* c, const char* method,
   req.body = body;
   req.body_len = body_len;
   req.timeout_ms = timeout_ms;
-  rc = ob_http_request(c, &req, ht_on_response);
+  rc = ob__http_request(c, &req, ht_on_response);
   if (rc < 0) return rc;
   if (out->done) {  /* must never happen: callbacks are not re-entrant */
-    fprintf(stderr, "callback ran inside ob_http_request\n");
+    fprintf(stderr, "callback ran inside ob__http_request\n");
     abort();
   }
   while (!out->done)
@@ -290,14 +290,14 @@ void ht_result_free(ht_result_t* r) {
   r->body = NULL;
 }
 
-static void on_client_closed(ob_http_client_t* c, void* arg) {
+static void on_client_closed(ob__http_client_t* c, void* arg) {
   (void)c;
   *(int*)arg = 1;
 }
 
-void ht_close_client(uv_loop_t* loop, ob_http_client_t* c) {
+void ht_close_client(uv_loop_t* loop, ob__http_client_t* c) {
   int closed = 0;
-  ob_http_client_close(c, on_client_closed, &closed);
+  ob__http_client_close(c, on_client_closed, &closed);
   while (!closed)
     if (uv_run(loop, UV_RUN_ONCE) == 0 && !closed) {
       fprintf(stderr, "loop went idle without the close callback\n");

@@ -60,17 +60,17 @@ typedef struct ht_result_s {
   char first_header[128];  /* "name: value" of the first header */
 } ht_result_t;
 
-/* The ob_http_cb the helpers use: fills the ht_result_t in req->data. */
-void ht_on_response(ob_http_req_t* req, int status,
-                    const ob_http_response_t* res);
+/* The ob__http_cb the helpers use: fills the ht_result_t in req->data. */
+void ht_on_response(ob__http_req_t* req, int status,
+                    const ob__http_response_t* res);
 /* Submit and run the loop until the callback ran. Returns the submit
 ** error (callback never runs) or the callback status. */
-int ht_fetch(uv_loop_t* loop, ob_http_client_t* c, const char* method,
+int ht_fetch(uv_loop_t* loop, ob__http_client_t* c, const char* method,
              const char* url, const void* body, size_t body_len,
              uint64_t timeout_ms, ht_result_t* out);
 void ht_result_free(ht_result_t* r);
 /* Close the client and run the loop until its close callback ran. */
-void ht_close_client(uv_loop_t* loop, ob_http_client_t* c);
+void ht_close_client(uv_loop_t* loop, ob__http_client_t* c);
 /* Milliseconds on a monotonic clock. */
 uint64_t ht_now_ms(void);
 /* Peak RSS of this process in KiB. */

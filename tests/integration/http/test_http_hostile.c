@@ -27,8 +27,8 @@ static int g_port;
 
 typedef struct {
   uv_loop_t loop;
-  ob_http_client_t* client;
-  ob_http_config_t cfg;
+  ob__http_client_t* client;
+  ob__http_config_t cfg;
 } fix_t;
 
 static int group_setup(void** state) {
@@ -65,7 +65,7 @@ static int setup(void** state) {
   fix_t* f = calloc(1, sizeof *f);
   if (f == NULL) return -1;
   uv_loop_init(&f->loop);
-  ob_http_config_init(&f->cfg);
+  ob__http_config_init(&f->cfg);
   f->cfg.allow_plain_http = 1;
   f->cfg.max_body_bytes = 1024 * 1024;
   f->cfg.connect_timeout_ms = 5000;
@@ -76,7 +76,7 @@ static int setup(void** state) {
 
 static void open_client(fix_t* f) {
   char err[256] = "";
-  int rc = ob_http_client_open(&f->client, &f->loop, &f->cfg, err, sizeof err);
+  int rc = ob__http_client_open(&f->client, &f->loop, &f->cfg, err, sizeof err);
   if (rc != 0) fprintf(stderr, "client_open: %s\n", err);
   assert_int_equal(rc, 0);
 }
@@ -138,26 +138,26 @@ static const struct {
     {"/continue", 0, 200, "ok"},
     {"/http10", 0, 200, "body until close"},
     {"/no-such-mode", 0, 404, ""},
-    {"/huge-cl", OB_HTTP_E_BAD_CONTENT_LENGTH, 0, NULL},
-    {"/neg-cl", OB_HTTP_E_BAD_CONTENT_LENGTH, 0, NULL},
-    {"/dup-cl", OB_HTTP_E_BAD_CONTENT_LENGTH, 0, NULL},
-    {"/dup-cl-same", OB_HTTP_E_BAD_CONTENT_LENGTH, 0, NULL},
-    {"/big-cl", OB_HTTP_E_BODY_TOO_BIG, 0, NULL},
-    {"/cl-te", OB_HTTP_E_BAD_FRAMING, 0, NULL},
-    {"/bad-chunk", OB_HTTP_E_BAD_CHUNK, 0, NULL},
-    {"/huge-chunk", OB_HTTP_E_BAD_CHUNK, 0, NULL},
-    {"/neg-chunk", OB_HTTP_E_BAD_CHUNK, 0, NULL},
-    {"/long-header", OB_HTTP_E_HEADER_TOO_BIG, 0, NULL},
-    {"/many-headers", OB_HTTP_E_HEADER_TOO_BIG, 0, NULL},
-    {"/endless-body", OB_HTTP_E_BODY_TOO_BIG, 0, NULL},
-    {"/endless-chunked", OB_HTTP_E_BODY_TOO_BIG, 0, NULL},
-    {"/early-close", OB_HTTP_E_EOF, 0, NULL},
-    {"/partial-header", OB_HTTP_E_EOF, 0, NULL},
-    {"/close-now", OB_HTTP_E_EOF, 0, NULL},
-    {"/reset", OB_HTTP_E_RESET, 0, NULL},
-    {"/many-continue", OB_HTTP_E_BAD_RESPONSE, 0, NULL},
-    {"/switching", OB_HTTP_E_BAD_RESPONSE, 0, NULL},
-    {"/garbage", OB_HTTP_E_BAD_RESPONSE, 0, NULL},
+    {"/huge-cl", OB__HTTP_E_BAD_CONTENT_LENGTH, 0, NULL},
+    {"/neg-cl", OB__HTTP_E_BAD_CONTENT_LENGTH, 0, NULL},
+    {"/dup-cl", OB__HTTP_E_BAD_CONTENT_LENGTH, 0, NULL},
+    {"/dup-cl-same", OB__HTTP_E_BAD_CONTENT_LENGTH, 0, NULL},
+    {"/big-cl", OB__HTTP_E_BODY_TOO_BIG, 0, NULL},
+    {"/cl-te", OB__HTTP_E_BAD_FRAMING, 0, NULL},
+    {"/bad-chunk", OB__HTTP_E_BAD_CHUNK, 0, NULL},
+    {"/huge-chunk", OB__HTTP_E_BAD_CHUNK, 0, NULL},
+    {"/neg-chunk", OB__HTTP_E_BAD_CHUNK, 0, NULL},
+    {"/long-header", OB__HTTP_E_HEADER_TOO_BIG, 0, NULL},
+    {"/many-headers", OB__HTTP_E_HEADER_TOO_BIG, 0, NULL},
+    {"/endless-body", OB__HTTP_E_BODY_TOO_BIG, 0, NULL},
+    {"/endless-chunked", OB__HTTP_E_BODY_TOO_BIG, 0, NULL},
+    {"/early-close", OB__HTTP_E_EOF, 0, NULL},
+    {"/partial-header", OB__HTTP_E_EOF, 0, NULL},
+    {"/close-now", OB__HTTP_E_EOF, 0, NULL},
+    {"/reset", OB__HTTP_E_RESET, 0, NULL},
+    {"/many-continue", OB__HTTP_E_BAD_RESPONSE, 0, NULL},
+    {"/switching", OB__HTTP_E_BAD_RESPONSE, 0, NULL},
+    {"/garbage", OB__HTTP_E_BAD_RESPONSE, 0, NULL},
 };
 
 static void test_hostile_cases(void** state) {
@@ -168,12 +168,12 @@ static void test_hostile_cases(void** state) {
   for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++) {
     ht_result_t r;
     int rc = fetch(f, "GET", k_cases[i].mode, NULL, 0, &r);
-    printf("  %-18s %-32s %s\n", k_cases[i].mode, ob_http_err_name(rc),
+    printf("  %-18s %-32s %s\n", k_cases[i].mode, ob__http_err_name(rc),
            r.detail);
     if (rc != k_cases[i].want)
       fail_msg("%s: got %s (%s), want %s", k_cases[i].mode,
-               ob_http_err_name(rc), r.detail,
-               ob_http_err_name(k_cases[i].want));
+               ob__http_err_name(rc), r.detail,
+               ob__http_err_name(k_cases[i].want));
     assert_int_equal(r.calls, 1);
     if (rc == 0) {
       assert_int_equal(r.http_status, k_cases[i].http_status);
@@ -198,21 +198,21 @@ static void test_hostile_cases(void** state) {
 static void test_unclean_connections_not_pooled(void** state) {
   fix_t* f = *state;
   ht_result_t r;
-  ob_http_stats_t st;
+  ob__http_stats_t st;
   open_client(f);
   assert_int_equal(fetch(f, "GET", "/extra", NULL, 0, &r), 0);
   assert_string_equal(r.body, "ok");
   ht_result_free(&r);
   for (int i = 0; i < 20; i++) uv_run(&f->loop, UV_RUN_NOWAIT);
-  ob_http_client_stats(f->client, &st);
+  ob__http_client_stats(f->client, &st);
   assert_int_equal(st.idle_connections, 0);
   assert_int_equal(fetch(f, "GET", "/close-hdr", NULL, 0, &r), 0);
   ht_result_free(&r);
-  ob_http_client_stats(f->client, &st);
+  ob__http_client_stats(f->client, &st);
   assert_int_equal(st.idle_connections, 0);
   assert_int_equal(fetch(f, "GET", "/ok", NULL, 0, &r), 0);
   ht_result_free(&r);
-  ob_http_client_stats(f->client, &st);
+  ob__http_client_stats(f->client, &st);
   assert_int_equal(st.idle_connections, 1);
   assert_int_equal(st.connections_opened, 3);
 }
@@ -224,7 +224,7 @@ static void test_one_byte_per_second_hits_deadline(void** state) {
   open_client(f);
   t0 = ht_now_ms();
   assert_int_equal(fetch(f, "GET", "/slow", NULL, 1500, &r),
-                   OB_HTTP_E_DEADLINE);
+                   OB__HTTP_E_DEADLINE);
   dt = ht_now_ms() - t0;
   assert_true(dt >= 1400 && dt < 4000);
   assert_non_null(strstr(r.detail, "1500 ms"));
@@ -234,7 +234,7 @@ static void test_one_byte_per_second_hits_deadline(void** state) {
 
 static void test_keepalive_100_sequential(void** state) {
   fix_t* f = *state;
-  ob_http_stats_t st;
+  ob__http_stats_t st;
   int conns0, conns1;
   open_client(f);
   conns0 = stats_field(f, "\"connections\":");
@@ -247,7 +247,7 @@ static void test_keepalive_100_sequential(void** state) {
   }
   conns1 = stats_field(f, "\"connections\":");
   assert_int_equal(conns1, conns0);  /* the server saw no new connection */
-  ob_http_client_stats(f->client, &st);
+  ob__http_client_stats(f->client, &st);
   assert_int_equal(st.connections_opened, 1);
   assert_int_equal(st.connections_reused, 101);
 }
@@ -257,7 +257,7 @@ static void test_keepalive_100_sequential(void** state) {
 static void test_stale_connection_get_retried(void** state) {
   fix_t* f = *state;
   ht_result_t r;
-  ob_http_stats_t st;
+  ob__http_stats_t st;
   int before = server_count(" GET /ok ");
   open_client(f);
   assert_int_equal(fetch(f, "GET", "/drop-next", NULL, 0, &r), 0);
@@ -266,7 +266,7 @@ static void test_stale_connection_get_retried(void** state) {
   assert_string_equal(r.body, "ok");
   assert_int_equal(r.reused, 0);  /* answered on the fresh connection */
   ht_result_free(&r);
-  ob_http_client_stats(f->client, &st);
+  ob__http_client_stats(f->client, &st);
   assert_int_equal(st.retries, 1);
   assert_int_equal(st.connections_opened, 2);
   assert_int_equal(server_count(" GET /ok ") - before, 2);
@@ -276,17 +276,17 @@ static void test_stale_connection_get_retried(void** state) {
 static void test_stale_connection_post_not_resent(void** state) {
   fix_t* f = *state;
   ht_result_t r;
-  ob_http_stats_t st;
+  ob__http_stats_t st;
   int before = server_count(" POST /echo ");
   open_client(f);
   assert_int_equal(fetch(f, "GET", "/drop-next", NULL, 0, &r), 0);
   ht_result_free(&r);
-  assert_int_equal(fetch(f, "POST", "/echo", "x", 0, &r), OB_HTTP_E_STALE);
+  assert_int_equal(fetch(f, "POST", "/echo", "x", 0, &r), OB__HTTP_E_STALE);
   assert_int_equal(r.request_sent, 1);
   assert_int_equal(r.reused, 1);
   assert_non_null(strstr(r.detail, "not resent"));
   ht_result_free(&r);
-  ob_http_client_stats(f->client, &st);
+  ob__http_client_stats(f->client, &st);
   assert_int_equal(st.retries, 0);
   assert_int_equal(server_count(" POST /echo ") - before, 1);
 }
@@ -294,9 +294,9 @@ static void test_stale_connection_post_not_resent(void** state) {
 static void test_parallel_requests_and_pool_cap(void** state) {
   fix_t* f = *state;
   enum { N = 10 };
-  ob_http_req_t req[N];
+  ob__http_req_t req[N];
   ht_result_t r[N];
-  ob_http_stats_t st;
+  ob__http_stats_t st;
   char* u = url_for("127.0.0.1", "/ok");
   int done;
   open_client(f);
@@ -306,7 +306,7 @@ static void test_parallel_requests_and_pool_cap(void** state) {
     req[i].data = &r[i];
     req[i].method = "GET";
     req[i].url = u;
-    assert_int_equal(ob_http_request(f->client, &req[i], ht_on_response), 0);
+    assert_int_equal(ob__http_request(f->client, &req[i], ht_on_response), 0);
   }
   do {
     uv_run(&f->loop, UV_RUN_ONCE);
@@ -318,7 +318,7 @@ static void test_parallel_requests_and_pool_cap(void** state) {
     assert_int_equal(r[i].calls, 1);
     ht_result_free(&r[i]);
   }
-  ob_http_client_stats(f->client, &st);
+  ob__http_client_stats(f->client, &st);
   assert_int_equal(st.connections_opened, N);
   assert_int_equal(st.idle_connections, f->cfg.max_idle_per_host);
   free(u);
@@ -348,20 +348,20 @@ static void noop_timer(uv_timer_t* t) {
 static void test_idle_timeout_evicts(void** state) {
   fix_t* f = *state;
   ht_result_t r;
-  ob_http_stats_t st;
+  ob__http_stats_t st;
   uv_timer_t tick;  /* the pool is unref'd: keep the loop turning */
   uint64_t end;
   f->cfg.idle_timeout_ms = 200;
   open_client(f);
   assert_int_equal(fetch(f, "GET", "/ok", NULL, 0, &r), 0);
   ht_result_free(&r);
-  ob_http_client_stats(f->client, &st);
+  ob__http_client_stats(f->client, &st);
   assert_int_equal(st.idle_connections, 1);
   uv_timer_init(&f->loop, &tick);
   uv_timer_start(&tick, noop_timer, 20, 20);
   end = ht_now_ms() + 3000;
   while (ht_now_ms() < end) {
-    ob_http_client_stats(f->client, &st);
+    ob__http_client_stats(f->client, &st);
     if (st.idle_connections == 0) break;
     uv_run(&f->loop, UV_RUN_ONCE);
   }

@@ -42,8 +42,8 @@ static group_t g;
 
 typedef struct {
   uv_loop_t loop;
-  ob_http_client_t* client;
-  ob_http_config_t cfg;
+  ob__http_client_t* client;
+  ob__http_config_t cfg;
   ht_proc_t* extra;  /* a per-test server, stopped by teardown */
   char* extra_out;
 } fix_t;
@@ -90,13 +90,13 @@ static int group_teardown(void** state) {
   return 0;
 }
 
-static const ob_http_resolve_t k_resolve[] = {{"sqs.test", "127.0.0.1"}};
+static const ob__http_resolve_t k_resolve[] = {{"sqs.test", "127.0.0.1"}};
 
 static int setup(void** state) {
   fix_t* f = calloc(1, sizeof *f);
   if (f == NULL) return -1;
   uv_loop_init(&f->loop);
-  ob_http_config_init(&f->cfg);
+  ob__http_config_init(&f->cfg);
   f->cfg.ca_file = g.ca;
   f->cfg.resolve = k_resolve;
   f->cfg.nresolve = 1;
@@ -108,7 +108,7 @@ static int setup(void** state) {
 
 static void open_client(fix_t* f) {
   char err[256] = "";
-  int rc = ob_http_client_open(&f->client, &f->loop, &f->cfg, err, sizeof err);
+  int rc = ob__http_client_open(&f->client, &f->loop, &f->cfg, err, sizeof err);
   if (rc != 0) fprintf(stderr, "client_open: %s\n", err);
   assert_int_equal(rc, 0);
 }
@@ -190,7 +190,7 @@ static int stat_field(const char* json, const char* key) {
 static void test_keepalive_tls_100(void** state) {
   fix_t* f = *state;
   ht_result_t r;
-  ob_http_stats_t st;
+  ob__http_stats_t st;
   char* stats = url_for("sqs.test", g.port[GOOD], "/stats");
   char* hello = url_for("sqs.test", g.port[GOOD], "/hello");
   int secure0, secure1;
@@ -212,7 +212,7 @@ static void test_keepalive_tls_100(void** state) {
   secure1 = stat_field(r.body, "\"secure\":");
   ht_result_free(&r);
   assert_int_equal(secure1, secure0);  /* one TLS connection for 102 */
-  ob_http_client_stats(f->client, &st);
+  ob__http_client_stats(f->client, &st);
   assert_int_equal(st.connections_opened, 1);
   assert_int_equal(st.connections_reused, 101);
   assert_int_equal(st.idle_connections, 1);
@@ -249,8 +249,8 @@ static void expect_refused(fix_t* f, const char* host, int port, int want,
   open_client(f);
   rc = ht_fetch(&f->loop, f->client, "GET", url, NULL, 0, 0, &r);
   if (rc != want)
-    fprintf(stderr, "got %s (%s), want %s\n", ob_http_err_name(rc), r.detail,
-            ob_http_err_name(want));
+    fprintf(stderr, "got %s (%s), want %s\n", ob__http_err_name(rc), r.detail,
+            ob__http_err_name(want));
   assert_int_equal(rc, want);
   assert_int_equal(r.calls, 1);
   assert_int_equal(r.request_sent, 0);
@@ -259,7 +259,7 @@ static void expect_refused(fix_t* f, const char* host, int port, int want,
     fprintf(stderr, "detail: %s\n", r.detail);
     fail_msg("detail lacks '%s'", detail_has);
   }
-  printf("  %s: %s\n", ob_http_err_name(rc), r.detail);
+  printf("  %s: %s\n", ob__http_err_name(rc), r.detail);
   ht_result_free(&r);
   free(url);
 }
@@ -271,7 +271,7 @@ static void expect_no_request_on(int who) {
 }
 
 static void test_wrong_hostname(void** state) {
-  expect_refused(*state, "sqs.test", g.port[WRONG], OB_HTTP_E_TLS_HOSTNAME,
+  expect_refused(*state, "sqs.test", g.port[WRONG], OB__HTTP_E_TLS_HOSTNAME,
                  "sqs.test");
   expect_no_request_on(WRONG);
 }
@@ -279,26 +279,26 @@ static void test_wrong_hostname(void** state) {
 /* An IP-literal URL is still name-checked (the cert has DNS names only). */
 static void test_ip_literal_is_checked(void** state) {
   int before = count_server_lines("REQ", GOOD);
-  expect_refused(*state, "127.0.0.1", g.port[GOOD], OB_HTTP_E_TLS_HOSTNAME,
+  expect_refused(*state, "127.0.0.1", g.port[GOOD], OB__HTTP_E_TLS_HOSTNAME,
                  "127.0.0.1");
   assert_int_equal(count_server_lines("REQ", GOOD), before);
 }
 
 static void test_expired(void** state) {
-  expect_refused(*state, "sqs.test", g.port[EXPIRED], OB_HTTP_E_TLS_EXPIRED,
+  expect_refused(*state, "sqs.test", g.port[EXPIRED], OB__HTTP_E_TLS_EXPIRED,
                  "expired");
   expect_no_request_on(EXPIRED);
 }
 
 static void test_not_yet_valid(void** state) {
-  expect_refused(*state, "sqs.test", g.port[FUTURE], OB_HTTP_E_TLS_FUTURE,
+  expect_refused(*state, "sqs.test", g.port[FUTURE], OB__HTTP_E_TLS_FUTURE,
                  "future");
   expect_no_request_on(FUTURE);
 }
 
 static void test_untrusted(void** state) {
   expect_refused(*state, "sqs.test", g.port[UNTRUSTED],
-                 OB_HTTP_E_TLS_UNTRUSTED, "trusted");
+                 OB__HTTP_E_TLS_UNTRUSTED, "trusted");
   expect_no_request_on(UNTRUSTED);
 }
 
@@ -306,7 +306,7 @@ static void test_untrusted(void** state) {
 static void test_system_bundle_rejects_test_ca(void** state) {
   fix_t* f = *state;
   f->cfg.ca_file = NULL;
-  expect_refused(f, "sqs.test", g.port[GOOD], OB_HTTP_E_TLS_UNTRUSTED, NULL);
+  expect_refused(f, "sqs.test", g.port[GOOD], OB__HTTP_E_TLS_UNTRUSTED, NULL);
 }
 
 static void test_tls11_only_server(void** state) {
@@ -325,7 +325,7 @@ static void test_tls11_only_server(void** state) {
   assert_non_null(f->extra);
   port = ht_wait_number(f->extra, "ACCEPT 127.0.0.1:", 10000);
   assert_true(port > 0);
-  expect_refused(f, "sqs.test", port, OB_HTTP_E_TLS_PROTOCOL, "TLS 1.2");
+  expect_refused(f, "sqs.test", port, OB__HTTP_E_TLS_PROTOCOL, "TLS 1.2");
   /* s_server prints what it receives: no request line may be there. */
   log = ht_output(f->extra);
   assert_null(strstr(log, "must-not-arrive"));
@@ -351,7 +351,7 @@ static void test_truncated_handshake(void** state) {
   assert_non_null(f->extra);
   port = ht_wait_number(f->extra, "listening on AF=2 127.0.0.1:", 10000);
   assert_true(port > 0);
-  expect_refused(f, "sqs.test", port, OB_HTTP_E_TLS_HANDSHAKE_EOF,
+  expect_refused(f, "sqs.test", port, OB__HTTP_E_TLS_HANDSHAKE_EOF,
                  "handshake");
   assert_int_equal(count_server_lines("REQ", GOOD), before);
 }
@@ -374,7 +374,7 @@ static void test_silent_server(void** state) {
   assert_int_equal(getsockname(lfd, (struct sockaddr*)&a, &len), 0);
   f->cfg.connect_timeout_ms = 700;
   t0 = ht_now_ms();
-  expect_refused(f, "sqs.test", ntohs(a.sin_port), OB_HTTP_E_CONNECT_TIMEOUT,
+  expect_refused(f, "sqs.test", ntohs(a.sin_port), OB__HTTP_E_CONNECT_TIMEOUT,
                  "TLS handshake");
   assert_true(ht_now_ms() - t0 < 3000);
   /* What reached the server: a ClientHello, and nothing of the request. */
@@ -393,7 +393,7 @@ static void test_silent_server(void** state) {
 static void test_connection_refused(void** state) {
   int port = ht_free_port();
   assert_true(port > 0);
-  expect_refused(*state, "sqs.test", port, OB_HTTP_E_CONNECT, "refused");
+  expect_refused(*state, "sqs.test", port, OB__HTTP_E_CONNECT, "refused");
 }
 
 int main(void) {

@@ -60,7 +60,7 @@ static inline int rf_enable(fixture_t* f, const char* queue_url,
 }
 
 static inline void rf_enqueue_payments(fixture_t* f, int from, int n) {
-  char id[37], body[256];
+  char id[OB_UUID_BUFLEN], body[256];
   for (int i = from; i < from + n; i++)
     assert_int_equal(fx_enqueue(f, OB_PAYOUT_MESSAGE_TYPE, fx_event(i, id),
                                 fx_payment(i, body)),

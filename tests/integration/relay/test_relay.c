@@ -57,9 +57,9 @@ static int enable(fixture_t* f, const char* queue_url, int park_after,
 static cJSON* drain_queue(const char* queue_url) {
   uv_loop_t loop;
   sq_clock_t clock;
-  ob_sqs_client_config_t cfg;
-  ob_sqs_client_t* c = NULL;
-  ob_sqs_req_t req;
+  ob__sqs_client_config_t cfg;
+  ob__sqs_client_t* c = NULL;
+  ob__sqs_req_t req;
   sq_done_t done;
   cJSON* all = cJSON_CreateArray();
   char err[256];
@@ -69,7 +69,7 @@ static cJSON* drain_queue(const char* queue_url) {
   uv_loop_init(&loop);
   sq_clock_init(&clock, 0, -1);
   sq_client_config(&g_srv, &cfg, SQ_SECRET, &clock.clock);
-  assert_int_equal(ob_sqs_client_open(&c, &loop, &cfg, err, sizeof err), 0);
+  assert_int_equal(ob__sqs_client_open(&c, &loop, &cfg, err, sizeof err), 0);
   for (;;) {
     ob__sqs_receive_t p;
     memset(&p, 0, sizeof p);
@@ -84,7 +84,7 @@ static cJSON* drain_queue(const char* queue_url) {
     memset(&req, 0, sizeof req);
     memset(&done, 0, sizeof done);
     req.data = &done;
-    assert_int_equal(ob_sqs_receive_message(c, &req, &p, sq_cb), 0);
+    assert_int_equal(ob__sqs_receive_message(c, &req, &p, sq_cb), 0);
     assert_int_equal(sq_wait(&loop, &req), 0);
     size_t n = req.receive.n;
     for (size_t i = 0; i < n; i++) {
@@ -105,19 +105,19 @@ static cJSON* drain_queue(const char* queue_url) {
       }
       assert_int_equal(seen, 3);
       cJSON_AddItemToArray(all, ev);
-      ob_sqs_req_t del;
+      ob__sqs_req_t del;
       sq_done_t d2 = {0, 0};
       memset(&del, 0, sizeof del);
       del.data = &d2;
-      assert_int_equal(ob_sqs_delete_message(c, &del, queue_url, m->receipt_handle,
+      assert_int_equal(ob__sqs_delete_message(c, &del, queue_url, m->receipt_handle,
                                              sq_cb), 0);
       assert_int_equal(sq_wait(&loop, &del), 0);
-      ob_sqs_req_cleanup(&del);
+      ob__sqs_req_cleanup(&del);
     }
-    ob_sqs_req_cleanup(&req);
+    ob__sqs_req_cleanup(&req);
     if (n == 0) break;
   }
-  ob_sqs_client_close(c, NULL, NULL);
+  ob__sqs_client_close(c, NULL, NULL);
   uv_run(&loop, UV_RUN_DEFAULT);
   uv_loop_close(&loop);
   return all;
@@ -317,7 +317,7 @@ static void run_parking(int ordered) {
   snprintf(name, sizeof name, "relay-park-%d", ordered);
   char* q = sq_create_queue(&g_srv, name, "{\"MaximumMessageSize\":\"1024\"}");
   fixture_t* f = rf_terminal();
-  char id[37];
+  char id[OB_UUID_BUFLEN];
   ob_stats_t st;
   rf_set_endpoint(g_srv.port);
   ob_register(f->e, "MakeBig", "big", big_event, NULL);

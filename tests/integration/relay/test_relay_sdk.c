@@ -239,7 +239,7 @@ static void assert_sdk_got_outbox(fixture_t* f, const cJSON* msgs, int first,
     const char* payload = (const char*)sqlite3_column_text(st, 4);
     int64_t created = sqlite3_column_int64(st, 5);
     cJSON* want_data = cJSON_Parse(payload);
-    char when[40], ev_id[37];
+    char when[40], ev_id[OB_UUID_BUFLEN];
     int found = 0, cause_ok = 0;
 
     rows++;

@@ -96,9 +96,9 @@ void sq_server_stop(sq_server_t* s) {
 char* sq_control(const sq_server_t* s, const char* route, const char* json,
                  int* http_status) {
   uv_loop_t loop;
-  ob_http_client_t* c = NULL;
-  ob_http_config_t cfg;
-  ob_http_resolve_t r = {SQ_HOST, "127.0.0.1"};
+  ob__http_client_t* c = NULL;
+  ob__http_config_t cfg;
+  ob__http_resolve_t r = {SQ_HOST, "127.0.0.1"};
   ht_result_t res;
   char url[256];
   char err[256];
@@ -106,11 +106,11 @@ char* sq_control(const sq_server_t* s, const char* route, const char* json,
   int rc;
 
   uv_loop_init(&loop);
-  ob_http_config_init(&cfg);
+  ob__http_config_init(&cfg);
   cfg.ca_file = s->ca_file;
   cfg.resolve = &r;
   cfg.nresolve = 1;
-  if (ob_http_client_open(&c, &loop, &cfg, err, sizeof err) != 0) {
+  if (ob__http_client_open(&c, &loop, &cfg, err, sizeof err) != 0) {
     fprintf(stderr, "sq_control: %s\n", err);
     uv_loop_close(&loop);
     return NULL;
@@ -213,11 +213,11 @@ void sq_clock_init(sq_clock_t* c, int64_t offset_ms, double fraction) {
   c->state = 0x9e3779b97f4a7c15ull;
 }
 
-static const ob_http_resolve_t k_resolve = {SQ_HOST, "127.0.0.1"};
+static const ob__http_resolve_t k_resolve = {SQ_HOST, "127.0.0.1"};
 
-void sq_client_config(const sq_server_t* s, ob_sqs_client_config_t* cfg,
+void sq_client_config(const sq_server_t* s, ob__sqs_client_config_t* cfg,
                       const char* secret, const ob_clock_t* clock) {
-  ob_sqs_client_config_init(cfg);
+  ob__sqs_client_config_init(cfg);
   cfg->endpoint = s->endpoint;
   cfg->region = SQ_REGION;
   cfg->access_key_id = SQ_AKID;
@@ -231,13 +231,13 @@ void sq_client_config(const sq_server_t* s, ob_sqs_client_config_t* cfg,
 }
 
 /* ---- requests ----------------------------------------------------------------- */
-void sq_cb(ob_sqs_req_t* req, int status) {
+void sq_cb(ob__sqs_req_t* req, int status) {
   sq_done_t* d = req->data;
   d->calls++;
   d->status = status;
 }
 
-int sq_wait(uv_loop_t* loop, ob_sqs_req_t* req) {
+int sq_wait(uv_loop_t* loop, ob__sqs_req_t* req) {
   sq_done_t* d = req->data;
   if (d->calls != 0) {
     fprintf(stderr, "callback ran inside the submitting call\n");

@@ -63,7 +63,7 @@ void sq_clock_init(sq_clock_t* c, int64_t offset_ms, double fraction);
 
 /* Client config for the server: endpoint, region, the given secret, the CA,
 ** resolve sqs.test -> 127.0.0.1. */
-void sq_client_config(const sq_server_t* s, ob_sqs_client_config_t* cfg,
+void sq_client_config(const sq_server_t* s, ob__sqs_client_config_t* cfg,
                       const char* secret, const ob_clock_t* clock);
 
 /* Outcome of one call, filled by sq_cb. */
@@ -73,9 +73,9 @@ typedef struct sq_done_s {
 } sq_done_t;
 
 /* The callback the helpers use: req->data is a sq_done_t. */
-void sq_cb(ob_sqs_req_t* req, int status);
+void sq_cb(ob__sqs_req_t* req, int status);
 /* Run the loop until req's callback ran; aborts if it ran inside the
 ** submit call or the loop goes idle first. Returns the status. */
-int sq_wait(uv_loop_t* loop, ob_sqs_req_t* req);
+int sq_wait(uv_loop_t* loop, ob__sqs_req_t* req);
 
 #endif

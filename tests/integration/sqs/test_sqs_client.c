@@ -38,8 +38,8 @@ static int g_qn;   /* queue name counter */
 typedef struct fix_s {
   uv_loop_t loop;
   sq_clock_t clock;
-  ob_sqs_client_t* c;
-  ob_sqs_req_t req;
+  ob__sqs_client_t* c;
+  ob__sqs_req_t req;
   sq_done_t done;
   char* q;         /* a fresh standard queue */
 } fix_t;
@@ -70,12 +70,12 @@ static char* new_queue(const char* suffix, const char* attrs) {
 }
 
 static void open_client(fix_t* f, const char* secret, uint64_t timeout_ms) {
-  ob_sqs_client_config_t cfg;
+  ob__sqs_client_config_t cfg;
   char err[256] = "";
   int rc;
   sq_client_config(&g_srv, &cfg, secret, &f->clock.clock);
   if (timeout_ms) cfg.request_timeout_ms = timeout_ms;
-  rc = ob_sqs_client_open(&f->c, &f->loop, &cfg, err, sizeof err);
+  rc = ob__sqs_client_open(&f->c, &f->loop, &cfg, err, sizeof err);
   if (rc != 0) fprintf(stderr, "open: %s\n", err);
   assert_int_equal(rc, 0);
 }
@@ -94,7 +94,7 @@ static int setup(void** state) {
   return 0;
 }
 
-static void on_closed(ob_sqs_client_t* c, void* arg) {
+static void on_closed(ob__sqs_client_t* c, void* arg) {
   (void)c;
   (*(int*)arg)++;
 }
@@ -102,7 +102,7 @@ static void on_closed(ob_sqs_client_t* c, void* arg) {
 static void close_client(fix_t* f) {
   int closed = 0;
   if (f->c == NULL) return;
-  ob_sqs_client_close(f->c, on_closed, &closed);
+  ob__sqs_client_close(f->c, on_closed, &closed);
   while (closed == 0)
     if (uv_run(&f->loop, UV_RUN_ONCE) == 0 && closed == 0) break;
   assert_int_equal(closed, 1);
@@ -112,7 +112,7 @@ static void close_client(fix_t* f) {
 static int teardown(void** state) {
   fix_t* f = *state;
   if (f == NULL) return 0;
-  ob_sqs_req_cleanup(&f->req);
+  ob__sqs_req_cleanup(&f->req);
   close_client(f);
   uv_run(&f->loop, UV_RUN_DEFAULT);
   assert_int_equal(uv_loop_close(&f->loop), 0);
@@ -136,7 +136,7 @@ static int teardown(void** state) {
     rc_ = (call);                                   \
     if (rc_ != 0) {                                 \
       fprintf(stderr, "submit: %s (%s)\n",          \
-              ob_sqs_err_name(rc_), (f)->req.detail); \
+              ob__sqs_err_name(rc_), (f)->req.detail); \
       fail();                                       \
     }                                               \
     sq_wait(&(f)->loop, &(f)->req);                 \
@@ -144,7 +144,7 @@ static int teardown(void** state) {
 
 static void expect_ok(fix_t* f, int status) {
   if (status != 0)
-    fprintf(stderr, "status %s: %s\n", ob_sqs_err_name(status), f->req.detail);
+    fprintf(stderr, "status %s: %s\n", ob__sqs_err_name(status), f->req.detail);
   assert_int_equal(status, 0);
   assert_string_equal(f->req.detail, "");
 }
@@ -154,7 +154,7 @@ static int send_text(fix_t* f, const char* q, const char* body) {
   ob__sqs_send_init(&m);
   m.body = body;
   m.body_len = strlen(body);
-  return RUN(f, ob_sqs_send_message(f->c, &f->req, q, &m, sq_cb));
+  return RUN(f, ob__sqs_send_message(f->c, &f->req, q, &m, sq_cb));
 }
 
 static int receive(fix_t* f, const char* q, int max, int wait, int vt) {
@@ -169,7 +169,7 @@ static int receive(fix_t* f, const char* q, int max, int wait, int vt) {
   r.nmessage_attribute_names = 1;
   r.system_attribute_names = all;
   r.nsystem_attribute_names = 1;
-  return RUN(f, ob_sqs_receive_message(f->c, &f->req, &r, sq_cb));
+  return RUN(f, ob__sqs_receive_message(f->c, &f->req, &r, sq_cb));
 }
 
 /* ---- happy paths -------------------------------------------------------------- */
@@ -193,7 +193,7 @@ static void test_send_receive_delete(void** state) {
   m.body_len = strlen(m.body);
   m.attrs = attrs;
   m.nattrs = 3;
-  expect_ok(f, RUN(f, ob_sqs_send_message(f->c, &f->req, f->q, &m, sq_cb)));
+  expect_ok(f, RUN(f, ob__sqs_send_message(f->c, &f->req, f->q, &m, sq_cb)));
   assert_int_equal(f->req.attempts, 1);
   assert_int_equal(f->req.http_status, 200);
   assert_non_null(f->req.send.message_id);
@@ -225,7 +225,7 @@ static void test_send_receive_delete(void** state) {
   }
   {
     char* handle = strdup(got->receipt_handle);
-    expect_ok(f, RUN(f, ob_sqs_delete_message(f->c, &f->req, f->q, handle,
+    expect_ok(f, RUN(f, ob__sqs_delete_message(f->c, &f->req, f->q, handle,
                                               sq_cb)));
     free(handle);
   }
@@ -241,11 +241,11 @@ static void test_queue_url_and_attributes(void** state) {
   static const char* const names[] = {"All"};
   const char* name = strrchr(f->q, '/') + 1;
   open_client(f, NULL, 0);
-  expect_ok(f, RUN(f, ob_sqs_get_queue_url(f->c, &f->req, name, NULL, sq_cb)));
+  expect_ok(f, RUN(f, ob__sqs_get_queue_url(f->c, &f->req, name, NULL, sq_cb)));
   assert_string_equal(f->req.queue_url, f->q);
   expect_ok(f, send_text(f, f->q, "one"));
   expect_ok(f, send_text(f, f->q, "two"));
-  expect_ok(f, RUN(f, ob_sqs_get_queue_attributes(f->c, &f->req, f->q, names,
+  expect_ok(f, RUN(f, ob__sqs_get_queue_attributes(f->c, &f->req, f->q, names,
                                                    1, sq_cb)));
   assert_string_equal(ob__sqs_attr_get(&f->req.attrs, "VisibilityTimeout"),
                       "30");
@@ -276,7 +276,7 @@ static void test_batch_send_and_delete(void** state) {
       e[i].nattrs = 1;
     }
   }
-  expect_ok(f, RUN(f, ob_sqs_send_message_batch(f->c, &f->req, f->q, e, 10,
+  expect_ok(f, RUN(f, ob__sqs_send_message_batch(f->c, &f->req, f->q, e, 10,
                                                 sq_cb)));
   assert_int_equal(f->req.batch.nok, 10);
   assert_int_equal(f->req.batch.nfailed, 0);
@@ -294,7 +294,7 @@ static void test_batch_send_and_delete(void** state) {
     h[i].receipt_handle = handles[i];
     h[i].visibility_timeout = -1;
   }
-  expect_ok(f, RUN(f, ob_sqs_delete_message_batch(f->c, &f->req, f->q, h, 10,
+  expect_ok(f, RUN(f, ob__sqs_delete_message_batch(f->c, &f->req, f->q, h, 10,
                                                   sq_cb)));
   assert_int_equal(f->req.batch.nok, 10);
   assert_int_equal(f->req.batch.nfailed, 0);
@@ -303,11 +303,11 @@ static void test_batch_send_and_delete(void** state) {
   assert_int_equal(f->req.receive.n, 0);
 
   /* Too many entries and duplicate ids never reach the wire. */
-  assert_int_equal(ob_sqs_send_message_batch(f->c, &f->req, f->q, e, 11, sq_cb),
+  assert_int_equal(ob__sqs_send_message_batch(f->c, &f->req, f->q, e, 11, sq_cb),
                    OB_ETOOBIG);
   assert_non_null(strstr(f->req.detail, "invalid request"));
   e[1].id = ids[0];
-  assert_int_equal(ob_sqs_send_message_batch(f->c, &f->req, f->q, e, 2, sq_cb),
+  assert_int_equal(ob__sqs_send_message_batch(f->c, &f->req, f->q, e, 2, sq_cb),
                    OB_EINVAL);
   assert_non_null(strstr(f->req.detail, "DUPLICATE"));
 }
@@ -330,7 +330,7 @@ static void test_batch_failed_entries(void** state) {
   }
   /* HTTP 200 with one entry under Failed: the call succeeds, the caller
   ** walks batch.failed. */
-  expect_ok(f, RUN(f, ob_sqs_send_message_batch(f->c, &f->req, small, e, 3,
+  expect_ok(f, RUN(f, ob__sqs_send_message_batch(f->c, &f->req, small, e, 3,
                                                 sq_cb)));
   assert_int_equal(f->req.batch.nok, 2);
   assert_int_equal(f->req.batch.nfailed, 1);
@@ -359,7 +359,7 @@ static void test_change_visibility(void** state) {
   expect_ok(f, receive(f, f->q, 1, 0, -1));
   assert_int_equal(f->req.receive.n, 0);
   /* Visibility 0: back at once, second receive. */
-  expect_ok(f, RUN(f, ob_sqs_change_visibility(f->c, &f->req, f->q, handle, 0,
+  expect_ok(f, RUN(f, ob__sqs_change_visibility(f->c, &f->req, f->q, handle, 0,
                                                sq_cb)));
   free(handle);
   expect_ok(f, receive(f, f->q, 1, 0, 60));
@@ -374,7 +374,7 @@ static void test_change_visibility(void** state) {
   h[1].id = "bad";
   h[1].receipt_handle = "not-a-handle";
   h[1].visibility_timeout = 0;
-  expect_ok(f, RUN(f, ob_sqs_change_visibility_batch(f->c, &f->req, f->q, h, 2,
+  expect_ok(f, RUN(f, ob__sqs_change_visibility_batch(f->c, &f->req, f->q, h, 2,
                                                      sq_cb)));
   assert_int_equal(f->req.batch.nok, 1);
   assert_string_equal(f->req.batch.ok[0].id, "good");
@@ -387,7 +387,7 @@ static void test_change_visibility(void** state) {
   assert_int_equal(f->req.receive.messages[0].receive_count, 3);
 
   /* Out of range: refused before the wire. */
-  assert_int_equal(ob_sqs_change_visibility(f->c, &f->req, f->q, "h", 43201,
+  assert_int_equal(ob__sqs_change_visibility(f->c, &f->req, f->q, "h", 43201,
                                             sq_cb),
                    OB_EINVAL);
 }
@@ -404,14 +404,14 @@ static void test_fifo(void** state) {
   m.body_len = strlen(m.body);
   m.group_id = "terminal-7";
   m.dedup_id = "evt-0001";
-  expect_ok(f, RUN(f, ob_sqs_send_message(f->c, &f->req, q, &m, sq_cb)));
+  expect_ok(f, RUN(f, ob__sqs_send_message(f->c, &f->req, q, &m, sq_cb)));
   assert_non_null(f->req.send.sequence_number);
   snprintf(first_id, sizeof first_id, "%s", f->req.send.message_id);
   snprintf(first_seq, sizeof first_seq, "%s", f->req.send.sequence_number);
   /* Same dedup id, different body: accepted, same id, not delivered twice. */
   m.body = "fifo one, again";
   m.body_len = strlen(m.body);
-  expect_ok(f, RUN(f, ob_sqs_send_message(f->c, &f->req, q, &m, sq_cb)));
+  expect_ok(f, RUN(f, ob__sqs_send_message(f->c, &f->req, q, &m, sq_cb)));
   assert_string_equal(f->req.send.message_id, first_id);
   assert_string_equal(f->req.send.sequence_number, first_seq);
   expect_ok(f, receive(f, q, 10, 0, 30));
@@ -423,8 +423,8 @@ static void test_fifo(void** state) {
   /* No group id: the service error surfaces with its code. */
   m.group_id = NULL;
   m.dedup_id = "evt-0002";
-  assert_int_equal(RUN(f, ob_sqs_send_message(f->c, &f->req, q, &m, sq_cb)),
-                   OB_SQS_E_SERVICE);
+  assert_int_equal(RUN(f, ob__sqs_send_message(f->c, &f->req, q, &m, sq_cb)),
+                   OB__SQS_E_SERVICE);
   assert_int_equal(f->req.http_status, 400);
   assert_true(ob__sqs_error_is(&f->req.error, "MissingParameter"));
   assert_non_null(strstr(f->req.detail, "MissingParameter"));
@@ -453,7 +453,7 @@ static void test_nonexistent_queue(void** state) {
   snprintf(url, sizeof url, "%.*s/no-such-queue", (int)(strrchr(f->q, '/') - f->q),
            f->q);
   open_client(f, NULL, 0);
-  assert_int_equal(send_text(f, url, "x"), OB_SQS_E_NO_QUEUE);
+  assert_int_equal(send_text(f, url, "x"), OB__SQS_E_NO_QUEUE);
   assert_int_equal(f->req.attempts, 1);
   assert_int_equal(f->req.http_status, 400);
   assert_string_equal(f->req.error.query_code,
@@ -461,19 +461,19 @@ static void test_nonexistent_queue(void** state) {
   assert_string_equal(f->req.error.type, "QueueDoesNotExist");
   assert_int_equal(f->req.error.sender_fault, 1);
   assert_non_null(strstr(f->req.detail, "QueueDoesNotExist: The specified queue does not exist."));
-  assert_false(ob_sqs_status_is_transient(OB_SQS_E_NO_QUEUE));
-  assert_int_equal(RUN(f, ob_sqs_get_queue_url(f->c, &f->req, "nope", NULL,
+  assert_false(ob__sqs_status_is_transient(OB__SQS_E_NO_QUEUE));
+  assert_int_equal(RUN(f, ob__sqs_get_queue_url(f->c, &f->req, "nope", NULL,
                                                sq_cb)),
-                   OB_SQS_E_NO_QUEUE);
+                   OB__SQS_E_NO_QUEUE);
 }
 
 static void test_wrong_secret(void** state) {
   FIX;
   const char* wrong = "WRONG/secret+canary0123456789abcdefghij";
   int before = sq_count(&g_srv, "REQ AmazonSQS.SendMessage 403 bad");
-  ob_sqs_stats_t st;
+  ob__sqs_stats_t st;
   open_client(f, wrong, 0);
-  assert_int_equal(send_text(f, f->q, "x"), OB_SQS_E_AUTH);
+  assert_int_equal(send_text(f, f->q, "x"), OB__SQS_E_AUTH);
   /* Refused by the verifier (not by fauxqs), surfaced, not retried. */
   assert_int_equal(f->req.attempts, 1);
   assert_int_equal(f->req.http_status, 403);
@@ -483,7 +483,7 @@ static void test_wrong_secret(void** state) {
   assert_null(strstr(f->req.detail, SQ_SECRET));
   assert_int_equal(sq_count(&g_srv, "REQ AmazonSQS.SendMessage 403 bad"),
                    before + 1);
-  ob_sqs_client_stats(f->c, &st);
+  ob__sqs_client_stats(f->c, &st);
   assert_int_equal(st.retries, 0);
   assert_int_equal(st.retry_tokens, 500);
 }
@@ -491,7 +491,7 @@ static void test_wrong_secret(void** state) {
 static void test_session_token(void** state) {
   FIX;
   sq_server_t s2;
-  ob_sqs_client_config_t cfg;
+  ob__sqs_client_config_t cfg;
   char err[256];
   char* q;
   /* A second server that demands a token, so the signed token is checked. */
@@ -500,12 +500,12 @@ static void test_session_token(void** state) {
   assert_non_null(q);
   sq_client_config(&s2, &cfg, NULL, &f->clock.clock);
   cfg.session_token = "TOKEN/abc+def==";
-  assert_int_equal(ob_sqs_client_open(&f->c, &f->loop, &cfg, err, sizeof err), 0);
+  assert_int_equal(ob__sqs_client_open(&f->c, &f->loop, &cfg, err, sizeof err), 0);
   expect_ok(f, send_text(f, q, "with token"));
   close_client(f);
   cfg.session_token = "TOKEN/other";
-  assert_int_equal(ob_sqs_client_open(&f->c, &f->loop, &cfg, err, sizeof err), 0);
-  assert_int_equal(send_text(f, q, "wrong token"), OB_SQS_E_AUTH);
+  assert_int_equal(ob__sqs_client_open(&f->c, &f->loop, &cfg, err, sizeof err), 0);
+  assert_int_equal(send_text(f, q, "wrong token"), OB__SQS_E_AUTH);
   assert_true(ob__sqs_error_is(&f->req.error, "InvalidClientTokenId"));
   close_client(f);
   free(q);
@@ -516,7 +516,7 @@ static void test_session_token(void** state) {
 
 static void test_5xx_retried(void** state) {
   FIX;
-  ob_sqs_stats_t st;
+  ob__sqs_stats_t st;
   int faults0 = sq_count(&g_srv, "FAULT AmazonSQS.SendMessage error 503");
   open_client(f, NULL, 0);
   sq_fault(&g_srv, "{\"count\":2,\"status\":503,\"code\":\"ServiceUnavailable\","
@@ -525,7 +525,7 @@ static void test_5xx_retried(void** state) {
   assert_int_equal(f->req.attempts, 3);
   assert_int_equal(sq_count(&g_srv, "FAULT AmazonSQS.SendMessage error 503"),
                    faults0 + 2);
-  ob_sqs_client_stats(f->c, &st);
+  ob__sqs_client_stats(f->c, &st);
   assert_int_equal(st.retries, 2);
   /* Two transient retries (14 each), the last refunded on success. */
   assert_int_equal(st.retry_tokens, 500 - 28 + 14);
@@ -533,18 +533,18 @@ static void test_5xx_retried(void** state) {
   /* Three in a row: the last error surfaces after 3 attempts. */
   sq_fault(&g_srv, "{\"count\":3,\"status\":500,\"code\":\"InternalFailure\","
                    "\"query\":\"InternalFailure;Receiver\"}");
-  assert_int_equal(send_text(f, f->q, "x"), OB_SQS_E_UNAVAILABLE);
+  assert_int_equal(send_text(f, f->q, "x"), OB__SQS_E_UNAVAILABLE);
   assert_int_equal(f->req.attempts, 3);
   assert_int_equal(f->req.http_status, 500);
   assert_int_equal(f->req.error.sender_fault, 0);
   assert_non_null(strstr(f->req.detail, "InternalFailure"));
-  assert_true(ob_sqs_status_is_transient(OB_SQS_E_UNAVAILABLE));
+  assert_true(ob__sqs_status_is_transient(OB__SQS_E_UNAVAILABLE));
 }
 
 static void test_throttling_backoff(void** state) {
   FIX;
   uint64_t t0, dt;
-  ob_sqs_stats_t st;
+  ob__sqs_stats_t st;
   /* rand01 = 0.1: throttling waits 0.1 x 1000 ms, then 0.1 x 2000 ms. */
   sq_clock_init(&f->clock, 0, 0.1);
   open_client(f, NULL, 0);
@@ -558,13 +558,13 @@ static void test_throttling_backoff(void** state) {
   assert_int_equal(f->req.attempts, 3);
   assert_true(dt >= 300);
   assert_true(dt < 3000);
-  ob_sqs_client_stats(f->c, &st);
+  ob__sqs_client_stats(f->c, &st);
   assert_int_equal(st.retry_tokens, 500 - 10 + 5);
 
-  /* Exhausted attempts on throttling: OB_SQS_E_THROTTLED. */
+  /* Exhausted attempts on throttling: OB__SQS_E_THROTTLED. */
   sq_clock_init(&f->clock, 0, 0.0);
   sq_fault(&g_srv, "{\"count\":3,\"status\":429,\"code\":\"TooManyRequestsException\"}");
-  assert_int_equal(send_text(f, f->q, "x"), OB_SQS_E_THROTTLED);
+  assert_int_equal(send_text(f, f->q, "x"), OB__SQS_E_THROTTLED);
   assert_int_equal(f->req.attempts, 3);
 }
 
@@ -583,7 +583,7 @@ static void test_retry_hint(void** state) {
 
 static void test_token_bucket(void** state) {
   FIX;
-  ob_sqs_stats_t st;
+  ob__sqs_stats_t st;
   int calls = 0;
   int total_retries = 0;
   int first_refused = -1;
@@ -593,7 +593,7 @@ static void test_token_bucket(void** state) {
   /* 500 tokens, 14 per transient retry: 35 retries, then fail fast. */
   while (calls < 25) {
     int rc = send_text(f, f->q, "x");
-    assert_int_equal(rc, OB_SQS_E_UNAVAILABLE);
+    assert_int_equal(rc, OB__SQS_E_UNAVAILABLE);
     total_retries += f->req.attempts - 1;
     calls++;
     if (f->req.quota_exhausted && first_refused < 0) first_refused = calls;
@@ -602,20 +602,20 @@ static void test_token_bucket(void** state) {
   assert_int_equal(total_retries, 35);
   assert_int_equal(first_refused, 18);   /* 17 x 2 retries, then 1 */
   assert_non_null(strstr(f->req.detail, "retry quota exhausted"));
-  ob_sqs_client_stats(f->c, &st);
+  ob__sqs_client_stats(f->c, &st);
   assert_int_equal(st.retry_tokens, 10);
   assert_true(st.quota_refusals >= 2);
   sq_clear(&g_srv);
   /* Successes refill one token each; the bucket is per client. */
   for (int i = 0; i < 4; i++) expect_ok(f, send_text(f, f->q, "ok"));
-  ob_sqs_client_stats(f->c, &st);
+  ob__sqs_client_stats(f->c, &st);
   assert_int_equal(st.retry_tokens, 14);
   sq_fault(&g_srv, "{\"count\":1,\"status\":503}");
   expect_ok(f, send_text(f, f->q, "one retry affordable again"));
   assert_int_equal(f->req.attempts, 2);
   /* Another operation shares the same bucket: now 14 - 14 + 14 = 14. */
   sq_fault(&g_srv, "{\"count\":2,\"status\":503}");
-  assert_int_equal(receive(f, f->q, 1, 0, -1), OB_SQS_E_UNAVAILABLE);
+  assert_int_equal(receive(f, f->q, 1, 0, -1), OB__SQS_E_UNAVAILABLE);
   assert_int_equal(f->req.attempts, 2);
   assert_int_equal(f->req.quota_exhausted, 1);
   sq_clear(&g_srv);
@@ -635,9 +635,9 @@ static void test_transport_errors_retried(void** state) {
   assert_int_equal(f->req.attempts, 2);
   /* Every attempt times out: the transport code surfaces. */
   sq_fault(&g_srv, "{\"count\":3,\"mode\":\"hang\"}");
-  assert_int_equal(send_text(f, f->q, "x"), OB_HTTP_E_DEADLINE);
+  assert_int_equal(send_text(f, f->q, "x"), OB__HTTP_E_DEADLINE);
   assert_int_equal(f->req.attempts, 3);
-  assert_true(ob_sqs_status_is_transient(OB_HTTP_E_DEADLINE));
+  assert_true(ob__sqs_status_is_transient(OB__HTTP_E_DEADLINE));
 }
 
 /* The reply to an applied SendMessage is lost: the retry succeeds and the
@@ -660,7 +660,7 @@ static void test_lost_reply_duplicates(void** state) {
 
 static void test_clock_skew_corrected(void** state) {
   FIX;
-  ob_sqs_stats_t st;
+  ob__sqs_stats_t st;
   int before = sq_count(&g_srv, "REQ AmazonSQS.SendMessage 400 expired");
   /* Our clock is an hour slow: the first attempt is refused as expired,
   ** its Date header corrects the offset, the one skew retry succeeds. */
@@ -670,7 +670,7 @@ static void test_clock_skew_corrected(void** state) {
   assert_int_equal(f->req.attempts, 2);
   assert_int_equal(sq_count(&g_srv, "REQ AmazonSQS.SendMessage 400 expired"),
                    before + 1);
-  ob_sqs_client_stats(f->c, &st);
+  ob__sqs_client_stats(f->c, &st);
   assert_int_equal(st.skew_corrections, 1);
   assert_true(st.clock_offset_ms > 3590 * 1000 && st.clock_offset_ms < 3610 * 1000);
   /* Later calls are signed with the corrected clock from the start. */
@@ -689,7 +689,7 @@ static void wait_log(fix_t* f, const char* line, int n) {
 
 static void test_cancel_and_close(void** state) {
   FIX;
-  ob_sqs_req_t r2;
+  ob__sqs_req_t r2;
   sq_done_t d2;
   ob__sqs_send_t m;
   int hangs = sq_count(&g_srv, "FAULT AmazonSQS.SendMessage hang");
@@ -702,15 +702,15 @@ static void test_cancel_and_close(void** state) {
   /* Cancel while the server sits on the request. */
   sq_fault(&g_srv, "{\"count\":1,\"mode\":\"hang\"}");
   f->done.calls = 0;
-  assert_int_equal(ob_sqs_send_message(f->c, &f->req, f->q, &m, sq_cb), 0);
-  assert_int_equal(ob_sqs_send_message(f->c, &f->req, f->q, &m, sq_cb),
+  assert_int_equal(ob__sqs_send_message(f->c, &f->req, f->q, &m, sq_cb), 0);
+  assert_int_equal(ob__sqs_send_message(f->c, &f->req, f->q, &m, sq_cb),
                    OB_ESTATE);
   wait_log(f, "FAULT AmazonSQS.SendMessage hang", hangs + 1);
-  assert_int_equal(ob_sqs_cancel(&f->req), 0);
+  assert_int_equal(ob__sqs_cancel(&f->req), 0);
   assert_int_equal(f->done.calls, 0);   /* never from inside cancel */
   assert_int_equal(sq_wait(&f->loop, &f->req), OB_ECANCELED);
-  assert_int_equal(ob_sqs_cancel(&f->req), OB_ESTATE);
-  ob_sqs_req_cleanup(&f->req);
+  assert_int_equal(ob__sqs_cancel(&f->req), OB_ESTATE);
+  ob__sqs_req_cleanup(&f->req);
 
   /* Close with one call waiting ~1 s to retry after a throttle and one
   ** in flight on a server that never answers. */
@@ -721,9 +721,9 @@ static void test_cancel_and_close(void** state) {
   memset(&d2, 0, sizeof d2);
   r2.data = &d2;
   f->done.calls = 0;
-  assert_int_equal(ob_sqs_send_message(f->c, &f->req, f->q, &m, sq_cb), 0);
+  assert_int_equal(ob__sqs_send_message(f->c, &f->req, f->q, &m, sq_cb), 0);
   wait_log(f, "FAULT AmazonSQS.SendMessage error 400", throttles + 1);
-  assert_int_equal(ob_sqs_send_message(f->c, &r2, f->q, &m, sq_cb), 0);
+  assert_int_equal(ob__sqs_send_message(f->c, &r2, f->q, &m, sq_cb), 0);
   wait_log(f, "FAULT AmazonSQS.SendMessage hang", hangs + 2);
   assert_int_equal(f->done.calls, 0);
   assert_int_equal(d2.calls, 0);
@@ -733,33 +733,33 @@ static void test_cancel_and_close(void** state) {
   assert_int_equal(f->req.attempts, 1);
   assert_int_equal(d2.calls, 1);
   assert_int_equal(d2.status, OB_ECANCELED);
-  ob_sqs_req_cleanup(&r2);
+  ob__sqs_req_cleanup(&r2);
   sq_clear(&g_srv);
 }
 
 static void test_open_errors(void** state) {
   FIX;
-  ob_sqs_client_config_t cfg;
-  ob_sqs_client_t* c = (ob_sqs_client_t*)1;
+  ob__sqs_client_config_t cfg;
+  ob__sqs_client_t* c = (ob__sqs_client_t*)1;
   char err[256];
   sq_client_config(&g_srv, &cfg, NULL, NULL);
   cfg.endpoint = "http://sqs.test:1";
-  assert_int_equal(ob_sqs_client_open(&c, &f->loop, &cfg, err, sizeof err),
+  assert_int_equal(ob__sqs_client_open(&c, &f->loop, &cfg, err, sizeof err),
                    OB_EINVAL);
   assert_null(c);
   assert_non_null(strstr(err, "plain HTTP"));
   cfg.endpoint = "https://sqs.test/path";
-  assert_int_equal(ob_sqs_client_open(&c, &f->loop, &cfg, err, sizeof err),
+  assert_int_equal(ob__sqs_client_open(&c, &f->loop, &cfg, err, sizeof err),
                    OB_EINVAL);
   cfg.endpoint = g_srv.endpoint;
   cfg.secret_access_key = "has space";
-  assert_int_equal(ob_sqs_client_open(&c, &f->loop, &cfg, err, sizeof err),
+  assert_int_equal(ob__sqs_client_open(&c, &f->loop, &cfg, err, sizeof err),
                    OB_EINVAL);
   assert_null(strstr(err, "has space"));
   cfg.secret_access_key = SQ_SECRET;
   cfg.ca_file = "/nonexistent/ca.pem";
-  assert_int_equal(ob_sqs_client_open(&c, &f->loop, &cfg, err, sizeof err),
-                   OB_HTTP_E_TLS_CA);
+  assert_int_equal(ob__sqs_client_open(&c, &f->loop, &cfg, err, sizeof err),
+                   OB__HTTP_E_TLS_CA);
 }
 
 int main(void) {
