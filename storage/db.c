@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "platform/posix/fs.h"
+#include "storage/private_file.h"
 #include "storage/store.h"
 
 int ob__db_seterr(ob__db_t* db, int code, const char* fmt, ...) {

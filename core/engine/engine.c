@@ -49,8 +49,8 @@ static void set_err(char* errbuf, size_t errlen, const char* msg) {
   if (errbuf != NULL && errlen > 0) snprintf(errbuf, errlen, "%s", msg);
 }
 
-int ob_open(ob_engine_t** out, const ob_options_t* opts, char* errbuf,
-            size_t errlen) {
+int ob__engine_open(ob_engine_t** out, const ob_options_t* opts,
+                    char* errbuf, size_t errlen) {
   ob_engine_t* e;
   int rc;
 
@@ -78,8 +78,13 @@ int ob_open(ob_engine_t** out, const ob_options_t* opts, char* errbuf,
     set_err(errbuf, errlen, "out of memory");
     return OB_ENOMEM;
   }
+  if (opts->clock == NULL) {
+    /* ob_open (platform/posix/open.c) puts the system clock here. */
+    set_err(errbuf, errlen, "options: no clock");
+    free(e);
+    return OB_EINVAL;
+  }
   e->opts = *opts;
-  if (e->opts.clock == NULL) e->opts.clock = ob_system_clock();
   e->db_path = strdup(opts->db_path);
   if (e->db_path == NULL) {
     free(e);
@@ -99,10 +104,8 @@ int ob_open(ob_engine_t** out, const ob_options_t* opts, char* errbuf,
   return 0;
 }
 
-void ob__runner_close_sync(ob_engine_t* e);  /* platform/loop/runner.c */
-
 int ob__engine_add_component(ob_engine_t* e, const ob__component_t* c) {
-  if (e->runner != NULL) return OB_ESTATE;
+  if (e->hooks.runner != NULL) return OB_ESTATE;
   for (size_t i = 0; i < e->ncomponents; i++)
     if (strcmp(e->components[i].name, c->name) == 0) return OB_EEXIST;
   if (e->ncomponents == OB__MAX_COMPONENTS) return OB_ENOMEM;
@@ -112,7 +115,7 @@ int ob__engine_add_component(ob_engine_t* e, const ob__component_t* c) {
 
 void ob_close(ob_engine_t* e) {
   if (e == NULL) return;
-  if (e->runner != NULL) ob__runner_close_sync(e);
+  if (e->hooks.runner != NULL && e->hooks.close_sync) e->hooks.close_sync(e);
   for (size_t i = 0; i < e->ncomponents; i++)
     e->components[i].destroy(e->components[i].self);
   ob__db_close(&e->db);
@@ -262,7 +265,7 @@ int ob_enqueue(ob_engine_t* e, const ob_envelope_t* env) {
   ** follow-up message commits (or not) with the effect that caused it. */
   if (e->db.in_tx) return insert_envelope(e, env, id, now);
   rc = insert_envelope(e, env, id, now);  /* autocommit: one transaction */
-  if (rc == 0 && e->wake) e->wake(e);
+  if (rc == 0 && e->hooks.wake) e->hooks.wake(e);
   return rc;
 }
 
@@ -294,7 +297,7 @@ int ob_enqueue_many(ob_engine_t* e, const ob_envelope_t* envs, size_t n,
   if (own_tx) {
     rc = ob__db_commit(&e->db);
     if (rc < 0) return rc;
-    if (committed > 0 && e->wake) e->wake(e);
+    if (committed > 0 && e->hooks.wake) e->hooks.wake(e);
   }
   return committed;
 }
@@ -531,11 +534,6 @@ void ob__engine_rollback(ob_engine_t* e) {
   if (rc == OB_EIO || rc == OB_ENOSPC) recover_after(e, rc);
 }
 
-void ob__engine_kick_components(ob_engine_t* e) {
-  for (size_t i = 0; i < e->ncomponents; i++)
-    if (e->components[i].kick) e->components[i].kick(e->components[i].self);
-}
-
 int ob__handle_external(ob_engine_t* e, const ob__queue_row_t* r,
                         ob_batch_result_t* res, int64_t* retry_delay) {
   int rc;
@@ -631,7 +629,7 @@ int ob_next_due(ob_engine_t* e, int64_t* at_ms) {
 void ob_stop(ob_engine_t* e) {
   if (e == NULL) return;
   e->stopping = 1;
-  if (e->on_stop) e->on_stop(e);
+  if (e->hooks.on_stop) e->hooks.on_stop(e);
 }
 
 /* ---- operations --------------------------------------------------------- */
@@ -646,7 +644,7 @@ int ob_failed_retry(ob_engine_t* e, int64_t id) {
   int rc;
   if (e == NULL || id < 0) return OB_EINVAL;
   rc = ob__failed_retry(&e->db, id, ob__now(e));
-  if (rc > 0 && e->wake) e->wake(e);
+  if (rc > 0 && e->hooks.wake) e->hooks.wake(e);
   return rc;
 }
 

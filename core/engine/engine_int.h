@@ -1,10 +1,12 @@
-/* The engine object, shared by core/engine, core/payout and platform/loop.
-** Not API. */
+/* The engine object, shared by core/engine, core/fence, core/relay,
+** core/consumer and the built-in modules. Not API, and not for platform/:
+** the loop drivers see the engine only through core/engine/engine_host.h. */
 #ifndef OB_CORE_ENGINE_INT_H
 #define OB_CORE_ENGINE_INT_H
 
 #include <signal.h>
 
+#include "core/engine/engine_host.h"
 #include "core/util/uuid.h"
 #include "oncebox.h"
 #include "storage/store.h"
@@ -36,41 +38,6 @@ typedef struct ob__provider_s {
 ** treated as "maybe sent", the safe side. */
 #define OB__MAX_FRESH 1024
 
-struct ob__runner_s;
-struct uv_loop_s;
-
-/*
-** A loop-driven part of the engine besides handling (the outbox relay, the
-** SQS consumer). Registered by its *_enable function before the engine is
-** attached; started by ob_attach, closed by ob_detach, freed by ob_close.
-** Core never calls these: platform/loop/runner.c does.
-*/
-typedef struct ob__component_s {
-  const char* name;
-  void* self;
-  /* Start on loop. < 0: attaching fails with this code. */
-  int (*start)(void* self, ob_engine_t* e, struct uv_loop_s* loop);
-  /* New work may exist (a handling batch committed outbox rows). */
-  void (*kick)(void* self);
-  /* The host says the network changed (is back): retry connections now.
-  ** May be NULL. */
-  void (*network)(void* self);
-  /* 1 when it has nothing it can do right now (for --until-idle). */
-  int (*idle)(void* self);
-  /* Stop and close its handles; done(arg) runs exactly once, from the loop,
-  ** when everything is closed. Work in flight ends safely (a relay releases
-  ** its claims, a consumer finishes or abandons the message in hand). */
-  void (*close)(void* self, void (*done)(void* arg), void* arg);
-  /* Free everything (after close, or when never started). */
-  void (*destroy)(void* self);
-} ob__component_t;
-
-#define OB__MAX_COMPONENTS 8
-
-/* Register c (copied). OB_EEXIST if one of that name exists, OB_ESTATE when
-** attached. */
-int ob__engine_add_component(ob_engine_t* e, const ob__component_t* c);
-
 struct ob_engine_s {
   ob_options_t opts;
   char* db_path;
@@ -82,13 +49,8 @@ struct ob_engine_s {
   ob__uuid7_gen_t idgen;
   /* Set from a signal handler or ob_stop(): stop claiming new messages. */
   volatile sig_atomic_t stopping;
-  /* The loop integration, owned by platform/loop (NULL when detached). */
-  struct ob__runner_s* runner;
-  /* Called after a commit that queued work, to wake the runner at once. */
-  void (*wake)(ob_engine_t* e);
-  /* Called by ob_stop when attached, so a sleeping runner notices at once
-  ** (must be async-signal-safe: it may run from a signal handler). */
-  void (*on_stop)(ob_engine_t* e);
+  /* The loop driver's hooks (platform/loop; all NULL when detached). */
+  ob__engine_hooks_t hooks;
   /* Why the last ob_run ended (0: clean stop). */
   int run_result;
   ob__component_t components[OB__MAX_COMPONENTS];
@@ -100,7 +62,6 @@ struct ob_engine_s {
   size_t fresh_committed;   /* entries whose claim has committed */
 };
 
-#define OB__REASON_LEN 512
 #define OB__EFFECT_KEY_MAX 200
 
 /* What ob_tx_effect left for the engine to do after the handler. */
@@ -135,15 +96,6 @@ static inline int64_t ob__now(const ob_engine_t* e) {
   return e->opts.clock->now_ms(e->opts.clock->ctx);
 }
 
-/* snprintf that truncates silently on purpose (reasons and messages are
-** bounded by design). */
-void ob__fmt(char* buf, size_t n, const char* fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* Log through opts.log if level is enabled. */
-void ob__log(ob_engine_t* e, ob_log_level_t level, const char* fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
 /* Storage errors after which the transaction cannot go on. */
 static inline int ob__is_fatal(int rc) {
   return rc == OB_ENOSPC || rc == OB_EIO || rc == OB_ECORRUPT ||
@@ -172,9 +124,6 @@ int ob__process_row(ob_engine_t* e, const ob__queue_row_t* r, int64_t now,
 ** set of fresh claims in step with what is durable). */
 int ob__engine_commit(ob_engine_t* e);
 void ob__engine_rollback(ob_engine_t* e);
-
-/* Tell every component there may be new work (outbox rows, effects). */
-void ob__engine_kick_components(ob_engine_t* e);
 
 /* ---- the fence, engine side (core/fence) ---------------------------------- */
 

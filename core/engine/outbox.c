@@ -132,6 +132,6 @@ int ob_outbox_retry_parked(ob_engine_t* e) {
   int n;
   if (e == NULL) return OB_EINVAL;
   n = ob__relay_retry_parked(&e->db, ob__now(e));
-  if (n > 0 && e->wake) e->wake(e);
+  if (n > 0 && e->hooks.wake) e->hooks.wake(e);
   return n;
 }

@@ -305,7 +305,7 @@ int ob__effect_settle(ob_engine_t* e, ob__effect_job_t* job,
   }
   /* The queue changed under the runner (messages handled, parked or back
   ** from the failure store): let it look again now. */
-  if ((final || parked) && e->wake) e->wake(e);
+  if ((final || parked) && e->hooks.wake) e->hooks.wake(e);
   /* Tests stop a worker on this line too: the outcome is durable. */
   ob__log(e, OB_LOG_DEBUG, "effect %s: outcome committed (%s, %d message(s) "
           "handled)", job->key, ob_effect_state_name(u.state), res->handled);
@@ -384,7 +384,7 @@ int ob_effects_reconcile(ob_engine_t* e, const char* const* keys, size_t n) {
   if (rc >= 0) rc = ob__db_commit(&e->db);
   else ob__db_rollback(&e->db);
   if (rc < 0) return rc;
-  if (total > 0) ob__engine_kick_components(e);
+  if (total > 0) ob__engine_kick_components(e, NULL);
   return total;
 }
 
@@ -432,8 +432,8 @@ int ob_effect_resolve(ob_engine_t* e, const char* key, int state,
   if (rc < 0) goto fail;
   rc = ob__engine_commit(e);
   if (rc < 0) return rc;
-  if (e->wake) e->wake(e);
-  if (res.handled > 0) ob__engine_kick_components(e);
+  if (e->hooks.wake) e->hooks.wake(e);
+  if (res.handled > 0) ob__engine_kick_components(e, NULL);
   return 0;
 fail:
   ob__engine_rollback(e);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/engine/engine_int.h"
+#include "core/util/link.h"
 #include "core/util/retry.h"
 
 void ob_provider_options_init(ob_provider_options_t* o) {
@@ -13,6 +14,7 @@ void ob_provider_options_init(ob_provider_options_t* o) {
   o->max_in_flight = 4;
   o->lease_ms = 120000;
   ob_retry_policy_init(&o->retry);
+  ob__probe_options_init(&o->probe, 60000);
 }
 
 static int printable(const char* s, size_t max) {

@@ -55,7 +55,11 @@ OB_EXTERN const char* ob_version(void);
 
 /*
 ** Error codes. Fixed small negatives owned by oncebox, identical on every
-** device so logs compare across a fleet.
+** device so logs compare across a fleet. Every code any public function
+** returns, or passes to a callback, is one of these. The network codes
+** (OB_ENET .. OB_EUNAVAIL) group the transport's detailed causes; the
+** detail (which certificate check, which SQS error) is in ob_errmsg() or
+** the errbuf of the call. ob_effect_reply_t.status uses them too.
 */
 #define OB_ERRNO_MAP(XX)                                                     \
   XX(EINVAL, -1, "invalid argument")                                         \
@@ -77,7 +81,14 @@ OB_EXTERN const char* ob_version(void);
   XX(EEXIST, -17, "already exists")                                          \
   XX(ECANCELED, -18, "operation canceled")                                   \
   XX(ESINK, -19, "outbox sink rejected the event")                           \
-  XX(ETIMEDOUT, -20, "timed out")
+  XX(ETIMEDOUT, -20, "timed out")                                            \
+  XX(ENET, -21, "network failure: the peer could not be reached or the "     \
+                "connection was lost")                                      \
+  XX(ETLS, -22, "TLS failure: certificate not trusted or handshake refused") \
+  XX(EPROTO, -23, "the peer sent a malformed or unexpected response")        \
+  XX(EAUTH, -24, "the peer refused the credentials or the signature")        \
+  XX(EREMOTE, -25, "the remote service refused the request")                 \
+  XX(EUNAVAIL, -26, "the remote service is unavailable or throttling")
 
 typedef enum {
   OB_OK = 0,
@@ -472,6 +483,21 @@ typedef enum {
 OB_EXTERN int ob_run(ob_engine_t* e, ob_run_mode_t mode, int handle_signals);
 
 /* ---------------------------------------------------------------------------
+** Offline probing, the same for the relay, the SQS consumer and every
+** provider's effects executor: after a request that could not reach its
+** peer the part goes offline and tries one request again after base_ms,
+** doubling with +-10% jitter up to cap_ms, until an answer arrives;
+** ob_network_changed() probes at once. Validation: base_ms >= 1 and
+** cap_ms >= base_ms, or the part's *_enable fails with OB_EINVAL.
+*/
+typedef struct ob_probe_options_s {
+  int64_t base_ms;             /* first wait: 1000 */
+  int64_t cap_ms;              /* longest wait: 300000 (a provider: 60000,
+                               ** so a till waits at most a minute once
+                               ** the provider is back) */
+} ob_probe_options_t;
+
+/* ---------------------------------------------------------------------------
 ** The outbox relay: publishes outbox rows to Amazon SQS as CloudEvents 1.0
 ** (structured JSON, id = the outbox id) whenever SQS can be reached.
 ** At-least-once: a row is marked published only after SQS accepted it, so a
@@ -487,8 +513,7 @@ typedef struct ob_relay_options_s {
                                ** 10; 0: never. Network failures never park */
   int64_t backoff_base_ms;     /* per-row backoff after a failure: 1000 */
   int64_t backoff_cap_ms;      /* ... doubling up to: 300000 */
-  int64_t probe_base_ms;       /* offline probing: 1000 */
-  int64_t probe_cap_ms;        /* ... doubling up to: 300000 */
+  ob_probe_options_t probe;    /* offline probing: 1000 .. 300000 */
   int64_t lease_ms;            /* claim lease of a batch in flight: 60000 */
 } ob_relay_options_t;
 
@@ -537,8 +562,8 @@ typedef struct ob_consumer_options_s {
   int prefetch;                /* messages received at once, 1..10: 1 */
   int visibility_timeout_s;    /* visibility of received messages and of
                                ** each keepalive extension, 1..43200: 30 */
-  int64_t probe_base_ms;       /* offline: first receive retry after 1000 */
-  int64_t probe_cap_ms;        /* ... doubling, with jitter, up to 300000 */
+  ob_probe_options_t probe;    /* offline: receive retried after 1000 ..
+                               ** 300000 */
 } ob_consumer_options_t;
 
 /* Fill o with the defaults above (queue_url NULL). This function can't
@@ -687,6 +712,8 @@ typedef struct ob_provider_options_s {
                              ** process for this long: 120000 */
   ob_retry_policy_t retry;   /* 5xx, 429, timeouts, lost replies: the
                              ** engine's defaults (3 retries, 1 s, x2) */
+  ob_probe_options_t probe;  /* offline probing (ob_provider_enable):
+                             ** 1000 .. 60000 */
 } ob_provider_options_t;
 
 /* Fill o with the defaults above (name and base_url NULL). Can't fail. */

@@ -30,35 +30,3 @@ int64_t ob__relay_row_backoff(int64_t base_ms, int64_t cap_ms, int attempt,
   return ob__retry_jitter(&p, ob__retry_base_delay(&p, attempt), c);
 }
 
-void ob__relay_link_init(ob__relay_link_t* l, int64_t base_ms, int64_t cap_ms) {
-  memset(l, 0, sizeof *l);
-  l->online = 1;
-  l->base_ms = base_ms;
-  l->cap_ms = cap_ms;
-}
-
-int ob__relay_link_ok(ob__relay_link_t* l) {
-  int back = !l->online;
-  l->online = 1;
-  l->failures = 0;
-  l->next_probe_at = 0;
-  return back;
-}
-
-int64_t ob__relay_link_failed(ob__relay_link_t* l, int64_t now,
-                              const ob_clock_t* c) {
-  int64_t d;
-  l->online = 0;
-  if (l->failures < 64) l->failures++;
-  d = ob__relay_row_backoff(l->base_ms, l->cap_ms, l->failures, c);
-  l->next_probe_at = now + d;
-  return d;
-}
-
-void ob__relay_link_nudge(ob__relay_link_t* l, int64_t now) {
-  if (!l->online) {
-    l->next_probe_at = now;
-    /* Start the backoff over: the host has reason to think it works. */
-    l->failures = 0;
-  }
-}

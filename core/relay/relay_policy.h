@@ -27,25 +27,4 @@ size_t ob__relay_batch_fit(const size_t* sizes, size_t n, size_t max_bytes);
 int64_t ob__relay_row_backoff(int64_t base_ms, int64_t cap_ms, int attempt,
                               const ob_clock_t* c);
 
-/* Connectivity: online until a transport failure; then offline, probing
-** with backoff (base doubling to cap, jitter) until a request succeeds. */
-typedef struct ob__relay_link_s {
-  int online;            /* 1 until proven otherwise */
-  int failures;          /* consecutive transport failures */
-  int64_t next_probe_at; /* when offline: earliest next attempt */
-  int64_t base_ms;
-  int64_t cap_ms;
-} ob__relay_link_t;
-
-void ob__relay_link_init(ob__relay_link_t* l, int64_t base_ms, int64_t cap_ms);
-/* A request reached SQS and got an answer (any HTTP status). Returns 1 if
-** this brought the link back online. */
-int ob__relay_link_ok(ob__relay_link_t* l);
-/* A request could not reach SQS. Returns the delay until the next probe;
-** the link is offline. */
-int64_t ob__relay_link_failed(ob__relay_link_t* l, int64_t now,
-                              const ob_clock_t* c);
-/* The host said the network is back: probe now. */
-void ob__relay_link_nudge(ob__relay_link_t* l, int64_t now);
-
 #endif

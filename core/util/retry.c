@@ -72,3 +72,11 @@ ob__retry_verdict_t ob__retry_decide(const ob_retry_policy_t* p, int attempts,
   if (delay_out) *delay_out = d;
   return OB__RETRY_AGAIN;
 }
+
+int64_t ob__storage_backoff_ms(int failures) {
+  int64_t d;
+  if (failures < 1) failures = 1;
+  if (failures > 9) failures = 9;
+  d = INT64_C(100) << failures;
+  return d > OB__STORAGE_BACKOFF_MAX_MS ? OB__STORAGE_BACKOFF_MAX_MS : d;
+}

@@ -40,4 +40,14 @@ ob__retry_verdict_t ob__retry_decide(const ob_retry_policy_t* p, int attempts,
                                      int forced, int64_t requested_delay_ms,
                                      const ob_clock_t* c, int64_t* delay_out);
 
+/*
+** How long a loop driver waits after its failures-th consecutive storage
+** failure (disk full, I/O error, lock held elsewhere; failures >= 1): 100 ms
+** doubling, at most OB__STORAGE_BACKOFF_MAX_MS. The one rule for the
+** runner, the relay, the SQS consumer and every effects executor. This
+** function can't fail.
+*/
+#define OB__STORAGE_BACKOFF_MAX_MS 30000
+int64_t ob__storage_backoff_ms(int failures);
+
 #endif

@@ -32,11 +32,11 @@
 
 #include <uv.h>
 
-#include "core/engine/engine_int.h"
+#include "core/consumer/consumer_tx.h"
 #include "core/relay/cloudevents.h"
-#include "core/relay/relay_policy.h"
 #include "platform/aws/aws_config.h"
 #include "platform/consumer/consumer.h"
+#include "platform/loop/worker.h"
 #include "platform/sqs/sqs_client.h"
 
 #define BATCH_MAX OB__SQS_MAX_BATCH_ENTRIES
@@ -45,8 +45,6 @@
 #define CLOSE_DEADLINE_MS 5000
 /* After a keepalive extension failed as a whole: try again after this. */
 #define KA_RETRY_MS 1000
-/* Storage failures pause handling like the runner does: 100 ms doubling. */
-#define PAUSE_MAX_MS 30000
 /* An empty receive that came back sooner than this (short polling,
 ** wait_seconds 0) waits out the rest before the next one. */
 #define MIN_EMPTY_POLL_MS 1000
@@ -80,27 +78,23 @@ typedef struct batch_s {
 } batch_t;
 
 typedef struct consumer_s {
+  ob__worker_t w;             /* the t_handle timer, link, close sequence */
   /* Configuration, from ob_consumer_enable. */
   char* queue_url;
   int wait_s;
   int prefetch;
   int vt_s;
-  int64_t probe_base_ms;
-  int64_t probe_cap_ms;
   ob__aws_config_t aws;        /* kept for a later re-attach; wiped at destroy */
 
-  /* Running state, reset by start(). */
+  /* Running state, reset by start(). The worker's timer runs the next
+  ** transaction (0 ms, or a pause). */
   ob_engine_t* e;
   uv_loop_t* loop;
   ob__sqs_client_t* client;
-  uv_timer_t t_handle;        /* the next transaction (0 ms, or a pause) */
   uv_timer_t t_receive;       /* the next receive, after a failed one or
                               ** an early empty one */
   uv_timer_t t_keepalive;     /* the next extension that falls due */
   uv_timer_t t_close;         /* close deadline */
-  int timers_open;
-  int started;
-  ob__relay_link_t link;      /* online until a receive fails */
   ob__sqs_req_t recv;
   uint64_t recv_started;      /* monotonic ms */
   int recv_inflight;
@@ -110,14 +104,21 @@ typedef struct consumer_s {
   batch_t del;
   batch_t cmv;
   msg_t* msgs;                /* everything in hand, in receive order */
-  int db_failures;
   uint64_t pause_until;       /* monotonic ms: no handling before */
-  int closing;                /* 1 flushing, 2 client closing, 3 timers */
-  int handling;               /* inside handle_one (handlers may call us) */
-  int close_deferred;         /* close() came from inside a handler */
-  void (*done)(void* arg);
-  void* done_arg;
 } consumer_t;
+
+/* The worker's states, as the consumer reads them. */
+static int running(const consumer_t* c) {
+  return c->w.state == OB__WORKER_RUNNING;
+}
+static int draining(const consumer_t* c) {
+  return c->w.state == OB__WORKER_DRAINING;
+}
+/* The client is closing or closed: nothing may be sent. */
+static int client_gone(const consumer_t* c) {
+  return c->w.state == OB__WORKER_CLOSING || c->w.state == OB__WORKER_STOPPED;
+}
+#define LINK(c) ((c)->w.link)
 
 static const char* const k_system_attrs[] = {
     "ApproximateReceiveCount", "ApproximateFirstReceiveTimestamp",
@@ -125,7 +126,6 @@ static const char* const k_system_attrs[] = {
 static const char* const k_all_attrs[] = {"All"};
 
 static void pump(consumer_t* c);
-static void begin_closing(consumer_t* c);
 
 static uint64_t mono_ms(void) {
   return uv_hrtime() / 1000000u;
@@ -135,7 +135,7 @@ static uint64_t mono_ms(void) {
 static int64_t server_now(const consumer_t* c) {
   ob__sqs_stats_t s;
   ob__sqs_client_stats(c->client, &s);
-  return ob__now(c->e) + s.clock_offset_ms;
+  return ob__engine_now(c->e) + s.clock_offset_ms;
 }
 
 static uint64_t vt_ms(const consumer_t* c) {
@@ -280,7 +280,7 @@ static void flush_deletes(consumer_t* c) {
   size_t n = 0;
   int rc;
 
-  if (c->del.inflight || !c->link.online || c->closing >= 2) return;
+  if (c->del.inflight || !LINK(c).online || client_gone(c)) return;
   for (msg_t* m = c->msgs; m != NULL && n < BATCH_MAX; m = m->next) {
     if (m->state != M_DONE || m->ka_sent) continue;
     batch_id(ids[n], n);
@@ -377,9 +377,9 @@ static void flush_visibility(consumer_t* c, uint64_t now) {
   size_t n = 0;
   int rc;
 
-  if (c->cmv.inflight || c->closing >= 2) return;  /* its callback pumps */
+  if (c->cmv.inflight || client_gone(c)) return;  /* its callback pumps */
   uv_timer_stop(&c->t_keepalive);
-  if (!c->link.online) {
+  if (!LINK(c).online) {
     /* Nothing can reach SQS: retried messages come back when their
     ** current visibility ends, a bit early; no extension is attempted. */
     msg_t** pp = &c->msgs;
@@ -482,77 +482,20 @@ static int attempts_of(const msg_t* m) {
   return m->receive_count > 1 ? m->receive_count - 1 : 0;
 }
 
-/*
-** A body that is not a valid CloudEvent can never be handled: store it in
-** the failure store with the reason, in one transaction, then delete it.
-** The failure store needs a message id and the body has none we can trust,
-** so the id is the SQS MessageId when it is a UUID, else a UUIDv5 derived
-** from it (ob__consumer_failure_id): the same SQS message always gets the
-** same id. The dedup claim under OB__CONSUMER_INVALID_CONSUMER makes a
-** redelivery (a lost delete reply) a duplicate instead of a second failure
-** row. Returns 0 (stored or already stored) or a negative code (nothing
-** committed).
-*/
+/* A body that is not a valid CloudEvent: the failure store, in one
+** transaction (core/consumer/consumer_tx.h). */
 static int store_invalid(consumer_t* c, const msg_t* m, const char* why,
                          const char* headers) {
-  ob_engine_t* e = c->e;
-  ob__queue_row_t row;
-  char id[OB_UUID_BUFLEN], reason[OB__REASON_LEN];
-  int64_t now;
-  int rc, claimed = 0;
-
-  rc = ob__consumer_failure_id(m->sqs_id, id);
-  if (rc < 0)
-    return ob__db_seterr(&e->db, rc, "failure id of SQS message %s: %s",
-                         m->sqs_id, ob_strerror(rc));
-  if (e->db.in_tx)
-    return ob__db_seterr(&e->db, OB_ESTATE, "handling inside a handler");
-  ob__fmt(reason, sizeof reason, "invalid CloudEvent: %s", why);
-  memset(&row, 0, sizeof row);
-  row.queue = (char*)OB__CONSUMER_QUEUE;
-  row.message_id = id;
-  row.type = (char*)OB__CONSUMER_INVALID_TYPE;
-  row.headers = (char*)headers;
-  row.body = m->body;
-  row.body_len = m->body_len;
-  row.attempts = attempts_of(m);
-  rc = ob__db_begin(&e->db);
-  if (rc < 0) return rc;
-  now = ob__now(e);
-  row.created_at = m->sent_ms >= 0 ? m->sent_ms : now;
-  claimed = ob__processed_claim(&e->db, OB__CONSUMER_INVALID_CONSUMER, id, now);
-  if (claimed < 0) {
-    rc = claimed;
-    goto fail;
-  }
-  if (claimed == 1) {
-    rc = ob__failed_insert(&e->db, &row, "unrecoverable", reason, row.attempts,
-                           now);
-    if (rc < 0) goto fail;
-  }
-  rc = ob__db_commit(&e->db);
-  if (rc < 0) goto fail;
-  if (claimed == 1)
-    ob__log(e, OB_LOG_WARN,
-            "sqs message %s moved to the failure store as %s: %s", m->sqs_id,
-            id, reason);
-  else
-    ob__log(e, OB_LOG_DEBUG,
-            "sqs message %s: invalid, already in the failure store as %s",
-            m->sqs_id, id);
-  return 0;
-
-fail:
-  ob__db_rollback(&e->db);
-  return rc;
+  char id[OB_UUID_BUFLEN];
+  int stored;
+  return ob__consumer_store_invalid(c->e, m->sqs_id, why, headers, m->body,
+                                    m->body_len, attempts_of(m), m->sent_ms,
+                                    id, &stored);
 }
 
 /* Other components (the relay) may have work: outbox rows committed. */
 static void kick_others(consumer_t* c) {
-  ob_engine_t* e = c->e;
-  for (size_t i = 0; i < e->ncomponents; i++)
-    if (e->components[i].self != c && e->components[i].kick != NULL)
-      e->components[i].kick(e->components[i].self);
+  ob__worker_kick_others(&c->w);
 }
 
 /* One message, one transaction. Afterwards the message is M_DONE (to
@@ -561,7 +504,7 @@ static void kick_others(consumer_t* c) {
 static void handle_one(consumer_t* c, msg_t* m) {
   ob_engine_t* e = c->e;
   ob__cloudevent_t ce;
-  ob__queue_row_t row;
+  ob__external_msg_t row;
   ob_batch_result_t res;
   char why[256], hbuf[192];
   const char* headers = headers_json(m->sqs_id, hbuf, sizeof hbuf);
@@ -573,7 +516,7 @@ static void handle_one(consumer_t* c, msg_t* m) {
   if (ob__cloudevent_decode(m->body, m->body_len, &ce, why, sizeof why) != 0) {
     rc = store_invalid(c, m, why, headers);
     if (rc < 0) goto fail;
-    c->db_failures = 0;
+    ob__worker_storage_ok(&c->w);
     m->state = M_DONE;
     ob__log(e, OB_LOG_DEBUG,
             "sqs message %s: invalid, committed to the failure store; "
@@ -584,24 +527,24 @@ static void handle_one(consumer_t* c, msg_t* m) {
   /* Handlers get a NUL-terminated body, as for queue rows. */
   data = malloc(ce.data_len + 1);
   if (data == NULL) {
-    rc = ob__db_seterr(&e->db, OB_ENOMEM, "out of memory");
+    rc = ob__engine_seterr(e, OB_ENOMEM, "out of memory");
     goto fail;
   }
   memcpy(data, ce.data, ce.data_len);
   data[ce.data_len] = '\0';
   memset(&row, 0, sizeof row);
-  row.queue = (char*)OB__CONSUMER_QUEUE;
+  row.queue = OB__CONSUMER_QUEUE;
   row.message_id = ce.id;
   row.type = ce.type;
-  row.headers = (char*)headers;
+  row.headers = headers;
   row.body = data;
   row.body_len = ce.data_len;
   row.attempts = attempts_of(m);
-  row.created_at = m->sent_ms >= 0 ? m->sent_ms : ob__now(e);
-  rc = ob__handle_external(e, &row, &res, &delay);
+  row.created_at = m->sent_ms >= 0 ? m->sent_ms : ob__engine_now(e);
+  rc = ob__engine_handle_external(e, &row, &res, &delay);
   free(data);
   if (rc < 0) goto fail;
-  c->db_failures = 0;
+  ob__worker_storage_ok(&c->w);
   if (res.retried > 0) {
     vis = ob__consumer_retry_visibility_s(delay, budget_s(c, m));
     if (vis < 0) {
@@ -640,10 +583,7 @@ fail:
           "sqs message %s: handling failed, left to SQS: %s: %s", m->sqs_id,
           ob_strerror(rc), ob_errmsg(e));
   msg_remove(c, m);
-  if (c->db_failures < 9) c->db_failures++;
-  c->pause_until = mono_ms() + ((100u << c->db_failures) > PAUSE_MAX_MS
-                                    ? PAUSE_MAX_MS
-                                    : (100u << c->db_failures));
+  c->pause_until = mono_ms() + (uint64_t)ob__worker_storage_failed(&c->w);
 }
 
 /* A keepalive in flight must reach SQS before a (possibly slow) handler
@@ -653,12 +593,12 @@ static uint64_t keepalive_wait_ms(const consumer_t* c) {
   return w < 100 ? 100 : w > 2000 ? 2000 : w;
 }
 
-static void on_handle_timer(uv_timer_t* t) {
-  consumer_t* c = t->data;
+/* The worker's timer: the next transaction. */
+static void on_handle_timer(ob__worker_t* w) {
+  consumer_t* c = w->self;
   uint64_t now = mono_ms();
   msg_t* m = first_in(c, M_NEW);
 
-  if (c->closing || c->e->stopping) return;
   if (now < c->pause_until ||
       (c->cmv.inflight && now < c->cmv.sent_at + keepalive_wait_ms(c))) {
     pump(c);  /* re-arms for the rest of the wait */
@@ -667,23 +607,18 @@ static void on_handle_timer(uv_timer_t* t) {
   if (m != NULL) {
     /* A handler may call ob_network_changed or ob_detach: what they ask is
     ** done once the transaction returned, never on the message in hand. */
-    c->handling = 1;
+    ob__worker_enter(w);
     handle_one(c, m);
-    c->handling = 0;
     uv_update_time(c->loop);  /* the transaction took time */
-    if (c->close_deferred) {
-      c->close_deferred = 0;
-      begin_closing(c);
-      return;
-    }
+    if (ob__worker_leave(w)) return;  /* a handler asked to close */
   }
   pump(c);
 }
 
 static void arm_handle(consumer_t* c, uint64_t now) {
   uint64_t delay = 0;
-  if (c->e->stopping || first_in(c, M_NEW) == NULL) {
-    uv_timer_stop(&c->t_handle);
+  if (ob__engine_stopping(c->e) || first_in(c, M_NEW) == NULL) {
+    ob__worker_disarm(&c->w);
     return;
   }
   if (now < c->pause_until) {
@@ -692,7 +627,7 @@ static void arm_handle(consumer_t* c, uint64_t now) {
     uint64_t until = c->cmv.sent_at + keepalive_wait_ms(c);
     if (now < until) delay = until - now;  /* its callback pumps sooner */
   }
-  uv_timer_start(&c->t_handle, on_handle_timer, delay, 0);
+  ob__worker_arm(&c->w, (int64_t)delay);
 }
 
 /* ---- receiving ----------------------------------------------------------- */
@@ -705,8 +640,8 @@ static void on_receive_timer(uv_timer_t* t) {
 
 static void receive_failed(consumer_t* c, int status, const char* detail) {
   ob_engine_t* e = c->e;
-  int was_online = c->link.online;
-  int64_t delay = ob__relay_link_failed(&c->link, ob__now(e), e->opts.clock);
+  int was_online = LINK(c).online;
+  int64_t delay = ob__worker_link_failed(&c->w);
 
   if (!ob__sqs_status_is_transient(status))
     ob__log(e, OB_LOG_ERROR,
@@ -732,10 +667,10 @@ static void on_received(ob__sqs_req_t* req, int status) {
   c->recv_inflight = 0;
   if (status == OB_ECANCELED) goto out;
   if (status != 0) {
-    if (!c->closing) receive_failed(c, status, req->detail);
+    if (running(c)) receive_failed(c, status, req->detail);
     goto out;
   }
-  if (ob__relay_link_ok(&c->link))
+  if (ob__worker_link_ok(&c->w))
     ob__log(e, OB_LOG_INFO, "sqs consumer: online again");
   c->received_once = 1;
   c->last_empty = req->receive.n == 0;
@@ -747,7 +682,7 @@ static void on_received(ob__sqs_req_t* req, int status) {
               req->receive.messages[i].message_id);
       continue;
     }
-    if (c->closing) {
+    if (!running(c)) {
       /* Received while closing (the cancel came too late): release it. */
       m->state = M_VIS;
       m->vis_s = 0;
@@ -756,7 +691,7 @@ static void on_received(ob__sqs_req_t* req, int status) {
   }
   ob__log(e, OB_LOG_DEBUG, "sqs consumer: received %zu messages",
           req->receive.n);
-  if (c->last_empty && !c->closing &&
+  if (c->last_empty && running(c) &&
       now - c->recv_started < MIN_EMPTY_POLL_MS) {
     /* Nothing there and no long poll held us: don't hammer SQS. */
     c->recv_wait = 1;
@@ -773,13 +708,13 @@ static void maybe_receive(consumer_t* c) {
   size_t done = 0;
   int rc;
 
-  if (c->recv_inflight || c->recv_wait || c->closing || c->e->stopping) return;
+  if (c->recv_inflight || c->recv_wait || !ob__worker_active(&c->w)) return;
   for (const msg_t* m = c->msgs; m != NULL; m = m->next) {
     if (m->state == M_NEW) return;  /* the prefetch buffer is not empty */
     if (m->state == M_DONE) done++;
   }
   /* Let the deletes catch up first. Offline, the receive is the probe. */
-  if (c->link.online && done >= BATCH_MAX) return;
+  if (LINK(c).online && done >= BATCH_MAX) return;
   ob__sqs_receive_init(&p);
   p.queue_url = c->queue_url;
   p.system_attribute_names = k_system_attrs;
@@ -806,42 +741,34 @@ static void maybe_receive(consumer_t* c) {
 
 /* ---- closing ------------------------------------------------------------- */
 
-static void on_timer_closed(uv_handle_t* h) {
-  consumer_t* c = h->data;
-  void (*done)(void*) = c->done;
-  void* arg = c->done_arg;
-
-  if (--c->timers_open > 0) return;
+/* Everything is closed (the worker closed the client, then the timers). */
+static void c_closed(ob__worker_t* w) {
+  consumer_t* c = w->self;
   drop_idle_messages(c);
-  c->started = 0;
-  c->closing = 0;
-  c->done = NULL;
-  c->done_arg = NULL;
+  c->client = NULL;
   ob__log(c->e, OB_LOG_INFO, "sqs consumer: closed");
-  if (done != NULL) done(arg);
 }
 
 static void on_client_closed(ob__sqs_client_t* client, void* arg) {
   consumer_t* c = arg;
   (void)client;
   c->client = NULL;
-  c->closing = 3;
-  c->timers_open = 4;
-  uv_close((uv_handle_t*)&c->t_handle, on_timer_closed);
-  uv_close((uv_handle_t*)&c->t_receive, on_timer_closed);
-  uv_close((uv_handle_t*)&c->t_keepalive, on_timer_closed);
-  uv_close((uv_handle_t*)&c->t_close, on_timer_closed);
+  ob__worker_client_closed(&c->w);
+}
+
+static void c_close_client(ob__worker_t* w) {
+  consumer_t* c = w->self;
+  ob__sqs_client_close(c->client, on_client_closed, c);
 }
 
 /* Close the client once nothing is in flight and nothing is left to send. */
 static void maybe_finish_close(consumer_t* c) {
-  if (c->closing != 1) return;
+  if (!draining(c)) return;
   if (c->recv_inflight || c->del.inflight || c->cmv.inflight) return;
-  if (!c->link.online) drop_idle_messages(c);
+  if (!LINK(c).online) drop_idle_messages(c);
   if (c->msgs != NULL) return;
   uv_timer_stop(&c->t_close);
-  c->closing = 2;
-  ob__sqs_client_close(c->client, on_client_closed, c);
+  ob__worker_drained(&c->w);
 }
 
 static void on_close_deadline(uv_timer_t* t) {
@@ -854,7 +781,7 @@ static void on_close_deadline(uv_timer_t* t) {
           n, CLOSE_DEADLINE_MS);
   /* Offline from here on: nothing more is sent, what is held is dropped
   ** once its request is canceled. */
-  c->link.online = 0;
+  LINK(c).online = 0;
   if (c->recv_inflight) (void)ob__sqs_cancel(&c->recv);
   if (c->del.inflight) (void)ob__sqs_cancel(&c->del.req);
   if (c->cmv.inflight) (void)ob__sqs_cancel(&c->cmv.req);
@@ -865,11 +792,11 @@ static void on_close_deadline(uv_timer_t* t) {
 
 static void pump(consumer_t* c) {
   uint64_t now;
-  if (!c->started || c->closing >= 2 || c->handling) return;
+  if (client_gone(c) || c->w.in_work > 0) return;
   now = mono_ms();
   flush_deletes(c);
   flush_visibility(c, now);
-  if (c->closing) {
+  if (!running(c)) {
     maybe_finish_close(c);
     return;
   }
@@ -877,30 +804,23 @@ static void pump(consumer_t* c) {
   maybe_receive(c);
 }
 
-static int c_start(void* self, ob_engine_t* e, uv_loop_t* loop) {
-  consumer_t* c = self;
+static int c_open(ob__worker_t* w, uv_loop_t* loop, char* err,
+                  size_t errlen) {
+  consumer_t* c = w->self;
   ob__sqs_client_config_t cfg;
-  char err[512];
-  int rc;
-
-  c->e = e;
-  c->loop = loop;
   ob__sqs_client_config_init(&cfg);
   ob__sqs_client_config_from_aws(&cfg, &c->aws);
-  cfg.clock = e->opts.clock;
-  rc = ob__sqs_client_open(&c->client, loop, &cfg, err, sizeof err);
-  if (rc < 0) {
-    ob__log(e, OB_LOG_ERROR, "sqs consumer: cannot open the SQS client: %s",
-            err);
-    return rc == OB_ENOMEM ? OB_ENOMEM : OB_EINVAL;
-  }
-  uv_timer_init(loop, &c->t_handle);
-  uv_timer_init(loop, &c->t_receive);
-  uv_timer_init(loop, &c->t_keepalive);
-  uv_timer_init(loop, &c->t_close);
-  c->t_handle.data = c->t_receive.data = c->t_keepalive.data = c;
-  c->t_close.data = c;
-  ob__relay_link_init(&c->link, c->probe_base_ms, c->probe_cap_ms);
+  cfg.clock = ob__engine_clock(w->e);
+  return ob__sqs_client_open(&c->client, loop, &cfg, err, errlen);
+}
+
+static void c_started(ob__worker_t* w) {
+  consumer_t* c = w->self;
+  c->e = w->e;
+  c->loop = w->loop;
+  ob__worker_timer_init(w, &c->t_receive);
+  ob__worker_timer_init(w, &c->t_keepalive);
+  ob__worker_timer_init(w, &c->t_close);
   memset(&c->recv, 0, sizeof c->recv);
   memset(&c->del, 0, sizeof c->del);
   memset(&c->cmv, 0, sizeof c->cmv);
@@ -908,23 +828,16 @@ static int c_start(void* self, ob_engine_t* e, uv_loop_t* loop) {
   c->recv_started = 0;
   c->received_once = c->last_empty = 0;
   c->msgs = NULL;
-  c->db_failures = 0;
   c->pause_until = 0;
-  c->closing = 0;
-  c->handling = c->close_deferred = 0;
-  c->started = 1;
-  ob__log(e, OB_LOG_INFO,
+  ob__log(c->e, OB_LOG_INFO,
           "sqs consumer: consuming %s (prefetch %d, long poll %d s, "
           "visibility %d s)",
           c->queue_url, c->prefetch, c->wait_s, c->vt_s);
   pump(c);
-  return 0;
 }
 
-static void c_network(void* self) {
-  consumer_t* c = self;
-  if (!c->started || c->closing) return;
-  ob__relay_link_nudge(&c->link, ob__now(c->e));
+static void c_network(ob__worker_t* w) {
+  consumer_t* c = w->self;
   if (c->recv_wait) {
     uv_timer_stop(&c->t_receive);
     c->recv_wait = 0;
@@ -935,31 +848,20 @@ static void c_network(void* self) {
 /* Idle: nothing to handle, nothing being deleted or changed, and either the
 ** last receive came back empty (nothing held) or SQS can't be reached (what
 ** is held can't progress now). */
-static int c_idle(void* self) {
-  consumer_t* c = self;
-  if (!c->started) return 1;
-  if (c->handling || c->del.inflight || c->cmv.inflight) return 0;
+static int c_idle(ob__worker_t* w) {
+  consumer_t* c = w->self;
+  if (w->in_work > 0 || c->del.inflight || c->cmv.inflight) return 0;
   if (first_in(c, M_NEW) != NULL) return 0;
-  if (!c->link.online) return 1;
+  if (!LINK(c).online) return 1;
   return c->msgs == NULL && c->received_once && c->last_empty;
 }
 
-static void c_close(void* self, void (*done)(void* arg), void* arg) {
-  consumer_t* c = self;
-  c->done = done;
-  c->done_arg = arg;
-  if (c->handling) {
-    c->close_deferred = 1;  /* on_handle_timer closes after the handler */
-    return;
-  }
-  begin_closing(c);
-}
-
-static void begin_closing(consumer_t* c) {
+/* Closing begins (the worker's drain): deletes and releases go out until
+** the deadline, then maybe_finish_close lets the worker close the client. */
+static int c_drain(ob__worker_t* w) {
+  consumer_t* c = w->self;
   size_t release = 0, commit = 0;
 
-  c->closing = 1;
-  uv_timer_stop(&c->t_handle);
   uv_timer_stop(&c->t_receive);
   uv_timer_stop(&c->t_keepalive);
   c->recv_wait = 0;
@@ -986,6 +888,7 @@ static void begin_closing(consumer_t* c) {
             commit, release);
   uv_timer_start(&c->t_close, on_close_deadline, CLOSE_DEADLINE_MS, 0);
   pump(c);
+  return 1;
 }
 
 static void c_destroy(void* self) {
@@ -1003,60 +906,38 @@ static void c_destroy(void* self) {
 
 /* ---- enabling ------------------------------------------------------------ */
 
+static const ob__worker_ops_t consumer_ops = {
+    .open = c_open,
+    .close_client = c_close_client,
+    .started = c_started,
+    .run = on_handle_timer,
+    .idle = c_idle,
+    .kick = NULL,  /* SQS is the source of work, not commits */
+    .network = c_network,
+    .drain = c_drain,
+    .closed = c_closed,
+    .destroy = c_destroy,
+};
+
 void ob_consumer_options_init(ob_consumer_options_t* o) {
   memset(o, 0, sizeof *o);
   o->wait_seconds = 20;
   o->prefetch = 1;
   o->visibility_timeout_s = 30;
-  o->probe_base_ms = 1000;
-  o->probe_cap_ms = 300000;
-}
-
-static void on_probe_closed(ob__sqs_client_t* client, void* arg) {
-  (void)client;
-  *(int*)arg = 1;
-}
-
-/* Open (and close) a client on a loop of its own, so that a bad endpoint,
-** credential or CA bundle fails ob_consumer_enable and not the later
-** ob_attach. Runs before any loop of the caller's, like the file reads. */
-static int check_client(const ob__aws_config_t* aws, const ob_clock_t* clock,
-                        char* errbuf, size_t errlen) {
-  ob__sqs_client_config_t cfg;
-  ob__sqs_client_t* client = NULL;
-  uv_loop_t loop;
-  int rc, closed = 0;
-
-  if (uv_loop_init(&loop) != 0) return OB_ENOMEM;
-  ob__sqs_client_config_init(&cfg);
-  ob__sqs_client_config_from_aws(&cfg, aws);
-  cfg.clock = clock;
-  rc = ob__sqs_client_open(&client, &loop, &cfg, errbuf, errlen);
-  if (rc == 0) {
-    ob__sqs_client_close(client, on_probe_closed, &closed);
-    while (!closed && uv_run(&loop, UV_RUN_ONCE) != 0) {
-    }
-  }
-  uv_run(&loop, UV_RUN_DEFAULT);
-  (void)uv_loop_close(&loop);
-  return rc;
+  ob__probe_options_init(&o->probe, 300000);
 }
 
 int ob__consumer_enable_env(ob_engine_t* e, const ob_consumer_options_t* o,
                             ob__aws_getenv_fn getenv_fn, void* env_ctx,
                             char* errbuf, size_t errlen) {
   consumer_t* c = NULL;
-  ob__component_t comp;
   char err[512] = "";
   int rc;
 
   if (errbuf != NULL && errlen > 0) errbuf[0] = '\0';
-  if (e == NULL) {
-    if (errbuf != NULL && errlen > 0)
-      snprintf(errbuf, errlen, "consumer: the engine is NULL");
-    return OB_EINVAL;
-  }
   rc = ob__consumer_options_check(o, errbuf, errlen);
+  if (rc == 0)
+    rc = ob__worker_check(e, OB__CONSUMER_NAME, &o->probe, errbuf, errlen);
   if (rc < 0) return rc;
   c = calloc(1, sizeof *c);
   if (c == NULL) return OB_ENOMEM;
@@ -1068,41 +949,15 @@ int ob__consumer_enable_env(ob_engine_t* e, const ob_consumer_options_t* o,
   c->wait_s = o->wait_seconds;
   c->prefetch = o->prefetch;
   c->vt_s = o->visibility_timeout_s;
-  c->probe_base_ms = o->probe_base_ms;
-  c->probe_cap_ms = o->probe_cap_ms;
-  if (e->runner != NULL) {
-    ob__fmt(err, sizeof err, "consumer: enable it before attaching");
-    rc = OB_ESTATE;
-    goto fail;
-  }
-  for (size_t i = 0; i < e->ncomponents; i++)
-    if (strcmp(e->components[i].name, OB__CONSUMER_NAME) == 0) {
-      ob__fmt(err, sizeof err, "consumer: already enabled");
-      rc = OB_EEXIST;
-      goto fail;
-    }
   rc = ob__aws_config_load(&c->aws, getenv_fn, env_ctx, NULL, err, sizeof err);
-  if (rc == 0) rc = check_client(&c->aws, e->opts.clock, err, sizeof err);
   if (rc < 0) {
     /* Every configuration problem is the caller's to fix: OB_EINVAL. */
     if (rc != OB_ENOMEM) rc = OB_EINVAL;
     goto fail;
   }
-  memset(&comp, 0, sizeof comp);
-  comp.name = OB__CONSUMER_NAME;
-  comp.self = c;
-  comp.start = c_start;
-  comp.kick = NULL;  /* SQS is the source of work, not commits */
-  comp.network = c_network;
-  comp.idle = c_idle;
-  comp.close = c_close;
-  comp.destroy = c_destroy;
-  rc = ob__engine_add_component(e, &comp);
-  if (rc < 0) {
-    ob__fmt(err, sizeof err, "consumer: %s",
-            rc == OB_ENOMEM ? "too many engine components" : ob_strerror(rc));
-    goto fail;
-  }
+  rc = ob__worker_register(&c->w, e, OB__CONSUMER_NAME, &consumer_ops, c,
+                           &o->probe, err, sizeof err);
+  if (rc < 0) goto fail;
   ob__log(e, OB_LOG_DEBUG, "sqs consumer enabled for %s (endpoint %s)",
           c->queue_url, c->aws.endpoint.url);
   return 0;

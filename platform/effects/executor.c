@@ -38,22 +38,18 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "core/engine/engine_int.h"
 #include "core/fence/fence.h"
-#include "core/relay/relay_policy.h"
 #include "core/util/secret.h"
 #include "platform/http/http_client.h"
 #include "platform/http/http_int.h"
+#include "platform/loop/worker.h"
 
-#define PROBE_BASE_MS 1000
-#define PROBE_CAP_MS 60000
 /* Look again at least this often: another process may have claimed an
 ** effect whose message this one then handles. */
 #define MAX_SLEEP_MS 60000
 /* Something is due but could not be taken (in flight here, or leased by
 ** another process): look again after this long instead of spinning. */
 #define LEASED_RETRY_MS 1000
-#define DB_RETRY_MS 1000
 #define MAX_IN_FLIGHT_LIMIT 64
 #define MAX_TIMEOUT_MS 600000
 #define CONNECT_TIMEOUT_MS 10000
@@ -72,8 +68,7 @@ typedef struct slot_s {
 } slot_t;
 
 struct executor_s {
-  ob_engine_t* e;
-  uv_loop_t* loop;
+  ob__worker_t w;        /* timer, link, close sequence (worker.h) */
   char* component_name;  /* "effects:<name>" */
   char* name;
   char* base_url;        /* without trailing slashes */
@@ -85,23 +80,20 @@ struct executor_s {
   int max_in_flight;
 
   ob__http_client_t* client;
-  uv_timer_t timer;
-  int timer_open;
-  ob__relay_link_t link;
   slot_t* slots;
   ob__effect_job_t* taken;  /* scratch for ob__effect_take */
   int in_flight;
-
-  int closing;
-  int pending_closes;
-  void (*done)(void*);
-  void* done_arg;
 };
 
-static void arm(executor_t* x, int64_t delay_ms);
+#define ENGINE(x) ((x)->w.e)
 
-static int64_t now_ms(const executor_t* x) {
-  return ob__now(x->e);
+static void arm(executor_t* x, int64_t delay_ms) {
+  if (delay_ms > MAX_SLEEP_MS) delay_ms = MAX_SLEEP_MS;
+  ob__worker_arm(&x->w, delay_ms);
+}
+
+static int closing(const executor_t* x) {
+  return !ob__worker_active(&x->w);
 }
 
 /* HTTP 401/403: the provider refused the credentials (core counts it as
@@ -126,10 +118,7 @@ static slot_t* free_slot(executor_t* x) {
 /* The relay (and any other component) publishes what a settled effect's
 ** messages just wrote to the outbox. */
 static void kick_others(executor_t* x) {
-  ob_engine_t* e = x->e;
-  for (size_t i = 0; i < e->ncomponents; i++)
-    if (e->components[i].self != x && e->components[i].kick != NULL)
-      e->components[i].kick(e->components[i].self);
+  ob__worker_kick_others(&x->w);
 }
 
 static const char* action_name(const ob__effect_job_t* j) {
@@ -231,19 +220,15 @@ static void link_failed(executor_t* x, const slot_t* s, int code,
   int64_t d;
   /* Several requests in flight fail together when the network goes: count
   ** the outage once, and then once per probe. */
-  if (!x->link.online && !s->probe) return;
-  d = ob__relay_link_failed(&x->link, now_ms(x), x->e->opts.clock);
-  if (code == OB__HTTP_E_TLS_HOSTNAME || code == OB__HTTP_E_TLS_EXPIRED ||
-      code == OB__HTTP_E_TLS_FUTURE || code == OB__HTTP_E_TLS_UNTRUSTED ||
-      code == OB__HTTP_E_TLS_CERT || code == OB__HTTP_E_TLS_PROTOCOL ||
-      code == OB__HTTP_E_TLS_NO_HOSTNAME || code == OB__HTTP_E_PLAIN_HTTP ||
-      code == OB__HTTP_E_URL)
+  if (!x->w.link.online && !s->probe) return;
+  d = ob__worker_link_failed(&x->w);
+  if (ob__net_classify(code) == OB__NET_CONFIG)
     /* A configuration fault: fixed once, by a person. */
-    ob__log(x->e, OB_LOG_ERROR, "effects: provider %s: %s (%s); effects "
+    ob__log(ENGINE(x), OB_LOG_ERROR, "effects: provider %s: %s (%s); effects "
             "wait, probing again in %lld ms", x->name, detail,
             ob__http_err_name(code), (long long)d);
   else
-    ob__log(x->e, s->probe ? OB_LOG_DEBUG : OB_LOG_WARN,
+    ob__log(ENGINE(x), s->probe ? OB_LOG_DEBUG : OB_LOG_WARN,
             "effects: provider %s unreachable (%s); effects wait, probing "
             "again in %lld ms", x->name, detail, (long long)d);
 }
@@ -255,9 +240,9 @@ static void link_failed(executor_t* x, const slot_t* s, int code,
 ** never the value, never the answer's headers or body. */
 static void credentials_failed(executor_t* x, const slot_t* s, int status) {
   int64_t d;
-  if (!x->link.online && !s->probe) return;
-  d = ob__relay_link_failed(&x->link, now_ms(x), x->e->opts.clock);
-  ob__log(x->e, OB_LOG_ERROR, "effects: provider %s refused the credentials "
+  if (!x->w.link.online && !s->probe) return;
+  d = ob__worker_link_failed(&x->w);
+  ob__log(ENGINE(x), OB_LOG_ERROR, "effects: provider %s refused the credentials "
           "(HTTP %d); effects wait, probing again in %lld ms", x->name,
           status, (long long)d);
 }
@@ -272,19 +257,19 @@ static void settle_unsent(executor_t* x, slot_t* s, int code) {
 
   memset(&reply, 0, sizeof reply);
   memset(&br, 0, sizeof br);
-  reply.status = code;
+  reply.status = ob__err_public(code);
   reply.sent = 0;
   reply.body = "";
   reply.detail = ob__http_strerror(code);
-  ob__log(x->e, OB_LOG_ERROR, "effects: %s: %s not sent: %s (%s)",
+  ob__log(ENGINE(x), OB_LOG_ERROR, "effects: %s: %s not sent: %s (%s)",
           s->job.key, action_name(&s->job), reply.detail,
           ob__http_err_name(code));
-  rc = ob__effect_settle(x->e, &s->job, &reply, &br);
+  rc = ob__effect_settle(ENGINE(x), &s->job, &reply, &br);
   if (rc == 1 || rc < 0) {
     /* 1 cannot happen for an unsent reply; give the lease back anyway. */
-    if (ob__effect_release(x->e, &s->job) < 0)
-      ob__log(x->e, OB_LOG_WARN, "effects: %s: cannot give the lease back "
-              "(it expires): %s", s->job.key, ob_errmsg(x->e));
+    if (ob__effect_release(ENGINE(x), &s->job) < 0)
+      ob__log(ENGINE(x), OB_LOG_WARN, "effects: %s: cannot give the lease back "
+              "(it expires): %s", s->job.key, ob_errmsg(ENGINE(x)));
   }
   if (br.handled > 0) kick_others(x);
   link_failed(x, s, code, reply.detail);
@@ -306,25 +291,25 @@ static void log_answer(executor_t* x, const ob__effect_job_t* j,
     case OB__ANSWER_CONFIRMED:
       if (ob__fence_reference(reply->body, reply->body_len, why, 128) != 0)
         snprintf(why, sizeof why, "no reference");
-      ob__log(x->e, OB_LOG_INFO, "effects: %s: %s answered HTTP %d: "
+      ob__log(ENGINE(x), OB_LOG_INFO, "effects: %s: %s answered HTTP %d: "
               "confirmed (%s)", j->key, action_name(j), reply->status, why);
       break;
     case OB__ANSWER_FAILED:
       ob__fence_reason(reply, why, sizeof why);
-      ob__log(x->e, OB_LOG_INFO, "effects: %s: %s answered HTTP %d: "
+      ob__log(ENGINE(x), OB_LOG_INFO, "effects: %s: %s answered HTTP %d: "
               "refused: %s", j->key, action_name(j), reply->status, why);
       break;
     case OB__ANSWER_ABSENT:
-      ob__log(x->e, OB_LOG_INFO, "effects: %s: lookup answered HTTP %d: the "
+      ob__log(ENGINE(x), OB_LOG_INFO, "effects: %s: lookup answered HTTP %d: the "
               "provider never saw the key; calling", j->key, reply->status);
       break;
     case OB__ANSWER_NOT_SENT:
       if (reply->status > 0)  /* 401/403 */
-        ob__log(x->e, OB_LOG_INFO, "effects: %s: %s answered HTTP %d: "
+        ob__log(ENGINE(x), OB_LOG_INFO, "effects: %s: %s answered HTTP %d: "
                 "credentials refused; nothing changed", j->key,
                 action_name(j), reply->status);
       else
-        ob__log(x->e, OB_LOG_INFO, "effects: %s: %s not sent: %s; nothing "
+        ob__log(ENGINE(x), OB_LOG_INFO, "effects: %s: %s not sent: %s; nothing "
                 "changed", j->key, action_name(j),
                 reply->detail ? reply->detail
                               : ob__http_strerror(reply->status));
@@ -333,11 +318,11 @@ static void log_answer(executor_t* x, const ob__effect_job_t* j,
     default:
       if (reply->status > 0) {
         ob__fence_reason(reply, why, sizeof why);
-        ob__log(x->e, OB_LOG_INFO, "effects: %s: %s answered HTTP %d: "
+        ob__log(ENGINE(x), OB_LOG_INFO, "effects: %s: %s answered HTTP %d: "
                 "outcome unknown: %s", j->key, action_name(j), reply->status,
                 why);
       } else {
-        ob__log(x->e, OB_LOG_INFO, "effects: %s: %s got no answer: %s; "
+        ob__log(ENGINE(x), OB_LOG_INFO, "effects: %s: %s got no answer: %s; "
                 "outcome unknown", j->key, action_name(j),
                 reply->detail ? reply->detail
                               : ob__http_strerror(reply->status));
@@ -350,7 +335,7 @@ static void on_reply(ob__http_req_t* req, int status,
                      const ob__http_response_t* res) {
   slot_t* s = req->data;
   executor_t* x = s->x;
-  ob_engine_t* e = x->e;
+  ob_engine_t* e = ENGINE(x);
   ob_effect_reply_t reply;
   ob_batch_result_t br;
   int rc, refused;
@@ -374,7 +359,7 @@ static void on_reply(ob__http_req_t* req, int status,
 
   memset(&reply, 0, sizeof reply);
   memset(&br, 0, sizeof br);
-  reply.status = status == 0 ? res->status : status;
+  reply.status = status == 0 ? res->status : ob__err_public(status);
   reply.sent = status == 0 ? 1 : res->request_sent != 0;
   reply.body = (const char*)res->body;
   reply.body_len = res->body_len;
@@ -397,7 +382,7 @@ static void on_reply(ob__http_req_t* req, int status,
     link_failed(x, s, status, reply.detail);
   } else if (refused) {
     credentials_failed(x, s, reply.status);
-  } else if (ob__relay_link_ok(&x->link)) {
+  } else if (ob__worker_link_ok(&x->w)) {
     ob__log(e, OB_LOG_INFO, "effects: provider %s reachable again", x->name);
   }
   if (br.handled > 0) kick_others(x);
@@ -405,9 +390,9 @@ static void on_reply(ob__http_req_t* req, int status,
     /* The lookup found no trace of the key: make the call now, under the
     ** same lease. Not while shutting down: then the lease goes back. */
     s->probe = 0;
-    if (!x->closing && !e->stopping) {
+    if (!closing(x)) {
       start_job(x, s);
-      if (!x->closing) arm(x, 0);
+      arm(x, 0);
       return;
     }
     if (ob__effect_release(e, &s->job) < 0)
@@ -415,38 +400,31 @@ static void on_reply(ob__http_req_t* req, int status,
               "expires): %s", s->job.key, ob_errmsg(e));
   }
   slot_clear(s);
-  if (!x->closing) arm(x, rc < 0 ? DB_RETRY_MS : 0);
+  if (rc < 0) arm(x, ob__worker_storage_failed(&x->w));
+  else arm(x, 0);
 }
 
 /* One round: take what is due into the free slots, submit, then sleep until
 ** the next effect is due (completions and kicks wake us sooner). */
-static void timer_cb(uv_timer_t* t) {
-  executor_t* x = t->data;
-  ob_engine_t* e = x->e;
-  int64_t now = now_ms(x), at, delay;
+static void executor_run(ob__worker_t* w) {
+  executor_t* x = w->self;
+  ob_engine_t* e = ENGINE(x);
+  int64_t now, at, delay;
   int want, cap, n = 0, rc;
 
-  if (x->closing || e->stopping) return;
-  /* Never inside a handler's transaction (take and settle are their own). */
-  if (e->db.in_tx) {
-    arm(x, 10);
-    return;
-  }
-  if (!x->link.online && now < x->link.next_probe_at) {
-    arm(x, x->link.next_probe_at - now);
-    return;
-  }
+  if (ob__worker_wait_for_probe(w)) return;
   /* Offline: one effect at a time probes. */
-  cap = x->link.online ? x->max_in_flight : 1;
+  cap = w->link.online ? x->max_in_flight : 1;
   want = cap - x->in_flight;
   if (want > 0) {
     n = ob__effect_take(e, x->name, want, x->taken);
     if (n < 0) {
       ob__log(e, OB_LOG_ERROR, "effects: provider %s: cannot take effects: "
               "%s", x->name, ob_errmsg(e));
-      arm(x, DB_RETRY_MS);
+      arm(x, ob__worker_storage_failed(w));
       return;
     }
+    ob__worker_storage_ok(w);
     for (int i = 0; i < n; i++) {
       slot_t* s = free_slot(x);
       if (s == NULL) {  /* cannot happen: want counts free slots */
@@ -459,26 +437,25 @@ static void timer_cb(uv_timer_t* t) {
       s->job = x->taken[i];
       memset(&x->taken[i], 0, sizeof x->taken[i]);
       s->busy = 1;
-      s->probe = !x->link.online;
+      s->probe = !w->link.online;
       start_job(x, s);
     }
   }
-  if (!x->link.online && x->in_flight == 0) {
+  if (!w->link.online && x->in_flight == 0) {
     /* The probe failed before it was sent: wait for the next probe. */
-    now = now_ms(x);
-    arm(x, x->link.next_probe_at - now);
+    arm(x, w->link.next_probe_at - ob__worker_now(w));
     return;
   }
   /* Every slot busy: a completion runs the next round. */
   if (x->in_flight >= cap) return;
   rc = ob__effect_next_due(e, x->name, &at);
-  now = now_ms(x);
+  now = ob__worker_now(w);
   if (rc == OB_ENOTFOUND) {
     delay = MAX_SLEEP_MS;
   } else if (rc < 0) {
     ob__log(e, OB_LOG_WARN, "effects: provider %s: cannot read the next due "
             "effect: %s", x->name, ob_errmsg(e));
-    delay = DB_RETRY_MS;
+    delay = ob__worker_storage_failed(w);
   } else {
     delay = at - now;
     /* Due now but not taken: it is in flight here or leased elsewhere. */
@@ -486,13 +463,6 @@ static void timer_cb(uv_timer_t* t) {
   }
   if (delay > MAX_SLEEP_MS) delay = MAX_SLEEP_MS;
   arm(x, delay);
-}
-
-static void arm(executor_t* x, int64_t delay_ms) {
-  if (x->closing || !x->timer_open) return;
-  if (delay_ms < 0) delay_ms = 0;
-  if (delay_ms > MAX_SLEEP_MS) delay_ms = MAX_SLEEP_MS;
-  uv_timer_start(&x->timer, timer_cb, (uint64_t)delay_ms, 0);
 }
 
 /* ---- component interface ------------------------------------------------ */
@@ -506,21 +476,13 @@ static void origin_of(const char* url, char* out, size_t n) {
   out[len] = '\0';
 }
 
-static int executor_start(void* self, ob_engine_t* e, uv_loop_t* loop) {
-  executor_t* x = self;
+static int executor_open(ob__worker_t* w, uv_loop_t* loop, char* err,
+                         size_t errlen) {
+  executor_t* x = w->self;
   ob__http_config_t hc;
-  char err[256], origin[160];
   const char* ca = x->ca_file;
   int rc;
 
-  x->e = e;
-  x->loop = loop;
-  x->closing = 0;
-  x->done = NULL;
-  x->done_arg = NULL;
-  x->in_flight = 0;
-  x->client = NULL;
-  ob__relay_link_init(&x->link, PROBE_BASE_MS, PROBE_CAP_MS);
   if (ca == NULL) {
     ca = getenv("AWS_CA_BUNDLE");
     if (ca != NULL && ca[0] == '\0') ca = NULL;
@@ -537,81 +499,54 @@ static int executor_start(void* self, ob_engine_t* e, uv_loop_t* loop) {
   ** pooled connection as we wrote) would leave the effect unknown. Use a
   ** fresh connection for each of its requests. */
   if (!x->idempotency_keys) hc.max_idle_per_host = 0;
-  rc = ob__http_client_open(&x->client, loop, &hc, err, sizeof err);
+  rc = ob__http_client_open(&x->client, loop, &hc, err, errlen);
   if (rc < 0) {
+    char why[256];
+    snprintf(why, sizeof why, "%s", err);
+    snprintf(err, errlen, "provider %s: %s", x->name, why);
     x->client = NULL;
-    /* ob_attach returns OB_E* codes: a CA bundle that yields nothing is a
-    ** configuration fault. */
-    if (rc < OB__ERR_LAST) rc = OB_EINVAL;
-    ob__db_seterr(&e->db, rc, "provider %s: %s", x->name, err);
-    return rc;
   }
-  uv_timer_init(loop, &x->timer);
-  x->timer.data = x;
-  x->timer_open = 1;
-  arm(x, 0);
-  origin_of(x->base_url, origin, sizeof origin);
-  ob__log(e, OB_LOG_INFO, "effects: provider %s at %s (%d in flight, %s)",
-          x->name, origin, x->max_in_flight,
-          x->idempotency_keys ? "idempotency keys" : "no idempotency keys");
-  return 0;
-}
-
-static void executor_kick(void* self) {
-  executor_t* x = self;
-  if (x->closing || !x->timer_open) return;
-  if (x->link.online && x->in_flight < x->max_in_flight) arm(x, 0);
-}
-
-static void executor_network(void* self) {
-  executor_t* x = self;
-  if (x->closing || !x->timer_open) return;
-  ob__relay_link_nudge(&x->link, now_ms(x));
-  arm(x, 0);
-}
-
-static int executor_idle(void* self) {
-  executor_t* x = self;
-  int64_t at, now;
-  if (x->in_flight > 0) return 0;
-  if (!x->link.online) return 1;  /* cannot perform anything right now */
-  now = now_ms(x);
-  if (ob__effect_next_due(x->e, x->name, &at) != 0) return 1;
-  return at > now;
-}
-
-static void part_closed(executor_t* x) {
-  if (--x->pending_closes > 0) return;
-  x->client = NULL;
-  if (x->done) {
-    void (*done)(void*) = x->done;
-    x->done = NULL;
-    done(x->done_arg);
-  }
-}
-
-static void timer_closed(uv_handle_t* h) {
-  executor_t* x = h->data;
-  x->timer_open = 0;
-  part_closed(x);
+  return rc;
 }
 
 static void client_closed(ob__http_client_t* c, void* arg) {
+  executor_t* x = arg;
   (void)c;
-  part_closed(arg);
+  x->client = NULL;
+  ob__worker_client_closed(&x->w);
 }
 
-static void executor_close(void* self, void (*done)(void*), void* arg) {
-  executor_t* x = self;
-  x->closing = 1;
-  x->done = done;
-  x->done_arg = arg;
-  x->pending_closes = 2;
-  uv_timer_stop(&x->timer);
-  uv_close((uv_handle_t*)&x->timer, timer_closed);
+static void executor_close_client(ob__worker_t* w) {
+  executor_t* x = w->self;
   /* Requests in flight complete with OB__HTTP_E_CANCELED (on_reply gives
   ** back the leases of those not sent) before client_closed runs. */
   ob__http_client_close(x->client, client_closed, x);
+}
+
+static void executor_started(ob__worker_t* w) {
+  executor_t* x = w->self;
+  char origin[160];
+  x->in_flight = 0;
+  arm(x, 0);
+  origin_of(x->base_url, origin, sizeof origin);
+  ob__log(w->e, OB_LOG_INFO, "effects: provider %s at %s (%d in flight, %s)",
+          x->name, origin, x->max_in_flight,
+          x->idempotency_keys ? "idempotency keys" : "no idempotency keys");
+}
+
+static void executor_kick(ob__worker_t* w) {
+  executor_t* x = w->self;
+  if (w->link.online && x->in_flight < x->max_in_flight) arm(x, 0);
+}
+
+static int executor_idle(ob__worker_t* w) {
+  executor_t* x = w->self;
+  int64_t at, now;
+  if (x->in_flight > 0) return 0;
+  if (!w->link.online) return 1;  /* cannot perform anything right now */
+  now = ob__worker_now(w);
+  if (ob__effect_next_due(w->e, x->name, &at) != 0) return 1;
+  return at > now;
 }
 
 static void executor_destroy(void* self) {
@@ -629,6 +564,16 @@ static void executor_destroy(void* self) {
   x->authorization = NULL;
   free(x);
 }
+
+static const ob__worker_ops_t executor_ops = {
+    .open = executor_open,
+    .close_client = executor_close_client,
+    .started = executor_started,
+    .run = executor_run,
+    .idle = executor_idle,
+    .kick = executor_kick,
+    .destroy = executor_destroy,
+};
 
 /* ---- enabling ----------------------------------------------------------- */
 
@@ -657,7 +602,6 @@ static int has_prefix_ci(const char* s, const char* prefix) {
 int ob_provider_enable(ob_engine_t* e, const ob_provider_options_t* o,
                        char* errbuf, size_t errlen) {
   executor_t* x;
-  ob__component_t c;
   ob__http_url_t u;
   size_t n;
   int rc;
@@ -665,7 +609,7 @@ int ob_provider_enable(ob_engine_t* e, const ob_provider_options_t* o,
   if (errbuf != NULL && errlen > 0) errbuf[0] = '\0';
   if (e == NULL || o == NULL)
     return fail(errbuf, errlen, OB_EINVAL, "NULL engine or options");
-  if (e->runner != NULL)
+  if (ob__engine_runner(e) != NULL)
     return fail(errbuf, errlen, OB_ESTATE, "enable the provider before "
                 "attaching the engine to a loop");
   if (o->name == NULL || o->name[0] == '\0')
@@ -754,17 +698,14 @@ int ob_provider_enable(ob_engine_t* e, const ob_provider_options_t* o,
   x->max_in_flight = o->max_in_flight;
   for (int i = 0; i < x->max_in_flight; i++) x->slots[i].x = x;
 
-  /* Refuse a second executor of this name before core registers it. */
-  for (size_t i = 0; i < e->ncomponents; i++)
-    if (strcmp(e->components[i].name, x->component_name) == 0) {
-      executor_destroy(x);
-      return fail(errbuf, errlen, OB_EEXIST, "provider %s is already "
-                  "enabled", o->name);
-    }
-  if (e->ncomponents == OB__MAX_COMPONENTS) {
+  /* The worker's checks before core registers the provider. */
+  rc = ob__worker_check(e, x->component_name, &o->probe, errbuf, errlen);
+  if (rc < 0) {
     executor_destroy(x);
-    return fail(errbuf, errlen, OB_ENOMEM, "provider %s: too many engine "
-                "components (at most %d)", o->name, OB__MAX_COMPONENTS);
+    if (rc == OB_EEXIST)
+      return fail(errbuf, errlen, rc, "provider %s is already enabled",
+                  o->name);
+    return rc;
   }
   rc = ob_provider_register(e, o);
   if (rc < 0) {
@@ -775,21 +716,12 @@ int ob_provider_enable(ob_engine_t* e, const ob_provider_options_t* o,
     return fail(errbuf, errlen, rc, "provider %s: %s%s%s", o->name,
                 ob_strerror(rc), ob_errmsg(e)[0] ? ": " : "", ob_errmsg(e));
   }
-  memset(&c, 0, sizeof c);
-  c.name = x->component_name;
-  c.self = x;
-  c.start = executor_start;
-  c.kick = executor_kick;
-  c.network = executor_network;
-  c.idle = executor_idle;
-  c.close = executor_close;
-  c.destroy = executor_destroy;
-  rc = ob__engine_add_component(e, &c);
+  rc = ob__worker_register(&x->w, e, x->component_name, &executor_ops, x,
+                           &o->probe, errbuf, errlen);
   if (rc < 0) {
-    /* Checked above; the provider stays registered without transport. */
+    /* The provider stays registered without transport. */
     executor_destroy(x);
-    return fail(errbuf, errlen, rc, "provider %s: cannot add its executor: "
-                "%s", o->name, ob_strerror(rc));
+    return rc;
   }
   return 0;
 }

@@ -32,59 +32,11 @@
 
 #include <uv.h>
 
+#include "core/util/net_error.h"
 #include "oncebox.h"
 
-/*
-** HTTP/TLS error codes: fixed negatives in -100..-139, outside oncebox.h's
-** OB_E* range (-1..-64). Functions here may also return OB_EINVAL,
-** OB_ENOMEM and OB_ESTATE from oncebox.h. ob__http_strerror() names both.
-*/
-#define OB__HTTP_ERRNO_MAP(XX)                                                 \
-  XX(TLS_HOSTNAME, -100, "TLS: certificate does not match the hostname")      \
-  XX(TLS_EXPIRED, -101, "TLS: certificate has expired")                       \
-  XX(TLS_FUTURE, -102, "TLS: certificate is not valid yet")                   \
-  XX(TLS_UNTRUSTED, -103, "TLS: certificate is not signed by a trusted CA")   \
-  XX(TLS_CERT, -104, "TLS: certificate rejected")                             \
-  XX(TLS_PROTOCOL, -105, "TLS: protocol version refused (TLS 1.2 minimum)")   \
-  XX(TLS_HANDSHAKE_EOF, -106, "TLS: connection closed during the handshake")  \
-  XX(TLS, -107, "TLS: error")                                                 \
-  XX(TLS_NO_HOSTNAME, -108, "TLS: no hostname to verify the certificate")     \
-  XX(TLS_CA, -109, "TLS: no CA certificate could be loaded")                  \
-  XX(CONNECT_TIMEOUT, -110, "connect timeout")                                \
-  XX(DEADLINE, -111, "request deadline exceeded")                             \
-  XX(CONNECT, -112, "connection refused or unreachable")                      \
-  XX(DNS, -113, "host name lookup failed")                                    \
-  XX(RESET, -114, "connection reset by peer")                                 \
-  XX(EOF, -115, "connection closed before the response was complete")        \
-  XX(STALE, -116,                                                             \
-     "reused connection closed before any response byte (not resent)")       \
-  XX(IO, -117, "network I/O error")                                           \
-  XX(HEADER_TOO_BIG, -118, "response header too large")                       \
-  XX(BODY_TOO_BIG, -119, "response body too large")                           \
-  XX(BAD_CONTENT_LENGTH, -120,                                                \
-     "invalid or duplicate Content-Length in response")                      \
-  XX(BAD_FRAMING, -121,                                                       \
-     "conflicting Content-Length and Transfer-Encoding in response")         \
-  XX(BAD_CHUNK, -122, "invalid chunked encoding in response")                 \
-  XX(BAD_RESPONSE, -123, "malformed HTTP response")                           \
-  XX(CANCELED, -124, "request canceled")                                      \
-  XX(CLOSING, -125, "HTTP client is closing")                                 \
-  XX(URL, -126, "invalid or unsupported URL")                                 \
-  XX(PLAIN_HTTP, -127, "plain http:// not allowed by the client config")
-
-typedef enum {
-#define OB__HTTP_ERR_ENUM(name, code, text) OB__HTTP_E_##name = (code),
-  OB__HTTP_ERRNO_MAP(OB__HTTP_ERR_ENUM)
-#undef OB__HTTP_ERR_ENUM
-  OB__HTTP__ERR_LAST = -139
-} ob__http_errno_t;
-
-/* Static text of an OB__HTTP_E_* code, or of an OB_E* code (via ob_strerror).
-** Never allocates. This function can't fail. */
-const char* ob__http_strerror(int err);
-/* Static symbolic name ("OB__HTTP_E_TLS_EXPIRED", or ob_err_name's).
-** This function can't fail. */
-const char* ob__http_err_name(int err);
+/* Error codes: OB__HTTP_E_* (core/util/net_error.h). Functions here may
+** also return OB_EINVAL, OB_ENOMEM and OB_ESTATE from oncebox.h. */
 
 #define OB__HTTP_DEFAULT_CA_FILE "/etc/ssl/certs/ca-certificates.crt"
 

@@ -14,7 +14,8 @@
 #include <string.h>
 #include <uv.h>
 
-#include "core/engine/engine_int.h"
+#include "core/engine/engine_host.h"
+#include "core/util/retry.h"
 
 typedef struct ob__runner_s {
   ob_engine_t* e;
@@ -44,10 +45,8 @@ static void one_closed(ob__runner_t* r) {
   ob_engine_t* e = r->e;
   void (*done)(ob_engine_t*, void*) = r->done;
   void* arg = r->done_arg;
-  e->runner = NULL;
-  e->wake = NULL;
-  e->on_stop = NULL;
-  e->run_result = r->result;
+  ob__engine_set_hooks(e, NULL);
+  ob__engine_set_run_result(e, r->result);
   free(r);
   if (done) done(e, arg);
 }
@@ -61,9 +60,10 @@ static void component_closed(void* arg) {
 }
 
 static int components_idle(ob_engine_t* e) {
-  for (size_t i = 0; i < e->ncomponents; i++)
-    if (e->components[i].idle && !e->components[i].idle(e->components[i].self))
-      return 0;
+  for (size_t i = 0; i < ob__engine_ncomponents(e); i++) {
+    const ob__component_t* c = ob__engine_component(e, i);
+    if (c->idle && !c->idle(c->self)) return 0;
+  }
   return 1;
 }
 
@@ -77,10 +77,12 @@ static void begin_close(ob__runner_t* r) {
   uv_close((uv_handle_t*)&r->stop_async, close_cb);
   uv_close((uv_handle_t*)&r->wal_watch, close_cb);
   for (size_t i = 0; i < r->started; i++)
-    r->e->components[i].close(r->e->components[i].self, component_closed, r);
+    ob__engine_component(r->e, i)->close(ob__engine_component(r->e, i)->self,
+                                         component_closed, r);
 }
 
 static void work_cb(uv_timer_t* t);
+static void close_sync(ob_engine_t* e);
 static void next_cb(uv_idle_t* h);
 
 /* With a watch on the -wal file, writes by other processes wake us; the
@@ -88,7 +90,7 @@ static void next_cb(uv_idle_t* h);
 #define WATCHED_POLL_MS 300000
 
 static int64_t idle_poll_ms(const ob__runner_t* r) {
-  int64_t p = r->e->opts.poll_interval_ms;
+  int64_t p = ob__engine_opts(r->e)->poll_interval_ms;
   return r->watching && p < WATCHED_POLL_MS ? WATCHED_POLL_MS : p;
 }
 
@@ -126,11 +128,11 @@ static void do_work(ob__runner_t* r) {
   int64_t at, now, delay;
   int rc;
 
-  if (e->stopping) {
+  if (ob__engine_stopping(e)) {
     begin_close(r);
     return;
   }
-  if (e->opts.no_handling) {
+  if (ob__engine_opts(e)->no_handling) {
     /* Publishing and consuming only: nothing to claim here. */
     if (r->mode == OB_RUN_UNTIL_IDLE && components_idle(e)) {
       begin_close(r);
@@ -152,18 +154,17 @@ static void do_work(ob__runner_t* r) {
       return;
     }
     if (r->failures < 15) r->failures++;
-    delay = 100LL << (r->failures < 9 ? r->failures : 9);
-    arm(r, delay > 30000 ? 30000 : delay);
+    arm(r, ob__storage_backoff_ms(r->failures));
     return;
   }
   r->failures = 0;
-  if (e->stopping) {
+  if (ob__engine_stopping(e)) {
     begin_close(r);
     return;
   }
   if (res.claimed > 0) {
     /* New outbox rows for the relay, new claims for an effect performer. */
-    if (res.handled > 0 || res.waiting > 0) ob__engine_kick_components(e);
+    if (res.handled > 0 || res.waiting > 0) ob__engine_kick_components(e, NULL);
     arm(r, 0);  /* more may be ready: next transaction on the next turn */
     return;
   }
@@ -180,11 +181,11 @@ static void do_work(ob__runner_t* r) {
     return;
   }
   if (rc < 0) {
-    arm(r, e->opts.poll_interval_ms);
+    arm(r, ob__engine_opts(e)->poll_interval_ms);
     return;
   }
   if (r->mode == OB_RUN_UNTIL_IDLE &&
-      ob__queue_next_due_unwaited(&e->db, &at) == OB_ENOTFOUND &&
+      ob__engine_next_due_unwaited(e, &at) == OB_ENOTFOUND &&
       components_idle(e)) {
     /* Only messages waiting for effects are left, and no performer can do
     ** anything for them right now (provider offline, or effects leased by
@@ -195,7 +196,7 @@ static void do_work(ob__runner_t* r) {
     return;
   }
   rc = ob_next_due(e, &at);
-  now = ob__now(e);
+  now = ob__engine_now(e);
   delay = at - now;
   /* Other processes may enqueue earlier work; look again at least every
   ** poll interval. */
@@ -215,8 +216,8 @@ static void gc_cb(uv_timer_t* t) {
 
 static void stop_async_cb(uv_async_t* a) {
   ob__runner_t* r = a->data;
-  r->e->stopping = 1;
   begin_close(r);
+  ob_stop(r->e);  /* closing: the stop hook sends nothing more */
 }
 
 static void wal_changed(uv_fs_event_t* h, const char* name, int events,
@@ -226,29 +227,32 @@ static void wal_changed(uv_fs_event_t* h, const char* name, int events,
   (void)events;
   /* Our own commits land here too; they cost one empty check. While a
   ** transaction is due anyway, leave it alone. */
-  if (status == 0 && !r->closing && !r->e->stopping && !busy(r)) arm(r, 0);
+  if (status == 0 && !r->closing && !ob__engine_stopping(r->e) && !busy(r))
+    arm(r, 0);
 }
 
 static void stop_hook(ob_engine_t* e) {
-  ob__runner_t* r = e->runner;
+  ob__runner_t* r = ob__engine_runner(e);
   if (r != NULL && !r->closing) uv_async_send(&r->stop_async);
 }
 
 static void wake(ob_engine_t* e) {
-  ob__runner_t* r = e->runner;
-  if (r != NULL && !r->closing && !e->stopping) arm(r, 0);
+  ob__runner_t* r = ob__engine_runner(e);
+  if (r != NULL && !r->closing && !ob__engine_stopping(e)) arm(r, 0);
 }
 
 void ob_network_changed(ob_engine_t* e) {
-  if (e == NULL || e->runner == NULL) return;
-  for (size_t i = 0; i < e->ncomponents; i++)
-    if (e->components[i].network) e->components[i].network(e->components[i].self);
+  if (e == NULL || ob__engine_runner(e) == NULL) return;
+  for (size_t i = 0; i < ob__engine_ncomponents(e); i++) {
+    const ob__component_t* c = ob__engine_component(e, i);
+    if (c->network) c->network(c->self);
+  }
 }
 
 int ob_attach(ob_engine_t* e, struct uv_loop_s* loop) {
   ob__runner_t* r;
   if (e == NULL || loop == NULL) return OB_EINVAL;
-  if (e->runner != NULL) return OB_ESTATE;
+  if (ob__engine_runner(e) != NULL) return OB_ESTATE;
   r = calloc(1, sizeof *r);
   if (r == NULL) return OB_ENOMEM;
   r->e = e;
@@ -264,26 +268,28 @@ int ob_attach(ob_engine_t* e, struct uv_loop_s* loop) {
   {
     /* SQLite keeps the -wal file while a connection is open; if it cannot
     ** be watched (no inotify, odd file system) we poll instead. */
-    size_t n = strlen(e->db_path);
+    const char* path = ob__engine_db_path(e);
+    size_t n = strlen(path);
     char* wal = malloc(n + 5);
     if (wal != NULL) {
-      memcpy(wal, e->db_path, n);
+      memcpy(wal, path, n);
       memcpy(wal + n, "-wal", 5);
       r->watching = uv_fs_event_start(&r->wal_watch, wal_changed, wal, 0) == 0;
       free(wal);
     }
     if (!r->watching)
       ob__log(e, OB_LOG_DEBUG, "cannot watch the WAL file; polling every %d ms",
-              e->opts.poll_interval_ms);
+              ob__engine_opts(e)->poll_interval_ms);
     /* The watch alone must not keep a loop alive. */
     uv_unref((uv_handle_t*)&r->wal_watch);
   }
-  e->stopping = 0;
-  e->runner = r;
-  e->wake = wake;
-  e->on_stop = stop_hook;
-  for (size_t i = 0; i < e->ncomponents; i++) {
-    int rc = e->components[i].start(e->components[i].self, e, loop);
+  {
+    ob__engine_hooks_t h = {r, wake, stop_hook, close_sync};
+    ob__engine_set_hooks(e, &h);
+  }
+  for (size_t i = 0; i < ob__engine_ncomponents(e); i++) {
+    const ob__component_t* c = ob__engine_component(e, i);
+    int rc = c->start(c->self, e, loop);
     if (rc < 0) {
       /* Close what was opened; the caller's loop finishes the closing. */
       r->result = rc;
@@ -294,8 +300,8 @@ int ob_attach(ob_engine_t* e, struct uv_loop_s* loop) {
     r->open_handles++;
   }
   arm(r, 0);
-  uv_timer_start(&r->gc, gc_cb, (uint64_t)e->opts.gc_interval_ms,
-                 (uint64_t)e->opts.gc_interval_ms);
+  uv_timer_start(&r->gc, gc_cb, (uint64_t)ob__engine_opts(e)->gc_interval_ms,
+                 (uint64_t)ob__engine_opts(e)->gc_interval_ms);
   /* The gc timer alone must not keep a loop alive. */
   uv_unref((uv_handle_t*)&r->gc);
   return 0;
@@ -304,7 +310,7 @@ int ob_attach(ob_engine_t* e, struct uv_loop_s* loop) {
 int ob_detach(ob_engine_t* e, void (*done)(ob_engine_t*, void*), void* arg) {
   ob__runner_t* r;
   if (e == NULL) return OB_EINVAL;
-  r = e->runner;
+  r = ob__engine_runner(e);
   if (r == NULL || r->closing) return OB_ESTATE;
   r->done = done;
   r->done_arg = arg;
@@ -312,15 +318,15 @@ int ob_detach(ob_engine_t* e, void (*done)(ob_engine_t*, void*), void* arg) {
   return 0;
 }
 
-void ob__runner_close_sync(ob_engine_t* e);
-void ob__runner_close_sync(ob_engine_t* e) {
-  ob__runner_t* r = e->runner;
+/* ob_close while attached (the engine's close_sync hook). */
+static void close_sync(ob_engine_t* e) {
+  ob__runner_t* r = ob__engine_runner(e);
   uv_loop_t* loop;
   if (r == NULL) return;
   loop = r->loop;
   if (!r->closing) begin_close(r);
   else r->done = NULL;
-  while (e->runner != NULL) uv_run(loop, UV_RUN_NOWAIT);
+  while (ob__engine_runner(e) != NULL) uv_run(loop, UV_RUN_NOWAIT);
 }
 
 /* First SIGTERM/SIGINT: ask the loop to stop after the message in hand, and
@@ -330,10 +336,7 @@ void ob__runner_close_sync(ob_engine_t* e) {
 static void on_signal(int sig) {
   ob__runner_t* r = signal_target;
   (void)sig;
-  if (r != NULL) {
-    r->e->stopping = 1;
-    uv_async_send(&r->stop_async);
-  }
+  if (r != NULL) ob_stop(r->e);  /* a flag and uv_async_send: both safe */
   signal(SIGTERM, SIG_DFL);
   signal(SIGINT, SIG_DFL);
 }
@@ -344,17 +347,17 @@ int ob_run(ob_engine_t* e, ob_run_mode_t mode, int handle_signals) {
   int rc;
 
   if (e == NULL) return OB_EINVAL;
-  if (e->runner != NULL) return OB_ESTATE;
-  e->run_result = 0;
+  if (ob__engine_runner(e) != NULL) return OB_ESTATE;
+  ob__engine_set_run_result(e, 0);
   if (uv_loop_init(&loop) != 0) return OB_ENOMEM;
   rc = ob_attach(e, &loop);
   if (rc < 0) {
     uv_run(&loop, UV_RUN_DEFAULT);  /* finish closing what attach opened */
     uv_loop_close(&loop);
-    e->run_result = 0;
+    ob__engine_set_run_result(e, 0);
     return rc;
   }
-  r = e->runner;
+  r = ob__engine_runner(e);
   r->mode = mode;
   if (handle_signals) {
     struct sigaction sa;
@@ -371,14 +374,14 @@ int ob_run(ob_engine_t* e, ob_run_mode_t mode, int handle_signals) {
     signal_target = NULL;
     /* Leave the default action after a signal arrived: a second one must
     ** still end the process at once during the close below. */
-    if (!e->stopping) {
+    if (!ob__engine_stopping(e)) {
       sigaction(SIGTERM, &saved_term, NULL);
       sigaction(SIGINT, &saved_int, NULL);
     }
   }
   /* r was freed by close_cb, which copied its result into e. */
-  rc = e->run_result;
-  e->run_result = 0;
+  rc = ob__engine_run_result(e);
+  ob__engine_set_run_result(e, 0);
   uv_loop_close(&loop);
   return rc;
 }

@@ -21,26 +21,23 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "core/engine/engine_int.h"
 #include "core/relay/cloudevents.h"
 #include "core/relay/relay_policy.h"
+#include "core/relay/relay_tx.h"
 #include "platform/aws/aws_config.h"
+#include "platform/loop/worker.h"
 #include "platform/sqs/sqs_client.h"
 
 #define MAX_CLAIM OB__SQS_MAX_BATCH_ENTRIES
 
 typedef struct relay_s {
-  ob_engine_t* e;
-  uv_loop_t* loop;
+  ob__worker_t w;          /* timer, link, close sequence (worker.h) */
   ob_relay_options_t opts;
   char* queue_url;
   char* source;
   int fifo;
   ob__aws_config_t aws;
   ob__sqs_client_t* client;
-  uv_timer_t timer;
-  int timer_open;
-  ob__relay_link_t link;
   char token[OB_UUID_BUFLEN];
 
   /* The batch in flight. */
@@ -51,18 +48,13 @@ typedef struct relay_s {
   size_t nrows;      /* rows claimed */
   size_t sent_from;  /* first row of the sub-batch in flight */
   size_t sent_n;     /* rows in the sub-batch in flight */
-
-  int closing;
-  int pending_closes;
-  void (*done)(void*);
-  void* done_arg;
   int64_t published;
 } relay_t;
 
-static void arm(relay_t* r, int64_t delay_ms);
+#define ENGINE(r) ((r)->w.e)
 
-static int64_t now_ms(relay_t* r) {
-  return ob__now(r->e);
+static void arm(relay_t* r, int64_t delay_ms) {
+  ob__worker_arm(&r->w, delay_ms);
 }
 
 static void free_rows(relay_t* r) {
@@ -78,19 +70,17 @@ static void free_rows(relay_t* r) {
 ** relay does not write a row per batch beyond the publish time. */
 static void record_status(relay_t* r, int online, int64_t published_at,
                           const char* error) {
-  if (r->e->db.in_tx) return;
-  if (ob__relay_status_set(&r->e->db, "outbox", online, published_at, error,
-                           now_ms(r)) < 0)
-    ob__log(r->e, OB_LOG_WARN, "relay: cannot record status: %s",
-            ob_errmsg(r->e));
+  if (ob__relay_record_status(ENGINE(r), online, published_at, error) < 0)
+    ob__log(ENGINE(r), OB_LOG_WARN, "relay: cannot record status: %s",
+            ob_errmsg(ENGINE(r)));
 }
 
 /* Give the claims back (shutdown, configuration fault): another relay, or
 ** this one later, publishes the rows. */
 static void release_claims(relay_t* r) {
-  if (ob__relay_release(&r->e->db, r->token) < 0)
-    ob__log(r->e, OB_LOG_WARN, "relay: cannot release claims (they expire "
-            "with their lease): %s", ob_errmsg(r->e));
+  if (ob__relay_give_back(ENGINE(r), r->token) < 0)
+    ob__log(ENGINE(r), OB_LOG_WARN, "relay: cannot release claims (they "
+            "expire with their lease): %s", ob_errmsg(ENGINE(r)));
   free_rows(r);
 }
 
@@ -99,47 +89,24 @@ static int send_next(relay_t* r);
 /* Mark each row of the sub-batch in one transaction. ok[i]: 1 published,
 ** 0 failed (error[i], park[i]). */
 static void settle(relay_t* r, const int* ok, const char* const* error,
-                   const int* park) {
-  int64_t now = now_ms(r);
-  int rc, published = 0;
-  /* synchronous=NORMAL for the marks: a mark lost to a power cut only
-  ** publishes the row again with the same id, which at-least-once allows;
-  ** paying an fsync per batch for it halved the relay's rate
-  ** (docs/decisions/0008-relay-bookkeeping-durability.md). */
-  rc = ob__db_begin_relaxed(&r->e->db);
-  for (size_t i = 0; rc >= 0 && i < r->sent_n; i++) {
-    ob__relay_row_t* row = &r->rows[r->sent_from + i];
-    if (ok[i]) {
-      rc = ob__relay_mark_published(&r->e->db, row->id, r->token, now);
-      if (rc == 1) published++;
-    } else {
-      int64_t d = ob__relay_row_backoff(r->opts.backoff_base_ms,
-                                        r->opts.backoff_cap_ms,
-                                        row->attempt_count + 1,
-                                        r->e->opts.clock);
-      rc = ob__relay_mark_failed(&r->e->db, row->id, r->token, now + d,
-                                 error[i], park[i] ? r->opts.park_after : 0,
-                                 now);
-      if (rc == 1 && park[i] && r->opts.park_after > 0 &&
-          row->attempt_count + 1 >= r->opts.park_after)
-        ob__log(r->e, OB_LOG_WARN, "relay: event %s parked after %d "
-                "attempts: %s", row->id, row->attempt_count + 1, error[i]);
-    }
-    if (rc == 0)
-      ob__log(r->e, OB_LOG_DEBUG, "relay: lease on %s was lost", row->id);
+                   const int* park, int park_after) {
+  ob__relay_result_t res[MAX_CLAIM];
+  ob__relay_settled_t out;
+  for (size_t i = 0; i < r->sent_n; i++) {
+    res[i].ok = ok[i];
+    res[i].park = park[i];
+    res[i].error = error[i];
   }
-  if (rc >= 0 && published > 0)
-    rc = ob__relay_status_set(&r->e->db, "outbox", 1, now, NULL, now);
-  if (rc >= 0) rc = ob__db_commit(&r->e->db);
-  else ob__db_rollback(&r->e->db);
-  if (rc < 0) {
+  if (ob__relay_settle(ENGINE(r), r->token, &r->rows[r->sent_from], res,
+                       r->sent_n, park_after, r->opts.backoff_base_ms,
+                       r->opts.backoff_cap_ms, &out) < 0) {
     /* Nothing marked: the rows stay claimed until the lease expires and are
     ** published again then. At-least-once, as documented. */
-    ob__log(r->e, OB_LOG_ERROR, "relay: cannot record results: %s",
-            ob_errmsg(r->e));
+    ob__log(ENGINE(r), OB_LOG_ERROR, "relay: cannot record results: %s",
+            ob_errmsg(ENGINE(r)));
     return;
   }
-  r->published += published;
+  r->published += out.published;
 }
 
 static void on_sent(ob__sqs_req_t* req, int status) {
@@ -147,6 +114,7 @@ static void on_sent(ob__sqs_req_t* req, int status) {
   int ok[MAX_CLAIM], park[MAX_CLAIM];
   const char* error[MAX_CLAIM];
   char errbuf[MAX_CLAIM][OB__REASON_LEN];
+  ob__net_class_t cls;
   int64_t delay;
 
   r->in_flight = 0;
@@ -159,8 +127,8 @@ static void on_sent(ob__sqs_req_t* req, int status) {
   }
   memset(park, 0, sizeof park);
   if (status == 0) {
-    int back = ob__relay_link_ok(&r->link);
-    if (back) ob__log(r->e, OB_LOG_INFO, "relay: SQS reachable again");
+    if (ob__worker_link_ok(&r->w))
+      ob__log(ENGINE(r), OB_LOG_INFO, "relay: SQS reachable again");
     for (size_t i = 0; i < r->sent_n; i++) {
       ok[i] = 1;
       error[i] = NULL;
@@ -174,7 +142,7 @@ static void on_sent(ob__sqs_req_t* req, int status) {
       error[i] = errbuf[i];
       park[i] = f->sender_fault;
     }
-    settle(r, ok, error, park);
+    settle(r, ok, error, park, r->opts.park_after);
     ob__sqs_req_cleanup(req);
     r->sent_from += r->sent_n;
     r->sent_n = 0;
@@ -186,32 +154,30 @@ static void on_sent(ob__sqs_req_t* req, int status) {
     return;
   }
 
-  /* The request as a whole failed. */
-  if (status == OB__SQS_E_AUTH || status == OB__SQS_E_NO_QUEUE ||
-      status == OB__HTTP_E_TLS_HOSTNAME || status == OB__HTTP_E_TLS_EXPIRED ||
-      status == OB__HTTP_E_TLS_FUTURE || status == OB__HTTP_E_TLS_UNTRUSTED ||
-      status == OB__HTTP_E_TLS_CERT || status == OB__HTTP_E_TLS_PROTOCOL) {
-    ob__log(r->e, OB_LOG_ERROR, "relay: %s (%s); retrying with backoff",
+  /* The request as a whole failed. What that means is the one
+  ** classification every worker uses (core/util/net_error.h). */
+  cls = ob__net_classify(status);
+  if (cls == OB__NET_CONFIG || cls == OB__NET_AUTH) {
+    ob__log(ENGINE(r), OB_LOG_ERROR, "relay: %s (%s); retrying with backoff",
             req->detail, ob__sqs_err_name(status));
     record_status(r, req->http_status != 0, 0, req->detail);
     ob__sqs_req_cleanup(req);
     release_claims(r);
-    delay = ob__relay_link_failed(&r->link, now_ms(r), r->e->opts.clock);
-    arm(r, delay);
+    arm(r, ob__worker_link_failed(&r->w));
     return;
   }
-  if (ob__sqs_status_is_transient(status) || status == OB__SQS_E_CHECKSUM) {
+  if (cls == OB__NET_TRANSIENT || status == OB__SQS_E_CHECKSUM) {
     /* SQS unreachable, overloaded or throttling after the client's own
     ** retries: nothing is wrong with the rows. They are not charged and not
     ** backed off (the relay's probing decides when to try again), so a
     ** terminal that comes back online publishes everything at once. A
     ** checksum mismatch may mean SQS did take the batch: sending again
     ** later only duplicates, with the same ids. */
-    if (r->link.online)
-      ob__log(r->e, OB_LOG_WARN, "relay: SQS unreachable (%s); outbox "
+    if (r->w.link.online)
+      ob__log(ENGINE(r), OB_LOG_WARN, "relay: SQS unreachable (%s); outbox "
               "accumulates, probing with backoff", req->detail);
     record_status(r, req->http_status != 0, 0, req->detail);
-    delay = ob__relay_link_failed(&r->link, now_ms(r), r->e->opts.clock);
+    delay = ob__worker_link_failed(&r->w);
   } else {
     /* A service error about the request: charge the rows; the sender's
     ** fault counts toward parking. */
@@ -222,8 +188,8 @@ static void on_sent(ob__sqs_req_t* req, int status) {
       error[i] = errbuf[i];
       park[i] = status == OB__SQS_E_SERVICE && req->error.sender_fault != 0;
     }
-    settle(r, ok, error, park);
-    ob__log(r->e, OB_LOG_WARN, "relay: batch refused: %s", req->detail);
+    settle(r, ok, error, park, r->opts.park_after);
+    ob__log(ENGINE(r), OB_LOG_WARN, "relay: batch refused: %s", req->detail);
     delay = 0;
   }
   ob__sqs_req_cleanup(req);
@@ -261,10 +227,7 @@ static int send_next(relay_t* r) {
                sizes[0]);
       r->sent_from = first;
       r->sent_n = 1;
-      int saved = r->opts.park_after;
-      r->opts.park_after = 1;
-      settle(r, &ok, &err, &park);
-      r->opts.park_after = saved;
+      settle(r, &ok, &err, &park, 1);
       first++;
       r->sent_from = first;
       r->sent_n = 0;
@@ -301,7 +264,7 @@ static int send_next(relay_t* r) {
   rc = ob__sqs_send_message_batch(r->client, &r->req, r->queue_url, entries, n,
                                  on_sent);
   if (rc < 0) {
-    ob__log(r->e, OB_LOG_ERROR, "relay: cannot send batch: %s (%s)",
+    ob__log(ENGINE(r), OB_LOG_ERROR, "relay: cannot send batch: %s (%s)",
             r->req.detail, ob__sqs_err_name(rc));
     r->sent_n = 0;
     return rc;
@@ -310,43 +273,31 @@ static int send_next(relay_t* r) {
   return 0;
 }
 
-static void timer_cb(uv_timer_t* t) {
-  relay_t* r = t->data;
-  int64_t now = now_ms(r), at;
+/* The worker's timer: claim what is publishable and send it. */
+static void relay_run(ob__worker_t* w) {
+  relay_t* r = w->self;
+  ob_engine_t* e = ENGINE(r);
+  int64_t now, at;
   int n, rc;
 
-  if (r->closing || r->in_flight || r->e->stopping) return;
-  if (!r->link.online && now < r->link.next_probe_at) {
-    arm(r, r->link.next_probe_at - now);
-    return;
-  }
-  /* Never claim inside a handler's transaction (the loop is ours here, but
-  ** be explicit: the claim is its own short transaction). */
-  if (r->e->db.in_tx) {
-    arm(r, 10);
-    return;
-  }
-  n = ob__relay_claim(&r->e->db, r->token, now, now + r->opts.lease_ms,
-                      MAX_CLAIM, r->opts.ordered, r->rows);
+  if (r->in_flight) return;
+  if (ob__worker_wait_for_probe(w)) return;
+  n = ob__relay_take(e, r->token, r->opts.lease_ms, MAX_CLAIM,
+                     r->opts.ordered, r->rows);
   if (n < 0) {
-    ob__log(r->e, OB_LOG_ERROR, "relay: claim failed: %s", ob_errmsg(r->e));
-    arm(r, 1000);
+    ob__log(e, OB_LOG_ERROR, "relay: claim failed: %s", ob_errmsg(e));
+    arm(r, ob__worker_storage_failed(w));
     return;
   }
+  ob__worker_storage_ok(w);
   if (n == 0) {
     /* Nothing publishable now: sleep until the next row is due; new rows
     ** wake us through kick(). */
-    rc = ob__relay_next_due(&r->e->db, now, r->opts.ordered, &at);
+    now = ob__worker_now(w);
+    rc = ob__relay_due_at(e, r->opts.ordered, &at);
     if (rc == 0) arm(r, at > now ? at - now : 0);
     return;
   }
-#ifdef OB_MUTANT_PUBLISH_BEFORE_2XX
-  /* MUTANT for tests/integration/relay only (issue 6 item 2): the claimed
-  ** rows are marked published before SQS answered. Built into a separate
-  ** test library; never define it elsewhere. */
-  for (int i = 0; i < n; i++)
-    (void)ob__relay_mark_published(&r->e->db, r->rows[i].id, r->token, now);
-#endif
   r->nrows = (size_t)n;
   r->sent_from = r->sent_n = 0;
   for (int i = 0; i < n; i++) {
@@ -361,104 +312,76 @@ static void timer_cb(uv_timer_t* t) {
     ev.created_at_ms = r->rows[i].created_at;
     r->bodies[i] = ob__cloudevent_encode(&ev, r->source, NULL);
     if (r->bodies[i] == NULL) {
-      ob__log(r->e, OB_LOG_ERROR, "relay: out of memory");
+      ob__log(e, OB_LOG_ERROR, "relay: out of memory");
       release_claims(r);
-      arm(r, 1000);
+      arm(r, ob__worker_storage_failed(w));
       return;
     }
   }
   if (send_next(r) < 0) {
     release_claims(r);
-    arm(r, 1000);
+    arm(r, ob__worker_storage_failed(w));
   }
 }
 
-static void arm(relay_t* r, int64_t delay_ms) {
-  if (r->closing || !r->timer_open) return;
-  if (delay_ms < 0) delay_ms = 0;
-  uv_timer_start(&r->timer, timer_cb, (uint64_t)delay_ms, 0);
-}
-
-/* ---- component interface ------------------------------------------------ */
-
-static int relay_start(void* self, ob_engine_t* e, uv_loop_t* loop) {
-  relay_t* r = self;
-  ob__sqs_client_config_t cfg;
-  char err[256];
-  int rc;
-
-  r->e = e;
-  r->loop = loop;
-  r->closing = 0;
-  ob__uuid7_next(&e->idgen, e->opts.clock, r->token);
-  ob__relay_link_init(&r->link, r->opts.probe_base_ms, r->opts.probe_cap_ms);
-  ob__sqs_client_config_init(&cfg);
-  ob__sqs_client_config_from_aws(&cfg, &r->aws);
-  cfg.clock = e->opts.clock;
-  rc = ob__sqs_client_open(&r->client, loop, &cfg, err, sizeof err);
-  if (rc < 0) {
-    ob__db_seterr(&e->db, rc, "relay: %s", err);
-    return rc;
-  }
-  uv_timer_init(loop, &r->timer);
-  r->timer.data = r;
-  r->timer_open = 1;
-  arm(r, 0);
-  ob__log(e, OB_LOG_INFO, "relay: publishing the outbox to %s%s",
-          r->queue_url, r->fifo ? " (FIFO)" : "");
-  return 0;
-}
-
-static void relay_kick(void* self) {
-  relay_t* r = self;
-  if (!r->in_flight && r->link.online) arm(r, 0);
-}
-
-static void relay_network(void* self) {
-  relay_t* r = self;
-  ob__relay_link_nudge(&r->link, now_ms(r));
-  if (!r->in_flight) arm(r, 0);
-}
-
-static int relay_idle(void* self) {
-  relay_t* r = self;
-  int64_t at, now = now_ms(r);
-  if (r->in_flight) return 0;
-  if (!r->link.online) return 1;  /* cannot publish right now */
-  if (ob__relay_next_due(&r->e->db, now, r->opts.ordered, &at) != 0) return 1;
-  return at > now;
-}
-
-static void part_closed(relay_t* r) {
-  if (--r->pending_closes > 0) return;
-  r->client = NULL;
-  if (r->done) r->done(r->done_arg);
-}
-
-static void timer_closed(uv_handle_t* h) {
-  relay_t* r = h->data;
-  r->timer_open = 0;
-  part_closed(r);
-}
+/* ---- the worker's callbacks ----------------------------------------------- */
 
 static void client_closed(ob__sqs_client_t* c, void* arg) {
+  relay_t* r = arg;
   (void)c;
-  part_closed(arg);
+  r->client = NULL;
+  ob__worker_client_closed(&r->w);
 }
 
-static void relay_close(void* self, void (*done)(void*), void* arg) {
-  relay_t* r = self;
-  r->closing = 1;
-  r->done = done;
-  r->done_arg = arg;
-  r->pending_closes = 2;
-  uv_timer_stop(&r->timer);
-  uv_close((uv_handle_t*)&r->timer, timer_closed);
+static int relay_open(ob__worker_t* w, uv_loop_t* loop, char* err,
+                      size_t errlen) {
+  relay_t* r = w->self;
+  ob__sqs_client_config_t cfg;
+  ob__sqs_client_config_init(&cfg);
+  ob__sqs_client_config_from_aws(&cfg, &r->aws);
+  cfg.clock = ob__engine_clock(w->e);
+  return ob__sqs_client_open(&r->client, loop, &cfg, err, errlen);
+}
+
+static void relay_close_client(ob__worker_t* w) {
+  relay_t* r = w->self;
   /* In-flight batch: completes with OB_ECANCELED, which releases the claims
   ** before the client's close callback. */
   ob__sqs_client_close(r->client, client_closed, r);
-  if (!r->in_flight && r->nrows == 0 && !r->e->db.in_tx)
-    ob__relay_release(&r->e->db, r->token);  /* defensive: nothing held */
+}
+
+static void relay_started(ob__worker_t* w) {
+  relay_t* r = w->self;
+  ob__engine_new_id(w->e, r->token);
+  arm(r, 0);
+  ob__log(w->e, OB_LOG_INFO, "relay: publishing the outbox to %s%s",
+          r->queue_url, r->fifo ? " (FIFO)" : "");
+}
+
+static void relay_kick(ob__worker_t* w) {
+  relay_t* r = w->self;
+  if (!r->in_flight && w->link.online) arm(r, 0);
+}
+
+static void relay_network(ob__worker_t* w) {
+  relay_t* r = w->self;
+  if (!r->in_flight) arm(r, 0);
+}
+
+static int relay_idle(ob__worker_t* w) {
+  relay_t* r = w->self;
+  int64_t at, now = ob__worker_now(w);
+  if (r->in_flight) return 0;
+  if (!w->link.online) return 1;  /* cannot publish right now */
+  if (ob__relay_due_at(w->e, r->opts.ordered, &at) != 0) return 1;
+  return at > now;
+}
+
+static int relay_drain(ob__worker_t* w) {
+  relay_t* r = w->self;
+  if (!r->in_flight && r->nrows == 0 && !ob__engine_in_tx(w->e))
+    (void)ob__relay_give_back(w->e, r->token);  /* defensive: nothing held */
+  return 0;
 }
 
 static void relay_destroy(void* self) {
@@ -470,33 +393,46 @@ static void relay_destroy(void* self) {
   free(r);
 }
 
+static const ob__worker_ops_t relay_ops = {
+    .open = relay_open,
+    .close_client = relay_close_client,
+    .started = relay_started,
+    .run = relay_run,
+    .idle = relay_idle,
+    .kick = relay_kick,
+    .network = relay_network,
+    .drain = relay_drain,
+    .destroy = relay_destroy,
+};
+
 void ob_relay_options_init(ob_relay_options_t* o) {
   memset(o, 0, sizeof *o);
   o->park_after = 10;
   o->backoff_base_ms = 1000;
   o->backoff_cap_ms = 300000;
-  o->probe_base_ms = 1000;
-  o->probe_cap_ms = 300000;
+  ob__probe_options_init(&o->probe, 300000);
   o->lease_ms = 60000;
 }
 
 int ob_relay_enable(ob_engine_t* e, const ob_relay_options_t* o, char* errbuf,
                     size_t errlen) {
   relay_t* r;
-  ob__component_t c;
   char host[128], source[200];
   const char* why;
   int rc;
 
   if (errbuf && errlen) errbuf[0] = '\0';
-  if (e == NULL || o == NULL) return OB_EINVAL;
-  if (e->runner != NULL) return OB_ESTATE;
+  if (o == NULL) return OB_EINVAL;
+  rc = ob__worker_check(e, "relay", &o->probe, errbuf, errlen);
+  if (rc == OB_EEXIST && errbuf) snprintf(errbuf, errlen, "a relay is "
+                                          "already enabled");
+  if (rc < 0) return rc;
   if ((why = ob__sqs_queue_url_problem(o->queue_url)) != NULL) {
     if (errbuf) snprintf(errbuf, errlen, "outbox queue URL %s", why);
     return OB_EINVAL;
   }
   if (o->park_after < 0 || o->backoff_base_ms < 1 || o->backoff_cap_ms < 1 ||
-      o->probe_base_ms < 1 || o->probe_cap_ms < 1 || o->lease_ms < 1000) {
+      o->lease_ms < 1000) {
     if (errbuf) snprintf(errbuf, errlen, "relay options out of range "
                          "(backoffs >= 1 ms, lease >= 1 s, park_after >= 0)");
     return OB_EINVAL;
@@ -517,24 +453,11 @@ int ob_relay_enable(ob_engine_t* e, const ob_relay_options_t* o, char* errbuf,
     return OB_ENOMEM;
   }
   rc = ob__aws_config_load(&r->aws, NULL, NULL, NULL, errbuf, errlen);
+  if (rc == 0)
+    rc = ob__worker_register(&r->w, e, "relay", &relay_ops, r, &o->probe,
+                             errbuf, errlen);
   if (rc < 0) {
     relay_destroy(r);
-    return rc;
-  }
-  memset(&c, 0, sizeof c);
-  c.name = "relay";
-  c.self = r;
-  c.start = relay_start;
-  c.kick = relay_kick;
-  c.network = relay_network;
-  c.idle = relay_idle;
-  c.close = relay_close;
-  c.destroy = relay_destroy;
-  rc = ob__engine_add_component(e, &c);
-  if (rc < 0) {
-    relay_destroy(r);
-    if (errbuf && rc == OB_EEXIST) snprintf(errbuf, errlen, "a relay is "
-                                            "already enabled");
     return rc;
   }
   return 0;

@@ -71,44 +71,6 @@ struct ob__sqs_client_s {
   ob__sqs_stats_t stats;
 };
 
-/* ---------------------------------------------------------------------------
-** Error table.
-*/
-const char* ob__sqs_strerror(int err) {
-#define OB__SQS_STR(name, code, text) \
-  if (err == (code)) return text;
-  OB__SQS_ERRNO_MAP(OB__SQS_STR)
-#undef OB__SQS_STR
-  return ob__http_strerror(err);
-}
-
-const char* ob__sqs_err_name(int err) {
-#define OB__SQS_NAME(name, code, text) \
-  if (err == (code)) return "OB__SQS_E_" #name;
-  OB__SQS_ERRNO_MAP(OB__SQS_NAME)
-#undef OB__SQS_NAME
-  return ob__http_err_name(err);
-}
-
-int ob__sqs_status_is_transient(int status) {
-  switch (status) {
-    case OB__SQS_E_THROTTLED:
-    case OB__SQS_E_UNAVAILABLE:
-    case OB__HTTP_E_CONNECT_TIMEOUT:
-    case OB__HTTP_E_DEADLINE:
-    case OB__HTTP_E_CONNECT:
-    case OB__HTTP_E_DNS:
-    case OB__HTTP_E_RESET:
-    case OB__HTTP_E_EOF:
-    case OB__HTTP_E_STALE:
-    case OB__HTTP_E_IO:
-    case OB__HTTP_E_TLS_HANDSHAKE_EOF:
-      return 1;
-    default:
-      return 0;
-  }
-}
-
 static void detailf(ob__sqs_req_t* req, const char* fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void detailf(ob__sqs_req_t* req, const char* fmt, ...) {

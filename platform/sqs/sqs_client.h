@@ -35,38 +35,8 @@
 #include "platform/aws/aws_config.h"
 #include "platform/http/http_client.h"
 
-/*
-** Status codes of this layer, in -140..-159 (oncebox.h owns -1..-64 and
-** platform/http's enum reserves -100..-139). A callback status is 0, one
-** of these, an OB__HTTP_E_* transport code (the last attempt's), OB_ECANCELED,
-** or OB_ENOMEM.
-*/
-#define OB__SQS_ERRNO_MAP(XX)                                                  \
-  XX(SERVICE, -140, "SQS returned an error")                                  \
-  XX(THROTTLED, -141, "SQS throttled the request")                            \
-  XX(UNAVAILABLE, -142, "SQS server error")                                   \
-  XX(AUTH, -143, "SQS refused the credentials or the signature")              \
-  XX(NO_QUEUE, -144, "the queue does not exist")                              \
-  XX(CHECKSUM, -145, "MD5 checksum mismatch in the SQS response")             \
-  XX(BAD_RESPONSE, -146, "malformed SQS response")
-
-typedef enum {
-#define OB__SQS_ERR_ENUM(name, code, text) OB__SQS_E_##name = (code),
-  OB__SQS_ERRNO_MAP(OB__SQS_ERR_ENUM)
-#undef OB__SQS_ERR_ENUM
-  OB__SQS__ERR_LAST = -159
-} ob__sqs_errno_t;
-
-/* Static text / symbolic name of an OB__SQS_E_*, OB__HTTP_E_* or OB_E* code.
-** These functions can't fail. */
-const char* ob__sqs_strerror(int err);
-const char* ob__sqs_err_name(int err);
-
-/* 1 when a failed call may succeed if made again later (throttling, 5xx,
-** timeouts, connection errors, stale connections); 0 for permanent
-** failures (bad request, no queue, credentials, TLS verification,
-** checksum, malformed response) and for 0 / OB_ECANCELED. */
-int ob__sqs_status_is_transient(int status);
+/* Status codes: OB__SQS_E_* and OB__HTTP_E_* (core/util/net_error.h). A
+** callback status is 0, one of those, OB_ECANCELED, or OB_ENOMEM. */
 
 typedef struct ob__sqs_client_config_s {
   /* Endpoint "https://host[:port]" (no path). Required. */

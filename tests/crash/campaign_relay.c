@@ -362,7 +362,7 @@ static void handle_cb(uv_idle_t* h) {
   }
   if (res.claimed > 0) {
     /* New outbox rows: wake the relay, as the runner does. */
-    if (res.handled > 0) ob__engine_kick_components(wk->e);
+    if (res.handled > 0) ob__engine_kick_components(wk->e, NULL);
     wk->commits++;
     if (wk->ck != NULL && wk->commits % wk->w->ckpt_every == 0)
       camp_checkpoint(wk->ck,
@@ -420,8 +420,8 @@ static void worker_main(camp_t* c, const wcfg_t* w, int fd) {
   ro.park_after = 10;
   ro.backoff_base_ms = 50;
   ro.backoff_cap_ms = 200;
-  ro.probe_base_ms = 50;
-  ro.probe_cap_ms = 200;
+  ro.probe.base_ms = 50;
+  ro.probe.cap_ms = 200;
   ro.lease_ms = 1000; /* the minimum: a dead worker's claims expire soon */
   rc = ob_relay_enable(wk.e, &ro, err, sizeof err);
   if (rc != 0) {

@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include "core/relay/relay_policy.h"
+#include "core/util/link.h"
 #include "tests/support/testsupport.h"
 
 static void test_fifo_detection(void** state) {
@@ -49,14 +50,14 @@ static void test_row_backoff(void** state) {
 
 static void test_link_offline_and_back(void** state) {
   fake_clock_t fc;
-  ob__relay_link_t l;
+  ob__link_t l;
   (void)state;
   fake_clock_init(&fc, 1000, 9);
-  ob__relay_link_init(&l, 1000, 60000);
+  ob__link_init(&l, 1000, 60000);
   assert_int_equal(l.online, 1);
   int64_t prev = 0;
   for (int i = 1; i <= 10; i++) {
-    int64_t d = ob__relay_link_failed(&l, fc.now, &fc.clock);
+    int64_t d = ob__link_failed(&l, fc.now, &fc.clock);
     assert_int_equal(l.online, 0);
     assert_int_equal(l.next_probe_at, fc.now + d);
     int64_t base = 1000LL << (i - 1);
@@ -65,12 +66,12 @@ static void test_link_offline_and_back(void** state) {
     if (i < 6) assert_true(d > prev);  /* grows until the cap */
     prev = d;
   }
-  ob__relay_link_nudge(&l, 5000);
+  ob__link_nudge(&l, 5000);
   assert_int_equal(l.next_probe_at, 5000);
   assert_int_equal(l.failures, 0);
-  assert_int_equal(ob__relay_link_ok(&l), 1);
+  assert_int_equal(ob__link_ok(&l), 1);
   assert_int_equal(l.online, 1);
-  assert_int_equal(ob__relay_link_ok(&l), 0);
+  assert_int_equal(ob__link_ok(&l), 0);
 }
 
 int main(void) {

@@ -285,8 +285,8 @@ static void eng_consume(eng_t* g, const char* url, int prefetch, int vt_s,
   o.prefetch = prefetch;
   o.visibility_timeout_s = vt_s;
   o.wait_seconds = wait_s;
-  o.probe_base_ms = 200;
-  o.probe_cap_ms = 1000;
+  o.probe.base_ms = 200;
+  o.probe.cap_ms = 1000;
   if (ob_consumer_enable(g->e, &o, err, sizeof err) != 0)
     fail_msg("ob_consumer_enable: %s", err);
 }
@@ -1112,8 +1112,8 @@ static void test_offline_then_network_changed(void** state) {
   ob_consumer_options_init(&o);
   o.queue_url = url;
   o.wait_seconds = 1;
-  o.probe_base_ms = 60000;
-  o.probe_cap_ms = 60000;
+  o.probe.base_ms = 60000;
+  o.probe.cap_ms = 60000;
   assert_int_equal(ob_consumer_enable(g.e, &o, err, sizeof err), 0);
   memset(&n, 0, sizeof n);
   n.g = &g;

@@ -154,8 +154,8 @@ static void test_enable_validation(void** state) {
   assert_int_equal(o.wait_seconds, 20);
   assert_int_equal(o.prefetch, 1);
   assert_int_equal(o.visibility_timeout_s, 30);
-  assert_int_equal(o.probe_base_ms, 1000);
-  assert_int_equal(o.probe_cap_ms, 300000);
+  assert_int_equal(o.probe.base_ms, 1000);
+  assert_int_equal(o.probe.cap_ms, 300000);
   assert_null(o.queue_url);
 
   assert_int_equal(enable(f, &o, err, sizeof err), OB_EINVAL);
@@ -180,8 +180,8 @@ static void test_enable_validation(void** state) {
   BAD(prefetch, 11, "prefetch");
   BAD(visibility_timeout_s, 0, "visibility_timeout_s");
   BAD(visibility_timeout_s, 43201, "visibility_timeout_s");
-  BAD(probe_base_ms, 0, "probe_base_ms");
-  BAD(probe_cap_ms, 10, "probe_cap_ms");
+  BAD(probe.base_ms, 0, "probe.base_ms");
+  BAD(probe.cap_ms, 10, "probe.cap_ms");
 #undef BAD
 
   /* AWS configuration problems: OB_EINVAL, named, never the secret. */

@@ -52,8 +52,8 @@ static inline int rf_enable(fixture_t* f, const char* queue_url,
   o.ordered = ordered;
   o.backoff_base_ms = 50;
   o.backoff_cap_ms = 200;
-  o.probe_base_ms = 50;
-  o.probe_cap_ms = 200;
+  o.probe.base_ms = 50;
+  o.probe.cap_ms = 200;
   int rc = ob_relay_enable(f->e, &o, err, sizeof err);
   if (rc != 0) print_message("ob_relay_enable: %s (%s)\n", err, ob_err_name(rc));
   return rc;

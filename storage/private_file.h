@@ -1,5 +1,7 @@
-#ifndef OB_PLATFORM_FS_H
-#define OB_PLATFORM_FS_H
+/* The database file's creation, before SQLite opens it: storage's own
+** syscalls (open, fstat, fchmod), like SQLite's own file I/O. */
+#ifndef OB_STORAGE_PRIVATE_FILE_H
+#define OB_STORAGE_PRIVATE_FILE_H
 
 #include <stddef.h>
 

@@ -6,8 +6,9 @@
 #include <mbedtls/md.h>
 
 #include "core/sqs/sqs.h"
+#include "core/util/link.h"
 #include "core/util/uuid.h"
-#include "platform/consumer/consumer.h"
+#include "core/consumer/consumer_policy.h"
 
 static int fail(char* errbuf, size_t errlen, const char* msg) {
   if (errbuf != NULL && errlen > 0) snprintf(errbuf, errlen, "%s", msg);
@@ -34,11 +35,7 @@ int ob__consumer_options_check(const ob_consumer_options_t* o, char* errbuf,
       o->visibility_timeout_s > OB__CONSUMER_MAX_VISIBILITY_S)
     return fail(errbuf, errlen,
                 "consumer: visibility_timeout_s must be 1..43200");
-  if (o->probe_base_ms < 1 || o->probe_cap_ms < o->probe_base_ms)
-    return fail(errbuf, errlen,
-                "consumer: probe_base_ms must be >= 1 and probe_cap_ms >= "
-                "probe_base_ms");
-  return 0;
+  return ob__probe_options_check("consumer", &o->probe, errbuf, errlen);
 }
 
 int ob__consumer_visibility_budget_s(int64_t first_receive_ms,

@@ -1,4 +1,4 @@
-#include "platform/posix/fs.h"
+#include "storage/private_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
