@@ -754,7 +754,10 @@ typedef struct ob_effect_call_s {
 /* The provider's answer. body must stay valid until the performer is
 ** called again or ob_effects_perform returns. */
 typedef struct ob_effect_reply_s {
-  int status;             /* HTTP status, or < 0: no answer (any code) */
+  int status;             /* HTTP status, or < 0: no answer, an OB_E*
+                          ** code: OB_ENET (refused, reset, closed before
+                          ** the answer), OB_ETIMEDOUT, OB_ETLS, OB_EPROTO
+                          ** (a malformed answer), OB_ECANCELED */
   int sent;               /* 0: the request certainly never reached the
                           ** provider (connection refused, TLS failure) */
   const char* body;

@@ -61,7 +61,7 @@ static int provider(void* arg, const ob_effect_call_t* c,
     }
     if (roll < 20) {  /* charged, and the reply is lost on the way back */
       p->lost++;
-      r->status = -115;
+      r->status = OB_ENET;  /* no answer: the connection dropped */
       r->detail = "connection closed before the response was complete";
       return 0;
     }

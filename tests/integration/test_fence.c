@@ -53,7 +53,7 @@ static int perform(void* arg, const ob_effect_call_t* c, ob_effect_reply_t* r) {
   snprintf(p->last_key, sizeof p->last_key, "%s", c->idempotency_key);
   r->sent = 1;
   if (mode == NOT_SENT) {
-    r->status = -112;
+    r->status = OB_ENET;
     r->sent = 0;
     r->detail = "connection refused";
     return 0;
@@ -83,7 +83,7 @@ static int perform(void* arg, const ob_effect_call_t* c, ob_effect_reply_t* r) {
     } else {
       i = charge(p, c->idempotency_key);
       if (mode == LOST_REPLY) {
-        r->status = -115;
+        r->status = OB_ENET;
         r->detail = "connection closed before the response was complete";
         return 0;
       }

@@ -55,8 +55,8 @@ static void test_classify_call(void** state) {
       {408, 1, OB__ANSWER_UNKNOWN},   {409, 1, OB__ANSWER_UNKNOWN},
       {425, 1, OB__ANSWER_UNKNOWN},   {429, 1, OB__ANSWER_UNKNOWN},
       {500, 1, OB__ANSWER_UNKNOWN},   {503, 1, OB__ANSWER_UNKNOWN},
-      {302, 1, OB__ANSWER_UNKNOWN},   {-111, 1, OB__ANSWER_UNKNOWN},
-      {-112, 0, OB__ANSWER_NOT_SENT}, {-100, 0, OB__ANSWER_NOT_SENT},
+      {302, 1, OB__ANSWER_UNKNOWN},   {OB_ETIMEDOUT, 1, OB__ANSWER_UNKNOWN},
+      {OB_ENET, 0, OB__ANSWER_NOT_SENT}, {OB_ETLS, 0, OB__ANSWER_NOT_SENT},
       {401, 1, OB__ANSWER_NOT_SENT},  {403, 1, OB__ANSWER_NOT_SENT},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -76,7 +76,7 @@ static void test_classify_lookup(void** state) {
   assert_int_equal(ob__fence_classify(1, &r), OB__ANSWER_UNKNOWN);
   r = reply(501, 1, NULL);
   assert_int_equal(ob__fence_classify(1, &r), OB__ANSWER_UNKNOWN);
-  r = reply(-115, 1, NULL);
+  r = reply(OB_ENET, 1, NULL);
   assert_int_equal(ob__fence_classify(1, &r), OB__ANSWER_UNKNOWN);
 }
 
@@ -128,7 +128,7 @@ static void test_reason(void** state) {
   r = reply(500, 1, NULL);
   ob__fence_reason(&r, out, sizeof out);
   assert_string_equal(out, "500");
-  r = reply(-115, 1, NULL);
+  r = reply(OB_ENET, 1, NULL);
   r.detail = "connection closed";
   ob__fence_reason(&r, out, sizeof out);
   assert_string_equal(out, "no answer: connection closed");

@@ -277,9 +277,24 @@ static void test_policy_check(void** state) {
 #undef OK
 }
 
+
+/* The one storage-failure backoff of every loop driver: 100 ms doubling
+** from the first failure (200 ms), capped at 30 s. */
+static void test_storage_backoff(void** state) {
+  (void)state;
+  assert_int_equal(ob__storage_backoff_ms(0), 200);
+  assert_int_equal(ob__storage_backoff_ms(1), 200);
+  assert_int_equal(ob__storage_backoff_ms(2), 400);
+  assert_int_equal(ob__storage_backoff_ms(8), 25600);
+  assert_int_equal(ob__storage_backoff_ms(9), OB__STORAGE_BACKOFF_MAX_MS);
+  assert_int_equal(ob__storage_backoff_ms(15), OB__STORAGE_BACKOFF_MAX_MS);
+  assert_int_equal(ob__storage_backoff_ms(1000), OB__STORAGE_BACKOFF_MAX_MS);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_defaults_exact_backoff),
+    cmocka_unit_test(test_storage_backoff),
+      cmocka_unit_test(test_defaults_exact_backoff),
     cmocka_unit_test(test_jitter_bounds_and_spread),
     cmocka_unit_test(test_jitter_full_range_and_edges),
     cmocka_unit_test(test_jitter_deterministic_per_seed),
