@@ -749,16 +749,9 @@ static void c_closed(ob__worker_t* w) {
   ob__log(c->e, OB_LOG_INFO, "sqs consumer: closed");
 }
 
-static void on_client_closed(ob__sqs_client_t* client, void* arg) {
-  consumer_t* c = arg;
-  (void)client;
-  c->client = NULL;
-  ob__worker_client_closed(&c->w);
-}
-
 static void c_close_client(ob__worker_t* w) {
   consumer_t* c = w->self;
-  ob__sqs_client_close(c->client, on_client_closed, c);
+  ob__worker_close_sqs(w, &c->client);
 }
 
 /* Close the client once nothing is in flight and nothing is left to send. */
@@ -807,11 +800,8 @@ static void pump(consumer_t* c) {
 static int c_open(ob__worker_t* w, uv_loop_t* loop, char* err,
                   size_t errlen) {
   consumer_t* c = w->self;
-  ob__sqs_client_config_t cfg;
-  ob__sqs_client_config_init(&cfg);
-  ob__sqs_client_config_from_aws(&cfg, &c->aws);
-  cfg.clock = ob__engine_clock(w->e);
-  return ob__sqs_client_open(&c->client, loop, &cfg, err, errlen);
+  return ob__sqs_client_open_aws(&c->client, loop, &c->aws,
+                                 ob__engine_clock(w->e), err, errlen);
 }
 
 static void c_started(ob__worker_t* w) {

@@ -509,18 +509,11 @@ static int executor_open(ob__worker_t* w, uv_loop_t* loop, char* err,
   return rc;
 }
 
-static void client_closed(ob__http_client_t* c, void* arg) {
-  executor_t* x = arg;
-  (void)c;
-  x->client = NULL;
-  ob__worker_client_closed(&x->w);
-}
-
 static void executor_close_client(ob__worker_t* w) {
   executor_t* x = w->self;
   /* Requests in flight complete with OB__HTTP_E_CANCELED (on_reply gives
   ** back the leases of those not sent) before client_closed runs. */
-  ob__http_client_close(x->client, client_closed, x);
+  ob__worker_close_http(w, &x->client);
 }
 
 static void executor_started(ob__worker_t* w) {

@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "core/util/retry.h"
+#include "platform/http/http_client.h"
 #include "platform/loop/worker.h"
+#include "platform/sqs/sqs_client.h"
 
 /* Inside a handler's transaction no worker may start one of its own: look
 ** again this soon. */
@@ -283,4 +285,30 @@ int ob__worker_leave(ob__worker_t* w) {
 
 int ob__worker_active(const ob__worker_t* w) {
   return w->state == OB__WORKER_RUNNING && !ob__engine_stopping(w->e);
+}
+
+static void client_gone(ob__worker_t* w) {
+  if (w->client != NULL) *w->client = NULL;
+  w->client = NULL;
+  ob__worker_client_closed(w);
+}
+
+static void sqs_closed(ob__sqs_client_t* c, void* arg) {
+  (void)c;
+  client_gone(arg);
+}
+
+static void http_closed(ob__http_client_t* c, void* arg) {
+  (void)c;
+  client_gone(arg);
+}
+
+void ob__worker_close_sqs(ob__worker_t* w, ob__sqs_client_t** client) {
+  w->client = (void**)client;
+  ob__sqs_client_close(*client, sqs_closed, w);
+}
+
+void ob__worker_close_http(ob__worker_t* w, ob__http_client_t** client) {
+  w->client = (void**)client;
+  ob__http_client_close(*client, http_closed, w);
 }

@@ -99,6 +99,7 @@ struct ob__worker_s {
   int close_deferred;
   int checking;                /* the enable-time trial open */
   int check_closed;
+  void** client;               /* ob__worker_close_sqs / _http */
   void (*done)(void*);
   void* done_arg;
 };
@@ -163,6 +164,14 @@ int ob__worker_leave(ob__worker_t* w);
 void ob__worker_drained(ob__worker_t* w);
 /* From the client's close callback. */
 void ob__worker_client_closed(ob__worker_t* w);
+
+/* ops->close_client for an owner whose client is an SQS or an HTTP client:
+** closes *client, sets it NULL when closed, then ob__worker_client_closed. */
+struct ob__sqs_client_s;
+struct ob__http_client_s;
+void ob__worker_close_sqs(ob__worker_t* w, struct ob__sqs_client_s** client);
+void ob__worker_close_http(ob__worker_t* w,
+                           struct ob__http_client_s** client);
 
 /* 1 when running (not stopped, not closing, and no ob_stop). */
 int ob__worker_active(const ob__worker_t* w);

@@ -326,28 +326,18 @@ static void relay_run(ob__worker_t* w) {
 
 /* ---- the worker's callbacks ----------------------------------------------- */
 
-static void client_closed(ob__sqs_client_t* c, void* arg) {
-  relay_t* r = arg;
-  (void)c;
-  r->client = NULL;
-  ob__worker_client_closed(&r->w);
-}
-
 static int relay_open(ob__worker_t* w, uv_loop_t* loop, char* err,
                       size_t errlen) {
   relay_t* r = w->self;
-  ob__sqs_client_config_t cfg;
-  ob__sqs_client_config_init(&cfg);
-  ob__sqs_client_config_from_aws(&cfg, &r->aws);
-  cfg.clock = ob__engine_clock(w->e);
-  return ob__sqs_client_open(&r->client, loop, &cfg, err, errlen);
+  return ob__sqs_client_open_aws(&r->client, loop, &r->aws,
+                                 ob__engine_clock(w->e), err, errlen);
 }
 
 static void relay_close_client(ob__worker_t* w) {
   relay_t* r = w->self;
   /* In-flight batch: completes with OB_ECANCELED, which releases the claims
   ** before the client's close callback. */
-  ob__sqs_client_close(r->client, client_closed, r);
+  ob__worker_close_sqs(w, &r->client);
 }
 
 static void relay_started(ob__worker_t* w) {

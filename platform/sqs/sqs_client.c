@@ -933,3 +933,14 @@ int ob__sqs_get_queue_attributes(ob__sqs_client_t* c, ob__sqs_req_t* req,
   if (rc < 0) return build_failed(req, rc, &d);
   return submit_simple(c, req, cb, OB__SQS_GET_QUEUE_ATTRIBUTES, body, len);
 }
+
+int ob__sqs_client_open_aws(ob__sqs_client_t** out, uv_loop_t* loop,
+                            const ob__aws_config_t* aws,
+                            const ob_clock_t* clock, char* errbuf,
+                            size_t errlen) {
+  ob__sqs_client_config_t cfg;
+  ob__sqs_client_config_init(&cfg);
+  ob__sqs_client_config_from_aws(&cfg, aws);
+  cfg.clock = clock;
+  return ob__sqs_client_open(out, loop, &cfg, errbuf, errlen);
+}

@@ -131,6 +131,14 @@ int ob__sqs_client_open(ob__sqs_client_t** out, uv_loop_t* loop,
                        const ob__sqs_client_config_t* cfg, char* errbuf,
                        size_t errlen);
 
+/* ob__sqs_client_open with the defaults, the endpoint, region, credentials
+** and CA bundle of aws, and clock (the relay's and the consumer's client).
+** Same contract. */
+int ob__sqs_client_open_aws(ob__sqs_client_t** out, uv_loop_t* loop,
+                            const ob__aws_config_t* aws,
+                            const ob_clock_t* clock, char* errbuf,
+                            size_t errlen);
+
 /*
 ** Close: every request in flight or waiting to retry completes with
 ** OB_ECANCELED, the HTTP client closes, the credentials are wiped, then
