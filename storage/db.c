@@ -7,12 +7,13 @@
 #include <string.h>
 
 #include "platform/posix/fs.h"
+#include "core/util/errbuf.h"
 #include "storage/store.h"
 
 int ob__db_seterr(ob__db_t* db, int code, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(db->errmsg, sizeof db->errmsg, fmt, ap);
+  ob__errbuf_vset(db->errmsg, sizeof db->errmsg, code, fmt, ap);
   va_end(ap);
   return code;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/engine/engine_int.h"
+#include "core/util/errbuf.h"
 #include "core/util/json_check.h"
 #include "core/util/retry.h"
 #include "core/util/uuid.h"
@@ -38,15 +39,12 @@ void ob__log(ob_engine_t* e, ob_log_level_t level, const char* fmt, ...) {
   e->opts.log(e->opts.log_ctx, level, buf);
 }
 
+/* Kept for the callers outside core/ until they use ob__errbuf_set. */
 void ob__fmt(char* buf, size_t n, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(buf, n, fmt, ap);
+  ob__errbuf_vset(buf, n, 0, fmt, ap);
   va_end(ap);
-}
-
-static void set_err(char* errbuf, size_t errlen, const char* msg) {
-  if (errbuf != NULL && errlen > 0) snprintf(errbuf, errlen, "%s", msg);
 }
 
 int ob_open(ob_engine_t** out, const ob_options_t* opts, char* errbuf,
@@ -57,8 +55,8 @@ int ob_open(ob_engine_t** out, const ob_options_t* opts, char* errbuf,
   if (out == NULL) return OB_EINVAL;
   *out = NULL;
   if (opts == NULL || opts->db_path == NULL || opts->db_path[0] == '\0') {
-    set_err(errbuf, errlen, "options: db_path is required");
-    return OB_EINVAL;
+    return ob__errbuf_set(errbuf, errlen, OB_EINVAL,
+                          "options: db_path is required");
   }
   if (opts->batch_size < 1 || opts->batch_size > 10000 ||
       opts->busy_timeout_ms < 0 || opts->retention_ms < 0 ||
@@ -68,29 +66,27 @@ int ob_open(ob_engine_t** out, const ob_options_t* opts, char* errbuf,
       ob__retry_policy_check(&opts->retry) != 0 ||
       (opts->synchronous != OB_SYNC_FULL &&
        opts->synchronous != OB_SYNC_NORMAL)) {
-    set_err(errbuf, errlen,
-            "options: batch_size must be 1..10000, timeouts, intervals and "
-            "retention non-negative, retry policy valid");
-    return OB_EINVAL;
+    return ob__errbuf_set(errbuf, errlen, OB_EINVAL,
+                          "options: batch_size must be 1..10000, timeouts, "
+                          "intervals and retention non-negative, retry policy "
+                          "valid");
   }
   e = calloc(1, sizeof *e);
   if (e == NULL) {
-    set_err(errbuf, errlen, "out of memory");
-    return OB_ENOMEM;
+    return ob__errbuf_set(errbuf, errlen, OB_ENOMEM, "out of memory");
   }
   e->opts = *opts;
   if (e->opts.clock == NULL) e->opts.clock = ob_system_clock();
   e->db_path = strdup(opts->db_path);
   if (e->db_path == NULL) {
     free(e);
-    set_err(errbuf, errlen, "out of memory");
-    return OB_ENOMEM;
+    return ob__errbuf_set(errbuf, errlen, OB_ENOMEM, "out of memory");
   }
   e->opts.db_path = e->db_path;
   rc = ob__db_open(&e->db, e->db_path, opts->synchronous,
                    opts->busy_timeout_ms, opts->max_db_bytes);
   if (rc < 0) {
-    set_err(errbuf, errlen, e->db.errmsg);
+    ob__errbuf_set(errbuf, errlen, 0, "%s", e->db.errmsg);
     free(e->db_path);
     free(e);
     return rc;
@@ -353,24 +349,23 @@ static int run_handlers(ob_engine_t* e, const ob__queue_row_t* r, int64_t now,
                           tx->effect_action == OB__TX_EFFECT_WAIT))
       return ROW_WAIT;
     if (rc == OB_WAIT) {
-      ob__fmt(tx->reason, sizeof tx->reason,
-              "%s returned OB_WAIT without waiting for an effect",
-              h->consumer);
-      return ROW_RETRY;
+      return ob__errbuf_set(tx->reason, sizeof tx->reason, ROW_RETRY,
+                            "%s returned OB_WAIT without waiting for an effect",
+                            h->consumer);
     }
     if (rc == OB_UNRECOVERABLE || tx->verdict == OB_UNRECOVERABLE) {
       if (tx->reason[0] == '\0')
-        ob__fmt(tx->reason, sizeof tx->reason, "%s: unrecoverable",
-                 h->consumer);
+        ob__errbuf_set(tx->reason, sizeof tx->reason, 0, "%s: unrecoverable",
+                       h->consumer);
       return ROW_FAIL;
     }
     if (rc < 0) {
       if (ob__is_fatal(rc)) return rc;
-      ob__fmt(tx->reason, sizeof tx->reason, "%s: %s (%s)", h->consumer,
-               ob_strerror(rc), e->db.errmsg);
+      ob__errbuf_set(tx->reason, sizeof tx->reason, 0, "%s: %s (%s)",
+                     h->consumer, ob_strerror(rc), e->db.errmsg);
     } else if (tx->reason[0] == '\0') {
-      ob__fmt(tx->reason, sizeof tx->reason, "%s asked for a retry",
-               h->consumer);
+      ob__errbuf_set(tx->reason, sizeof tx->reason, 0, "%s asked for a retry",
+                     h->consumer);
     }
     return ROW_RETRY;
   }
@@ -407,12 +402,13 @@ static int settle_failure(ob_engine_t* e, const ob__queue_row_t* r,
                                   reason);
     }
     cls = "retries_exhausted";
-    ob__fmt(buf, sizeof buf, "gave up after %d retries: %s", r->attempts,
-             reason);
+    ob__errbuf_set(buf, sizeof buf, 0, "gave up after %d retries: %s",
+                   r->attempts, reason);
     reason = buf;
   } else if (verdict == ROW_NO_HANDLER) {
     cls = "no_handler";
-    ob__fmt(buf, sizeof buf, "no handler registered for type '%s'", r->type);
+    ob__errbuf_set(buf, sizeof buf, 0, "no handler registered for type '%s'",
+                   r->type);
     reason = buf;
   } else if (tx->effect_action == OB__TX_EFFECT_PARKED) {
     /* Resolving the effect brings the message back (ob_effect_resolve). */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/engine/engine_int.h"
+#include "core/util/errbuf.h"
 #include "core/util/json_check.h"
 
 int ob_tx_exec(ob_tx_t* tx, const char* sql, const ob_value_t* params,
@@ -49,8 +50,8 @@ static int set_retry(ob_tx_t* tx, int64_t delay_ms, const char* reason,
   tx->verdict = OB_RETRY;
   tx->forced = forced;
   tx->retry_delay_ms = delay_ms;
-  ob__fmt(tx->reason, sizeof tx->reason, "%s", reason ? reason : "retry");
-  return OB_RETRY;
+  return ob__errbuf_set(tx->reason, sizeof tx->reason, OB_RETRY, "%s",
+                        reason ? reason : "retry");
 }
 
 int ob_tx_retry(ob_tx_t* tx, int64_t delay_ms, const char* reason) {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/engine/engine_int.h"
+#include "core/util/errbuf.h"
 #include "core/fence/fence.h"
 #include "core/util/retry.h"
 #include "core/util/uuid.h"
@@ -292,8 +293,9 @@ int ob__effect_settle(ob_engine_t* e, ob__effect_job_t* job,
     rc = release_waiting(e, job->key, now, res);
   } else if (rc > 0 && parked) {
     char why[OB__REASON_LEN];
-    ob__fmt(why, sizeof why, "effect %s unknown after %d attempts: %s",
-            job->key, u.attempts, reason);
+    ob__errbuf_set(why, sizeof why, 0,
+                   "effect %s unknown after %d attempts: %s", job->key,
+                   u.attempts, reason);
     ob__log(e, OB_LOG_WARN, "%s; parked for a person", why);
     rc = ob__effect_park_waiting(&e->db, job->key, why, now);
   }

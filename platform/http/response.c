@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/util/errbuf.h"
 #include "platform/http/http_int.h"
 
 static ob__http_parser_t* P(llhttp_t* l) {
@@ -29,7 +30,7 @@ __attribute__((format(printf, 3, 4))) static int fail(ob__http_parser_t* p,
     va_list ap;
     p->err = code;
     va_start(ap, fmt);
-    vsnprintf(p->detail, sizeof p->detail, fmt, ap);
+    ob__errbuf_vset(p->detail, sizeof p->detail, 0, fmt, ap);
     va_end(ap);
   }
   return HPE_USER;

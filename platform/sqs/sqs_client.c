@@ -10,6 +10,7 @@
 #include <mbedtls/platform_util.h>
 
 #include "core/sigv4/sigv4.h"
+#include "core/util/errbuf.h"
 #include "core/util/secret.h"
 
 #define USER_AGENT "oncebox/" OB_VERSION_STRING
@@ -114,7 +115,7 @@ static void detailf(ob__sqs_req_t* req, const char* fmt, ...)
 static void detailf(ob__sqs_req_t* req, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(req->detail, sizeof req->detail, fmt, ap);
+  ob__errbuf_vset(req->detail, sizeof req->detail, 0, fmt, ap);
   va_end(ap);
 }
 
@@ -168,23 +169,20 @@ int ob__sqs_client_open(ob__sqs_client_t** out, uv_loop_t* loop,
   c = calloc(1, sizeof *c);
   if (c == NULL) return OB_ENOMEM;
   if (ob__aws_endpoint_parse(cfg->endpoint, &c->ep) != 0) {
-    if (errbuf) snprintf(errbuf, errlen,
-                         "endpoint must be http(s)://host[:port] with no path");
-    rc = OB_EINVAL;
+    rc = ob__errbuf_set(errbuf, errlen, OB_EINVAL,
+                        "endpoint must be http(s)://host[:port] with no path");
     goto fail;
   }
   if (!c->ep.tls && !cfg->allow_plain_http) {
-    if (errbuf) snprintf(errbuf, errlen,
-                         "http:// endpoint refused: plain HTTP was not "
-                         "explicitly allowed");
-    rc = OB_EINVAL;
+    rc = ob__errbuf_set(errbuf, errlen, OB_EINVAL,
+                        "http:// endpoint refused: plain HTTP was not "
+                        "explicitly allowed");
     goto fail;
   }
   if (cfg->region == NULL || cfg->region[0] == '\0' ||
       strspn(cfg->region, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                           "0123456789-._") != strlen(cfg->region)) {
-    if (errbuf) snprintf(errbuf, errlen, "missing or invalid region");
-    rc = OB_EINVAL;
+    rc = ob__errbuf_set(errbuf, errlen, OB_EINVAL, "missing or invalid region");
     goto fail;
   }
   if (!printable_no_space(cfg->access_key_id) ||
@@ -192,10 +190,9 @@ int ob__sqs_client_open(ob__sqs_client_t** out, uv_loop_t* loop,
       !printable_no_space(cfg->secret_access_key) ||
       (cfg->session_token != NULL && cfg->session_token[0] != '\0' &&
        !printable_no_space(cfg->session_token))) {
-    if (errbuf) snprintf(errbuf, errlen,
-                         "missing or malformed credentials (access key id, "
-                         "secret key or session token)");
-    rc = OB_EINVAL;
+    rc = ob__errbuf_set(errbuf, errlen, OB_EINVAL,
+                        "missing or malformed credentials (access key id, "
+                        "secret key or session token)");
     goto fail;
   }
   c->loop = loop;
