@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/engine/engine_int.h"
+#include "core/util/assert.h"
 #include "core/util/errbuf.h"
 #include "core/util/json_check.h"
 #include "core/util/retry.h"
@@ -14,6 +15,7 @@
 
 #define DEFAULT_QUEUE "default"
 #define MAX_NAME 128
+#define MAX_BATCH 10000
 
 void ob_options_init(ob_options_t* o) {
   memset(o, 0, sizeof *o);
@@ -58,7 +60,7 @@ int ob_open(ob_engine_t** out, const ob_options_t* opts, char* errbuf,
     return ob__errbuf_set(errbuf, errlen, OB_EINVAL,
                           "options: db_path is required");
   }
-  if (opts->batch_size < 1 || opts->batch_size > 10000 ||
+  if (opts->batch_size < 1 || opts->batch_size > MAX_BATCH ||
       opts->busy_timeout_ms < 0 || opts->retention_ms < 0 ||
       opts->gc_batch < 1 || opts->poll_interval_ms < 1 ||
       opts->gc_interval_ms < 1 || opts->max_body_bytes == 0 ||
@@ -98,6 +100,8 @@ int ob_open(ob_engine_t** out, const ob_options_t* opts, char* errbuf,
 void ob__runner_close_sync(ob_engine_t* e);  /* platform/loop/runner.c */
 
 int ob__engine_add_component(ob_engine_t* e, const ob__component_t* c) {
+  /* ob_close calls destroy unconditionally; names tell components apart. */
+  OB__ASSERT(c != NULL && c->name != NULL && c->destroy != NULL);
   if (e->runner != NULL) return OB_ESTATE;
   for (size_t i = 0; i < e->ncomponents; i++)
     if (strcmp(e->components[i].name, c->name) == 0) return OB_EEXIST;
@@ -304,6 +308,7 @@ enum { ROW_DONE, ROW_DUPLICATE, ROW_RETRY, ROW_FAIL, ROW_NO_HANDLER, ROW_WAIT };
 static int run_handlers(ob_engine_t* e, const ob__queue_row_t* r, int64_t now,
                         ob_tx_t* tx, ob_message_t* msg) {
   int ran = 0, found = 0;
+  OB__ASSERT(e->db.in_tx);  /* handlers run inside the handling transaction */
   memset(msg, 0, sizeof *msg);
   msg->id = r->message_id;
   msg->type = r->type;
@@ -381,6 +386,8 @@ static int settle_failure(ob_engine_t* e, const ob__queue_row_t* r,
   const char* reason = tx->reason;
   char buf[OB__REASON_LEN];
 
+  OB__ASSERT(verdict == ROW_RETRY || verdict == ROW_FAIL ||
+             verdict == ROW_NO_HANDLER);
   if (verdict == ROW_RETRY) {
     int64_t delay;
     const ob_retry_policy_t* p = ob__policy_for(e, r->queue);
@@ -571,6 +578,7 @@ int ob_run_once(ob_engine_t* e, ob_batch_result_t* res_out) {
     return ob__db_seterr(&e->db, OB_ESTATE,
                          "ob_run_once called inside a handler");
   max = e->opts.batch_size;
+  OB__ASSERT(max >= 1 && max <= MAX_BATCH);  /* checked by ob_open */
   rows = calloc((size_t)max, sizeof *rows);
   if (rows == NULL) return ob__db_seterr(&e->db, OB_ENOMEM, "out of memory");
 

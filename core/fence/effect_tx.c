@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "core/engine/engine_int.h"
-#include "core/util/errbuf.h"
 #include "core/fence/fence.h"
+#include "core/util/errbuf.h"
 #include "core/util/json_check.h"
 
 /* A waiting message is re-checked after this even if nothing wakes it; the

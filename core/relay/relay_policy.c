@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "core/util/assert.h"
 #include "core/util/retry.h"
 
 int ob__relay_queue_is_fifo(const char* url) {
@@ -19,6 +20,7 @@ size_t ob__relay_batch_fit(const size_t* sizes, size_t n, size_t max_bytes) {
     total += sizes[k];
     k++;
   }
+  OB__ASSERT(k <= OB__SQS_MAX_BATCH_ENTRIES && total <= max_bytes);
   return k;
 }
 
@@ -48,6 +50,7 @@ int ob__relay_link_ok(ob__relay_link_t* l) {
 int64_t ob__relay_link_failed(ob__relay_link_t* l, int64_t now,
                               const ob_clock_t* c) {
   int64_t d;
+  OB__ASSERT(!l->online || l->failures == 0);  /* failures count offline */
   l->online = 0;
   if (l->failures < 64) l->failures++;
   d = ob__relay_row_backoff(l->base_ms, l->cap_ms, l->failures, c);
@@ -56,6 +59,7 @@ int64_t ob__relay_link_failed(ob__relay_link_t* l, int64_t now,
 }
 
 void ob__relay_link_nudge(ob__relay_link_t* l, int64_t now) {
+  OB__ASSERT(!l->online || l->failures == 0);
   if (!l->online) {
     l->next_probe_at = now;
     /* Start the backoff over: the host has reason to think it works. */
