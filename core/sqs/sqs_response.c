@@ -172,7 +172,7 @@ static int parse_message(ob__sqs_pool_t* pool, const cJSON* m, size_t idx,
                          int flags, ob__sqs_message_t* msg,
                          ob__sqs_diag_t* d) {
   char prefix[48];
-  char md5[33];
+  char md5[OB__SQS_MD5_BUFLEN];
   const cJSON *attrs, *mattrs, *it;
   int rc;
   snprintf(prefix, sizeof prefix, "Messages[%zu].", idx);
@@ -317,7 +317,7 @@ void ob__sqs_receive_result_free(ob__sqs_receive_result_t* r) {
 static int check_send_md5(const ob__sqs_send_t* sent, const char* md5_body,
                           const char* md5_attrs, const char* prefix,
                           ob__sqs_diag_t* d) {
-  char md5[33];
+  char md5[OB__SQS_MD5_BUFLEN];
   int rc = ob__sqs_md5_hex(sent->body, sent->body_len, md5);
   if (rc != 0) return rc;
   if (!ob__sqs_md5_equal(md5_body, md5))

@@ -42,11 +42,11 @@ typedef struct ob__sqsc_op_s {
   int sent;            /* HTTP attempts actually started */
   /* What to check in the answer. */
   int receive_flags;
-  char md5_body[33];
-  char md5_attrs[33];   /* "" when no attributes were sent */
+  char md5_body[OB__SQS_MD5_BUFLEN];
+  char md5_attrs[OB__SQS_MD5_BUFLEN];   /* "" when no attributes were sent */
   char** ids;           /* batch entry Ids */
-  char (*batch_md5_body)[33];
-  char (*batch_md5_attrs)[33];
+  char (*batch_md5_body)[OB__SQS_MD5_BUFLEN];
+  char (*batch_md5_attrs)[OB__SQS_MD5_BUFLEN];
   size_t nids;
 } op_t;
 
@@ -720,7 +720,7 @@ static int start(op_t* op) {
   return 0;
 }
 
-static int md5_attrs(const ob__sqs_send_t* m, char out[33]) {
+static int md5_attrs(const ob__sqs_send_t* m, char out[OB__SQS_MD5_BUFLEN]) {
   out[0] = '\0';
   if (m->nattrs == 0) return 0;
   return ob__sqs_md5_of_attributes(m->attrs, m->nattrs, out);
