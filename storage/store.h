@@ -329,7 +329,7 @@ typedef struct ob__effect_row_s {
   char* path;
   char* request;
   size_t request_len;
-  int state;              /* OB_EFFECT_* */
+  ob_effect_state_t state;
   char* reference;
   char* response;
   size_t response_len;
@@ -375,7 +375,7 @@ int ob__effect_lease_renew(ob__db_t* db, const char* key, const char* token,
 /* What an answer changes. Counters are added; response NULL keeps the old
 ** one; reference/reason replace. */
 typedef struct ob__effect_update_s {
-  int state;
+  ob_effect_state_t state;
   const char* reference;
   const void* response;
   size_t response_len;

@@ -50,6 +50,14 @@ typedef struct ob__sqsc_op_s {
   size_t nids;
 } op_t;
 
+/* Closing runs in two steps: the calls in flight finish (canceled), then
+** the HTTP client closes, then the close callback runs. */
+typedef enum {
+  CLIENT_OPEN = 0,
+  CLIENT_DRAINING,      /* ob__sqs_client_close: waiting for calls to end */
+  CLIENT_HTTP_CLOSING   /* the HTTP client is being closed */
+} client_state_t;
+
 struct ob__sqs_client_s {
   uv_loop_t* loop;
   ob__http_client_t* http;
@@ -66,7 +74,7 @@ struct ob__sqs_client_s {
   int64_t clock_offset_ms;
   op_t* ops;            /* calls not yet completed */
   size_t nops;
-  int closing;
+  client_state_t closing;
   ob__sqs_close_cb close_cb;
   void* close_arg;
   ob__sqs_stats_t stats;
@@ -251,8 +259,8 @@ static void on_http_closed(ob__http_client_t* http, void* arg) {
 }
 
 static void maybe_finish_close(ob__sqs_client_t* c) {
-  if (c->closing == 1 && c->nops == 0) {
-    c->closing = 2;   /* the HTTP client is being closed */
+  if (c->closing == CLIENT_DRAINING && c->nops == 0) {
+    c->closing = CLIENT_HTTP_CLOSING;
     ob__http_client_close(c->http, on_http_closed, c);
   }
 }
@@ -260,8 +268,8 @@ static void maybe_finish_close(ob__sqs_client_t* c) {
 static void cancel_op(op_t* op);
 
 void ob__sqs_client_close(ob__sqs_client_t* c, ob__sqs_close_cb cb, void* arg) {
-  if (c == NULL || c->closing) return;
-  c->closing = 1;
+  if (c == NULL || c->closing != CLIENT_OPEN) return;
+  c->closing = CLIENT_DRAINING;
   c->close_cb = cb;
   c->close_arg = arg;
   for (op_t* op = c->ops; op != NULL; op = op->next) cancel_op(op);
@@ -675,7 +683,7 @@ static int precheck(ob__sqs_client_t* c, ob__sqs_req_t* req, ob__sqs_cb cb) {
   if (c == NULL || req == NULL || cb == NULL) return OB_EINVAL;
   if (req->op_ != NULL) return OB_ESTATE;
   ob__sqs_req_cleanup(req);
-  if (c->closing) {
+  if (c->closing != CLIENT_OPEN) {
     detailf(req, "%s", ob__http_strerror(OB__HTTP_E_CLOSING));
     return OB__HTTP_E_CLOSING;
   }
