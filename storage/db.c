@@ -6,13 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/util/assert.h"
+#include "core/util/errbuf.h"
 #include "storage/private_file.h"
 #include "storage/store.h"
 
 int ob__db_seterr(ob__db_t* db, int code, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(db->errmsg, sizeof db->errmsg, fmt, ap);
+  ob__errbuf_vset(db->errmsg, sizeof db->errmsg, code, fmt, ap);
   va_end(ap);
   return code;
 }
@@ -47,6 +49,8 @@ int ob__db_fail(ob__db_t* db, int rc, const char* what) {
 
 sqlite3_stmt* ob__db_stmt(ob__db_t* db, ob__stmt_id_t id, const char* sql) {
   int rc;
+  OB__ASSERT((unsigned)id < (unsigned)OB__STMT_COUNT);
+  OB__ASSERT(db->db != NULL);  /* only an open connection caches statements */
   if (db->stmt[id] != NULL) return db->stmt[id];
   rc = sqlite3_prepare_v3(db->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
                           &db->stmt[id], NULL);
@@ -224,6 +228,7 @@ void ob__db_close(ob__db_t* db) {
   sqlite3_close(db->db);
   db->db = NULL;
   db->in_tx = 0;
+  db->savepoints = 0;
 }
 
 /* Back to synchronous=FULL after a relaxed transaction. */
@@ -267,7 +272,9 @@ int ob__db_begin_read(ob__db_t* db) {
 }
 
 int ob__db_commit(ob__db_t* db) {
-  int rc = ob__db_exec_fixed(db, "COMMIT");
+  int rc;
+  OB__ASSERT(db->in_tx);  /* every commit follows a successful begin */
+  rc = ob__db_exec_fixed(db, "COMMIT");
   /* A failed COMMIT (disk full, I/O error) may leave the transaction open;
   ** roll it back so the connection is usable and nothing half-applies. */
   if (rc < 0) {
@@ -275,6 +282,7 @@ int ob__db_commit(ob__db_t* db) {
     return rc;
   }
   db->in_tx = 0;
+  db->savepoints = 0;
   restore_sync(db);
   return 0;
 }
@@ -284,6 +292,7 @@ void ob__db_rollback(ob__db_t* db) {
   if (!sqlite3_get_autocommit(db->db))
     sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
   db->in_tx = 0;
+  db->savepoints = 0;
   restore_sync(db);
 }
 
@@ -298,16 +307,28 @@ static int step_cached(ob__db_t* db, ob__stmt_id_t id, const char* sql) {
   return rc == SQLITE_DONE ? 0 : ob__db_fail(db, rc, sql);
 }
 
+/* One message's savepoint, never nested, always inside BEGIN: outside a
+** transaction SAVEPOINT would open (and RELEASE commit) one of its own. */
 int ob__db_savepoint(ob__db_t* db) {
-  return step_cached(db, OB__S_SAVEPOINT, "SAVEPOINT ob_msg");
+  int rc;
+  OB__ASSERT(db->in_tx && db->savepoints == 0);
+  rc = step_cached(db, OB__S_SAVEPOINT, "SAVEPOINT ob_msg");
+  if (rc == 0) db->savepoints = 1;
+  return rc;
 }
 
 int ob__db_release(ob__db_t* db) {
-  return step_cached(db, OB__S_RELEASE, "RELEASE ob_msg");
+  int rc;
+  OB__ASSERT(db->in_tx && db->savepoints == 1);
+  rc = step_cached(db, OB__S_RELEASE, "RELEASE ob_msg");
+  if (rc == 0) db->savepoints = 0;
+  return rc;
 }
 
 int ob__db_rollback_to(ob__db_t* db) {
-  int rc = step_cached(db, OB__S_ROLLBACK_TO, "ROLLBACK TO ob_msg");
+  int rc;
+  OB__ASSERT(db->in_tx && db->savepoints == 1);
+  rc = step_cached(db, OB__S_ROLLBACK_TO, "ROLLBACK TO ob_msg");
   return rc < 0 ? rc : ob__db_release(db);
 }
 

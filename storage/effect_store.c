@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/util/assert.h"
 #include "storage/store.h"
 
 static const char* const state_names[] = {NULL, "pending", "unknown",
@@ -185,6 +186,7 @@ int ob__effect_due(ob__db_t* db, const char* provider, int64_t now, int max,
   if (provider) sqlite3_bind_text(st, 2, provider, -1, SQLITE_STATIC);
   sqlite3_bind_int(st, 3, max);
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    OB__ASSERT(n < max);  /* LIMIT ?3 */
     if (read_row(st, &rows[n]) != 0) {
       rc = SQLITE_NOMEM;
       break;
@@ -262,6 +264,9 @@ int ob__effect_update(ob__db_t* db, const char* key, const char* token,
       " updated_at = ?14"
       " WHERE key = ?1 AND state IN ('pending','unknown')"
       " AND (?2 IS NULL OR lease_token = ?2)");
+  /* Callers compute the state (ob_effect_resolve checks the caller's): an
+  ** unnamed one would bind NULL and break the row's CHECK. */
+  OB__ASSERT(u->state >= OB_EFFECT_PENDING && u->state <= OB_EFFECT_FAILED);
   if (st == NULL) return db->last_err;
   sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
   if (token) sqlite3_bind_text(st, 2, token, -1, SQLITE_STATIC);
@@ -393,7 +398,8 @@ int ob__queue_claim_waiting(ob__db_t* db, const char* key, int max,
   if (st == NULL) return db->last_err;
   sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
   sqlite3_bind_int(st, 2, max);
-  return ob__queue_rows_read(db, st, rows, "messages waiting for an effect");
+  return ob__queue_rows_read(db, st, rows, max,
+                             "messages waiting for an effect");
 }
 
 int ob__effect_park_waiting(ob__db_t* db, const char* key, const char* reason,

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/util/errbuf.h"
 #include "oncebox.h"
 
 static int errno_to_ob(int err) {
@@ -36,9 +37,9 @@ static int make_empty_file_private(const char* path, char* err, size_t errlen) {
       fchmod(fd, 0600) != 0) {
     int e = errno;
     close(fd);
-    snprintf(err, errlen, "cannot chmod 0600 %.*s%s: %s", SHOW(path),
-             strerror(e));
-    return errno_to_ob(e);
+    return ob__errbuf_set(err, errlen, errno_to_ob(e),
+                          "cannot chmod 0600 %.*s%s: %s", SHOW(path),
+                          strerror(e));
   }
   close(fd);
   return 0;
@@ -49,20 +50,20 @@ int ob__fs_prepare_private_file(const char* path, char* err, size_t errlen) {
   int fd;
 
   if (path == NULL || *path == '\0') {
-    snprintf(err, errlen, "database path is empty");
-    return OB_EINVAL;
+    return ob__errbuf_set(err, errlen, OB_EINVAL, "database path is empty");
   }
   if (stat(path, &st) == 0) {
     if (!S_ISREG(st.st_mode)) {
-      snprintf(err, errlen, "%.*s%s is not a regular file", SHOW(path));
-      return OB_EPERM;
+      return ob__errbuf_set(err, errlen, OB_EPERM,
+                            "%.*s%s is not a regular file", SHOW(path));
     }
     return make_empty_file_private(path, err, errlen);
   }
   if (errno != ENOENT) {
     int e = errno;
-    snprintf(err, errlen, "cannot stat %.*s%s: %s", SHOW(path), strerror(e));
-    return errno_to_ob(e);
+    return ob__errbuf_set(err, errlen, errno_to_ob(e),
+                          "cannot stat %.*s%s: %s", SHOW(path),
+                          strerror(e));
   }
   /* O_EXCL: two processes racing to create the file must not both think
   ** they created it with the right mode; the loser sees EEXIST and moves on. */
@@ -70,22 +71,25 @@ int ob__fs_prepare_private_file(const char* path, char* err, size_t errlen) {
   if (fd < 0) {
     int e = errno;
     if (e == EEXIST) return 0;
-    snprintf(err, errlen, "cannot create %.*s%s: %s", SHOW(path), strerror(e));
-    return errno_to_ob(e);
+    return ob__errbuf_set(err, errlen, errno_to_ob(e),
+                          "cannot create %.*s%s: %s", SHOW(path),
+                          strerror(e));
   }
   /* The umask can only remove bits from 0600, but make the intent explicit
   ** and independent of it. */
   if (fchmod(fd, 0600) != 0) {
     int e = errno;
     close(fd);
-    snprintf(err, errlen, "cannot chmod %.*s%s: %s", SHOW(path), strerror(e));
-    return errno_to_ob(e);
+    return ob__errbuf_set(err, errlen, errno_to_ob(e),
+                          "cannot chmod %.*s%s: %s", SHOW(path),
+                          strerror(e));
   }
   if (fsync(fd) != 0) {
     int e = errno;
     close(fd);
-    snprintf(err, errlen, "cannot fsync %.*s%s: %s", SHOW(path), strerror(e));
-    return errno_to_ob(e);
+    return ob__errbuf_set(err, errlen, errno_to_ob(e),
+                          "cannot fsync %.*s%s: %s", SHOW(path),
+                          strerror(e));
   }
   close(fd);
   return 0;

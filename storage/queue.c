@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/util/assert.h"
 #include "storage/store.h"
 
 int ob__queue_insert(ob__db_t* db, const char* queue, const char* message_id,
@@ -78,9 +79,10 @@ int ob__queue_row_read(sqlite3_stmt* st, ob__queue_row_t* r) {
 ** rows[] until done, then reset it. Returns the count, or a negative code
 ** with every row read so far freed. */
 int ob__queue_rows_read(ob__db_t* db, sqlite3_stmt* st, ob__queue_row_t* rows,
-                        const char* what) {
+                        int max, const char* what) {
   int n = 0, rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    OB__ASSERT(n < max);  /* the statement's LIMIT is max */
     if (ob__queue_row_read(st, &rows[n]) != 0) {
       rc = SQLITE_NOMEM;
       break;
@@ -104,10 +106,11 @@ int ob__queue_claim_ready(ob__db_t* db, int64_t now, int max,
       " first_failed_at, created_at FROM queue"
       " WHERE available_at <= ?1 AND (lease_until IS NULL OR lease_until <= ?1)"
       " ORDER BY available_at, id LIMIT ?2");
+  OB__ASSERT(max >= 1);  /* the batch size, checked by ob_open */
   if (st == NULL) return db->last_err;
   sqlite3_bind_int64(st, 1, now);
   sqlite3_bind_int(st, 2, max);
-  return ob__queue_rows_read(db, st, rows, "read ready messages");
+  return ob__queue_rows_read(db, st, rows, max, "read ready messages");
 }
 
 int ob__queue_delete(ob__db_t* db, int64_t rowid) {

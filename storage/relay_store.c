@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/util/assert.h"
 #include "storage/store.h"
 
 static char* dup_text(sqlite3_stmt* st, int i, size_t* len) {
@@ -79,7 +80,9 @@ int ob__relay_claim(ob__db_t* db, const char* token, int64_t now,
   sqlite3_bind_int64(st, 3, lease_until);
   sqlite3_bind_int(st, 4, max);
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    ob__relay_row_t* r = &rows[n];
+    ob__relay_row_t* r;
+    OB__ASSERT(n < max);  /* LIMIT ?4 */
+    r = &rows[n];
     memset(r, 0, sizeof *r);
     r->id = dup_text(st, 0, NULL);
     r->causation_id = dup_text(st, 1, NULL);

@@ -72,6 +72,7 @@ typedef struct ob__db_s {
   ob__user_stmt_t user[OB__USER_STMT_CACHE];
   uint64_t use_clock;
   int in_tx;
+  int savepoints;     /* open SAVEPOINT ob_msg: 0 or 1, inside in_tx only */
   int sync_full;      /* configured synchronous=FULL */
   int relaxed;        /* the open transaction runs at NORMAL */
   int last_err;       /* code of the last ob__db_fail (ob__db_stmt's NULL) */
@@ -169,10 +170,10 @@ void ob__queue_row_free(ob__queue_row_t* r);
 ** attempts, first_failed_at, created_at into r (copies). 0, or -1 when out
 ** of memory. */
 int ob__queue_row_read(sqlite3_stmt* st, ob__queue_row_t* r);
-/* Step such a SELECT (bound, LIMIT <= the size of rows) into rows, reset
-** it. Returns the count or a negative code (rows read so far freed). */
+/* Step such a SELECT (bound, LIMIT <= max, the size of rows) into rows,
+** reset it. Returns the count or a negative code (rows read so far freed). */
 int ob__queue_rows_read(ob__db_t* db, sqlite3_stmt* st, ob__queue_row_t* rows,
-                        const char* what);
+                        int max, const char* what);
 
 /* The ack: delete the row. */
 int ob__queue_delete(ob__db_t* db, int64_t rowid);
@@ -328,7 +329,7 @@ typedef struct ob__effect_row_s {
   char* path;
   char* request;
   size_t request_len;
-  int state;              /* OB_EFFECT_* */
+  ob_effect_state_t state;
   char* reference;
   char* response;
   size_t response_len;
@@ -374,7 +375,7 @@ int ob__effect_lease_renew(ob__db_t* db, const char* key, const char* token,
 /* What an answer changes. Counters are added; response NULL keeps the old
 ** one; reference/reason replace. */
 typedef struct ob__effect_update_s {
-  int state;
+  ob_effect_state_t state;
   const char* reference;
   const void* response;
   size_t response_len;

@@ -6,35 +6,34 @@
 #include <mbedtls/md.h>
 
 #include "core/sqs/sqs.h"
+#include "core/util/errbuf.h"
 #include "core/util/link.h"
 #include "core/util/uuid.h"
 #include "core/consumer/consumer_policy.h"
 
-static int fail(char* errbuf, size_t errlen, const char* msg) {
-  if (errbuf != NULL && errlen > 0) snprintf(errbuf, errlen, "%s", msg);
-  return OB_EINVAL;
-}
-
 int ob__consumer_options_check(const ob_consumer_options_t* o, char* errbuf,
                                size_t errlen) {
   const char *u, *why;
-  if (o == NULL) return fail(errbuf, errlen, "consumer: options are required");
+  if (o == NULL) return ob__errbuf_set(errbuf, errlen, OB_EINVAL,
+                                       "consumer: options are required");
   u = o->queue_url;
   if (u == NULL || u[0] == '\0')
-    return fail(errbuf, errlen, "consumer: queue_url is required");
+    return ob__errbuf_set(errbuf, errlen, OB_EINVAL,
+                          "consumer: queue_url is required");
   if ((why = ob__sqs_queue_url_problem(u)) != NULL) {
-    if (errbuf != NULL && errlen > 0)
-      snprintf(errbuf, errlen, "consumer: queue URL %s", why);
-    return OB_EINVAL;
+    return ob__errbuf_set(errbuf, errlen, OB_EINVAL,
+                          "consumer: queue URL %s", why);
   }
   if (o->wait_seconds < 0 || o->wait_seconds > 20)
-    return fail(errbuf, errlen, "consumer: wait_seconds must be 0..20");
+    return ob__errbuf_set(errbuf, errlen, OB_EINVAL,
+                          "consumer: wait_seconds must be 0..20");
   if (o->prefetch < 1 || o->prefetch > 10)
-    return fail(errbuf, errlen, "consumer: prefetch must be 1..10");
+    return ob__errbuf_set(errbuf, errlen, OB_EINVAL,
+                          "consumer: prefetch must be 1..10");
   if (o->visibility_timeout_s < 1 ||
       o->visibility_timeout_s > OB__CONSUMER_MAX_VISIBILITY_S)
-    return fail(errbuf, errlen,
-                "consumer: visibility_timeout_s must be 1..43200");
+    return ob__errbuf_set(errbuf, errlen, OB_EINVAL,
+                          "consumer: visibility_timeout_s must be 1..43200");
   return ob__probe_options_check("consumer", &o->probe, errbuf, errlen);
 }
 

@@ -7,12 +7,15 @@
 #include <string.h>
 
 #include "core/engine/engine_int.h"
+#include "core/util/assert.h"
+#include "core/util/errbuf.h"
 #include "core/util/json_check.h"
 #include "core/util/retry.h"
 #include "core/util/uuid.h"
 
 #define DEFAULT_QUEUE "default"
 #define MAX_NAME 128
+#define MAX_BATCH 10000
 
 void ob_options_init(ob_options_t* o) {
   memset(o, 0, sizeof *o);
@@ -38,15 +41,12 @@ void ob__log(ob_engine_t* e, ob_log_level_t level, const char* fmt, ...) {
   e->opts.log(e->opts.log_ctx, level, buf);
 }
 
+/* Kept for the callers outside core/ until they use ob__errbuf_set. */
 void ob__fmt(char* buf, size_t n, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(buf, n, fmt, ap);
+  ob__errbuf_vset(buf, n, 0, fmt, ap);
   va_end(ap);
-}
-
-static void set_err(char* errbuf, size_t errlen, const char* msg) {
-  if (errbuf != NULL && errlen > 0) snprintf(errbuf, errlen, "%s", msg);
 }
 
 int ob__engine_open(ob_engine_t** out, const ob_options_t* opts,
@@ -57,10 +57,10 @@ int ob__engine_open(ob_engine_t** out, const ob_options_t* opts,
   if (out == NULL) return OB_EINVAL;
   *out = NULL;
   if (opts == NULL || opts->db_path == NULL || opts->db_path[0] == '\0') {
-    set_err(errbuf, errlen, "options: db_path is required");
-    return OB_EINVAL;
+    return ob__errbuf_set(errbuf, errlen, OB_EINVAL,
+                          "options: db_path is required");
   }
-  if (opts->batch_size < 1 || opts->batch_size > 10000 ||
+  if (opts->batch_size < 1 || opts->batch_size > MAX_BATCH ||
       opts->busy_timeout_ms < 0 || opts->retention_ms < 0 ||
       opts->gc_batch < 1 || opts->poll_interval_ms < 1 ||
       opts->gc_interval_ms < 1 || opts->max_body_bytes == 0 ||
@@ -68,34 +68,31 @@ int ob__engine_open(ob_engine_t** out, const ob_options_t* opts,
       ob__retry_policy_check(&opts->retry) != 0 ||
       (opts->synchronous != OB_SYNC_FULL &&
        opts->synchronous != OB_SYNC_NORMAL)) {
-    set_err(errbuf, errlen,
-            "options: batch_size must be 1..10000, timeouts, intervals and "
-            "retention non-negative, retry policy valid");
-    return OB_EINVAL;
+    return ob__errbuf_set(errbuf, errlen, OB_EINVAL,
+                          "options: batch_size must be 1..10000, timeouts, "
+                          "intervals and retention non-negative, retry policy "
+                          "valid");
   }
   e = calloc(1, sizeof *e);
   if (e == NULL) {
-    set_err(errbuf, errlen, "out of memory");
-    return OB_ENOMEM;
+    return ob__errbuf_set(errbuf, errlen, OB_ENOMEM, "out of memory");
   }
   if (opts->clock == NULL) {
     /* ob_open (platform/posix/open.c) puts the system clock here. */
-    set_err(errbuf, errlen, "options: no clock");
     free(e);
-    return OB_EINVAL;
+    return ob__errbuf_set(errbuf, errlen, OB_EINVAL, "options: no clock");
   }
   e->opts = *opts;
   e->db_path = strdup(opts->db_path);
   if (e->db_path == NULL) {
     free(e);
-    set_err(errbuf, errlen, "out of memory");
-    return OB_ENOMEM;
+    return ob__errbuf_set(errbuf, errlen, OB_ENOMEM, "out of memory");
   }
   e->opts.db_path = e->db_path;
   rc = ob__db_open(&e->db, e->db_path, opts->synchronous,
                    opts->busy_timeout_ms, opts->max_db_bytes);
   if (rc < 0) {
-    set_err(errbuf, errlen, e->db.errmsg);
+    ob__errbuf_set(errbuf, errlen, 0, "%s", e->db.errmsg);
     free(e->db_path);
     free(e);
     return rc;
@@ -105,6 +102,8 @@ int ob__engine_open(ob_engine_t** out, const ob_options_t* opts,
 }
 
 int ob__engine_add_component(ob_engine_t* e, const ob__component_t* c) {
+  /* ob_close calls destroy unconditionally; names tell components apart. */
+  OB__ASSERT(c != NULL && c->name != NULL && c->destroy != NULL);
   if (e->hooks.runner != NULL) return OB_ESTATE;
   for (size_t i = 0; i < e->ncomponents; i++)
     if (strcmp(e->components[i].name, c->name) == 0) return OB_EEXIST;
@@ -311,6 +310,7 @@ enum { ROW_DONE, ROW_DUPLICATE, ROW_RETRY, ROW_FAIL, ROW_NO_HANDLER, ROW_WAIT };
 static int run_handlers(ob_engine_t* e, const ob__queue_row_t* r, int64_t now,
                         ob_tx_t* tx, ob_message_t* msg) {
   int ran = 0, found = 0;
+  OB__ASSERT(e->db.in_tx);  /* handlers run inside the handling transaction */
   memset(msg, 0, sizeof *msg);
   msg->id = r->message_id;
   msg->type = r->type;
@@ -356,24 +356,23 @@ static int run_handlers(ob_engine_t* e, const ob__queue_row_t* r, int64_t now,
                           tx->effect_action == OB__TX_EFFECT_WAIT))
       return ROW_WAIT;
     if (rc == OB_WAIT) {
-      ob__fmt(tx->reason, sizeof tx->reason,
-              "%s returned OB_WAIT without waiting for an effect",
-              h->consumer);
-      return ROW_RETRY;
+      return ob__errbuf_set(tx->reason, sizeof tx->reason, ROW_RETRY,
+                            "%s returned OB_WAIT without waiting for an effect",
+                            h->consumer);
     }
     if (rc == OB_UNRECOVERABLE || tx->verdict == OB_UNRECOVERABLE) {
       if (tx->reason[0] == '\0')
-        ob__fmt(tx->reason, sizeof tx->reason, "%s: unrecoverable",
-                 h->consumer);
+        ob__errbuf_set(tx->reason, sizeof tx->reason, 0, "%s: unrecoverable",
+                       h->consumer);
       return ROW_FAIL;
     }
     if (rc < 0) {
       if (ob__is_fatal(rc)) return rc;
-      ob__fmt(tx->reason, sizeof tx->reason, "%s: %s (%s)", h->consumer,
-               ob_strerror(rc), e->db.errmsg);
+      ob__errbuf_set(tx->reason, sizeof tx->reason, 0, "%s: %s (%s)",
+                     h->consumer, ob_strerror(rc), e->db.errmsg);
     } else if (tx->reason[0] == '\0') {
-      ob__fmt(tx->reason, sizeof tx->reason, "%s asked for a retry",
-               h->consumer);
+      ob__errbuf_set(tx->reason, sizeof tx->reason, 0, "%s asked for a retry",
+                     h->consumer);
     }
     return ROW_RETRY;
   }
@@ -389,6 +388,8 @@ static int settle_failure(ob_engine_t* e, const ob__queue_row_t* r,
   const char* reason = tx->reason;
   char buf[OB__REASON_LEN];
 
+  OB__ASSERT(verdict == ROW_RETRY || verdict == ROW_FAIL ||
+             verdict == ROW_NO_HANDLER);
   if (verdict == ROW_RETRY) {
     int64_t delay;
     const ob_retry_policy_t* p = ob__policy_for(e, r->queue);
@@ -410,12 +411,13 @@ static int settle_failure(ob_engine_t* e, const ob__queue_row_t* r,
                                   reason);
     }
     cls = "retries_exhausted";
-    ob__fmt(buf, sizeof buf, "gave up after %d retries: %s", r->attempts,
-             reason);
+    ob__errbuf_set(buf, sizeof buf, 0, "gave up after %d retries: %s",
+                   r->attempts, reason);
     reason = buf;
   } else if (verdict == ROW_NO_HANDLER) {
     cls = "no_handler";
-    ob__fmt(buf, sizeof buf, "no handler registered for type '%s'", r->type);
+    ob__errbuf_set(buf, sizeof buf, 0, "no handler registered for type '%s'",
+                   r->type);
     reason = buf;
   } else if (tx->effect_action == OB__TX_EFFECT_PARKED) {
     /* Resolving the effect brings the message back (ob_effect_resolve). */
@@ -573,6 +575,7 @@ int ob_run_once(ob_engine_t* e, ob_batch_result_t* res_out) {
     return ob__db_seterr(&e->db, OB_ESTATE,
                          "ob_run_once called inside a handler");
   max = e->opts.batch_size;
+  OB__ASSERT(max >= 1 && max <= MAX_BATCH);  /* checked by ob_open */
   rows = calloc((size_t)max, sizeof *rows);
   if (rows == NULL) return ob__db_seterr(&e->db, OB_ENOMEM, "out of memory");
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/engine/engine_int.h"
+#include "core/util/assert.h"
 #include "core/util/retry.h"
 
 typedef struct pending_s {
@@ -16,6 +17,7 @@ typedef struct pending_s {
 typedef struct collect_s {
   pending_t* items;
   size_t n;
+  size_t cap;  /* items allocated: the max asked of ob__outbox_due */
   int oom;
 } collect_t;
 
@@ -29,10 +31,12 @@ static char* put(char** cur, const char* s, size_t n) {
 
 static int collect_cb(void* arg, const ob_event_t* ev) {
   collect_t* c = arg;
-  pending_t* p = &c->items[c->n];
+  pending_t* p;
   size_t lid = strlen(ev->id), lc = strlen(ev->causation_id),
          lt = strlen(ev->event_type), la = strlen(ev->aggregate_id);
   char* cur;
+  OB__ASSERT(c->n < c->cap);  /* ob__outbox_due returns at most max rows */
+  p = &c->items[c->n];
   p->buf = malloc(lid + lc + lt + la + ev->payload_len + 5);
   if (p->buf == NULL) {
     c->oom = 1;
@@ -66,6 +70,7 @@ int ob_outbox_drain(ob_engine_t* e, ob_sink_cb sink, void* arg, size_t max,
   memset(&c, 0, sizeof c);
   c.items = calloc(max, sizeof *c.items);
   if (c.items == NULL) return OB_ENOMEM;
+  c.cap = max;
 
   now = ob__now(e);
   rc = ob__outbox_due(&e->db, now, max, collect_cb, &c);

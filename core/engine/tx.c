@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "core/engine/engine_int.h"
+#include "core/util/assert.h"
+#include "core/util/errbuf.h"
 #include "core/util/json_check.h"
 
 int ob_tx_exec(ob_tx_t* tx, const char* sql, const ob_value_t* params,
@@ -23,6 +25,7 @@ int ob_tx_emit(ob_tx_t* tx, const char* event_type, const char* aggregate_id,
   int rc;
   ob_engine_t* e;
   if (tx == NULL || tx->e == NULL) return OB_EINVAL;
+  OB__ASSERT(tx->msg != NULL);  /* a handler's tx always carries its message */
   e = tx->e;
   if (event_type == NULL || event_type[0] == '\0' || aggregate_id == NULL ||
       aggregate_id[0] == '\0' || payload == NULL)
@@ -49,8 +52,8 @@ static int set_retry(ob_tx_t* tx, int64_t delay_ms, const char* reason,
   tx->verdict = OB_RETRY;
   tx->forced = forced;
   tx->retry_delay_ms = delay_ms;
-  ob__fmt(tx->reason, sizeof tx->reason, "%s", reason ? reason : "retry");
-  return OB_RETRY;
+  return ob__errbuf_set(tx->reason, sizeof tx->reason, OB_RETRY, "%s",
+                        reason ? reason : "retry");
 }
 
 int ob_tx_retry(ob_tx_t* tx, int64_t delay_ms, const char* reason) {
@@ -64,9 +67,8 @@ int ob_tx_retry_forced(ob_tx_t* tx, int64_t delay_ms, const char* reason) {
 int ob_tx_fail(ob_tx_t* tx, const char* reason) {
   if (tx == NULL) return OB_UNRECOVERABLE;
   tx->verdict = OB_UNRECOVERABLE;
-  snprintf(tx->reason, sizeof tx->reason, "%s",
-           reason ? reason : "unrecoverable");
-  return OB_UNRECOVERABLE;
+  return ob__errbuf_set(tx->reason, sizeof tx->reason, OB_UNRECOVERABLE, "%s",
+                        reason ? reason : "unrecoverable");
 }
 
 int64_t ob_tx_now_ms(const ob_tx_t* tx) {

@@ -8,6 +8,8 @@
 
 #include "core/engine/engine_int.h"
 #include "core/fence/fence.h"
+#include "core/util/assert.h"
+#include "core/util/errbuf.h"
 #include "core/util/retry.h"
 #include "core/util/uuid.h"
 
@@ -188,6 +190,10 @@ int ob__effect_settle(ob_engine_t* e, ob__effect_job_t* job,
   int rc, final = 0, parked = 0;
   int64_t now;
 
+  /* Only open effects are taken (ob__effect_due), and a job is settled
+  ** once: its state is never final here. */
+  OB__ASSERT(job->state == OB_EFFECT_PENDING ||
+             job->state == OB_EFFECT_UNKNOWN);
   if (res == NULL) res = &local;
   memset(res, 0, sizeof *res);
   job->outcome = ob__fence_classify(job->lookup, reply);
@@ -252,6 +258,7 @@ int ob__effect_settle(ob_engine_t* e, ob__effect_job_t* job,
     default: { /* UNKNOWN */
       int64_t delay;
       const ob_retry_policy_t* pol = p ? &p->retry : &e->opts.retry;
+      OB__ASSERT(job->outcome == OB__ANSWER_UNKNOWN);  /* ABSENT returned */
       /* A call that may have arrived makes the outcome unknown; a failed
       ** lookup teaches nothing. */
       if (!job->lookup) u.state = OB_EFFECT_UNKNOWN;
@@ -270,6 +277,10 @@ int ob__effect_settle(ob_engine_t* e, ob__effect_job_t* job,
   }
   u.response = u.response ? u.response : (reply->body_len ? reply->body : NULL);
   u.response_len = u.response ? reply->body_len : 0;
+  /* Final outcomes end the state machine; parking keeps it open. */
+  OB__ASSERT(!final || u.state == OB_EFFECT_CONFIRMED ||
+             u.state == OB_EFFECT_FAILED);
+  OB__ASSERT(!parked || u.state == OB_EFFECT_UNKNOWN);
 
   /* Tests stop a worker on this line: answered, nothing recorded yet. */
   ob__log(e, OB_LOG_DEBUG, "effect %s: %s answered %d, recording", job->key,
@@ -292,8 +303,9 @@ int ob__effect_settle(ob_engine_t* e, ob__effect_job_t* job,
     rc = release_waiting(e, job->key, now, res);
   } else if (rc > 0 && parked) {
     char why[OB__REASON_LEN];
-    ob__fmt(why, sizeof why, "effect %s unknown after %d attempts: %s",
-            job->key, u.attempts, reason);
+    ob__errbuf_set(why, sizeof why, 0,
+                   "effect %s unknown after %d attempts: %s", job->key,
+                   u.attempts, reason);
     ob__log(e, OB_LOG_WARN, "%s; parked for a person", why);
     rc = ob__effect_park_waiting(&e->db, job->key, why, now);
   }

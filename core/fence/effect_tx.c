@@ -8,6 +8,7 @@
 
 #include "core/engine/engine_int.h"
 #include "core/fence/fence.h"
+#include "core/util/errbuf.h"
 #include "core/util/json_check.h"
 
 /* A waiting message is re-checked after this even if nothing wakes it; the
@@ -122,10 +123,10 @@ int ob_tx_effect(ob_tx_t* tx, const char* key, const ob_effect_request_t* req,
 
   if (!same_request(&row, req)) {
     char why[OB__REASON_LEN];
-    ob__fmt(why, sizeof why,
-            "effect %s was claimed by message %s with a different request "
-            "(%s %s); refusing to change it", key, row.message_id,
-            row.method, row.path);
+    ob__errbuf_set(why, sizeof why, 0,
+                   "effect %s was claimed by message %s with a different "
+                   "request (%s %s); refusing to change it", key,
+                   row.message_id, row.method, row.path);
     ob__effect_row_free(&row);
     return ob_tx_fail(tx, why);
   }
@@ -135,8 +136,9 @@ int ob_tx_effect(ob_tx_t* tx, const char* key, const ob_effect_request_t* req,
       return rc < 0 ? rc : OB_DONE;
     case OB_EFFECT_FAILED: {
       char why[OB__REASON_LEN];
-      ob__fmt(why, sizeof why, "effect %s failed at provider %s: %s", key,
-              row.provider, row.reason ? row.reason : "(no reason)");
+      ob__errbuf_set(why, sizeof why, 0, "effect %s failed at provider %s: %s",
+                     key, row.provider,
+                     row.reason ? row.reason : "(no reason)");
       rc = keep_row(tx, &row, out);
       if (rc < 0) return rc;
       return ob_tx_fail(tx, why);
@@ -147,10 +149,10 @@ int ob_tx_effect(ob_tx_t* tx, const char* key, const ob_effect_request_t* req,
   snprintf(tx->effect_key, sizeof tx->effect_key, "%s", key);
   if (row.parked_at > 0) {
     char why[OB__REASON_LEN];
-    ob__fmt(why, sizeof why,
-            "effect %s is unknown and needs a person: %s; see `oncebox "
-            "effects show --state unknown`, then `effects reconcile` or "
-            "`effects resolve`", key, row.reason ? row.reason : "");
+    ob__errbuf_set(why, sizeof why, 0,
+                   "effect %s is unknown and needs a person: %s; see `oncebox "
+                   "effects show --state unknown`, then `effects reconcile` or "
+                   "`effects resolve`", key, row.reason ? row.reason : "");
     tx->effect_action = OB__TX_EFFECT_PARKED;
     ob__effect_row_free(&row);
     return ob_tx_fail(tx, why);

@@ -14,6 +14,17 @@
 
 #include "oncebox.h"
 
+/* What a provider's answer means (ob__fence_classify). */
+typedef enum {
+  OB__ANSWER_CONFIRMED = 1, /* 2xx: done, reference from the body's "id" */
+  OB__ANSWER_FAILED = 2,    /* 4xx but 408/409/425/429: refused, final */
+  OB__ANSWER_UNKNOWN = 3,   /* 5xx, 429, 408/409/425, no answer after the
+                            ** request may have reached the provider */
+  OB__ANSWER_NOT_SENT = 4,  /* no byte reached the provider, or it refused
+                            ** the credentials (401/403): nothing changed */
+  OB__ANSWER_ABSENT = 5     /* a lookup: the provider never saw the key */
+} ob__fence_answer_t;
+
 /* One effect in hand. Strings are malloc'd; free with ob__effect_job_free. */
 typedef struct ob__effect_job_s {
   char* key;
@@ -26,11 +37,11 @@ typedef struct ob__effect_job_s {
   char* lookup_path;   /* the provider's; NULL: none */
   int lookup;          /* the action now: 1 look the key up, 0 make the call */
   char token[OB_UUID_BUFLEN];      /* the lease */
-  int state;           /* OB_EFFECT_PENDING or OB_EFFECT_UNKNOWN when taken */
+  ob_effect_state_t state;  /* OB_EFFECT_PENDING or _UNKNOWN when taken */
   int attempts;        /* failed attempts so far */
   int lookups_made;    /* lookups answered "absent" before this call */
   int fresh;           /* certainly never sent before this attempt */
-  int outcome;         /* after ob__effect_settle: the OB__ANSWER_* seen */
+  ob__fence_answer_t outcome;  /* after ob__effect_settle: the answer seen */
 } ob__effect_job_t;
 
 /* The call as ob_effect_call_t (pointers into job). */
@@ -86,16 +97,6 @@ typedef enum {
 ** handed to a performer, so certainly not sent yet. */
 ob__fence_action_t ob__fence_next_action(int fresh, int idempotency_keys,
                                          int has_lookup);
-
-typedef enum {
-  OB__ANSWER_CONFIRMED = 1, /* 2xx: done, reference from the body's "id" */
-  OB__ANSWER_FAILED = 2,    /* 4xx but 408/409/425/429: refused, final */
-  OB__ANSWER_UNKNOWN = 3,   /* 5xx, 429, 408/409/425, no answer after the
-                            ** request may have reached the provider */
-  OB__ANSWER_NOT_SENT = 4,  /* no byte reached the provider, or it refused
-                            ** the credentials (401/403): nothing changed */
-  OB__ANSWER_ABSENT = 5     /* a lookup: the provider never saw the key */
-} ob__fence_answer_t;
 
 /* Classify a reply to a call (lookup 0) or a lookup (lookup 1). */
 ob__fence_answer_t ob__fence_classify(int lookup,

@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "core/fence/fence.h"
+#include "core/util/assert.h"
 #include "core/util/json_check.h"
+#include "core/util/uuid.h"
 
 int ob__fence_idempotency_key(const char* key, char out[OB_UUID_BUFLEN]) {
   static const char prefix[] = "oncebox/fence/v1";  /* + its NUL */
@@ -34,6 +36,7 @@ int ob__fence_idempotency_key(const char* key, char out[OB_UUID_BUFLEN]) {
     out[o++] = hex[d[i] >> 4];
     out[o++] = hex[d[i] & 15];
   }
+  OB__ASSERT(o == OB_UUID_STRLEN);
   out[o] = '\0';
   return 0;
 }

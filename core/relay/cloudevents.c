@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/util/errbuf.h"
 #include "core/util/json_check.h"
 #include "core/util/uuid.h"
 
@@ -82,19 +83,6 @@ char* ob__cloudevent_encode(const ob_event_t* ev, const char* source,
   return out;
 }
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static int fail(char* reason, size_t n, const char* fmt, ...) {
-  va_list ap;
-  if (reason && n) {
-    va_start(ap, fmt);
-    vsnprintf(reason, n, fmt, ap);
-    va_end(ap);
-  }
-  return -1;
-}
-
 enum { M_SPEC, M_ID, M_SOURCE, M_TYPE, M_DATA, M_DATA_B64, M_CT, M_COUNT };
 static const char* const members[M_COUNT] = {
     "specversion", "id", "source", "type", "data", "data_base64",
@@ -116,34 +104,41 @@ int ob__cloudevent_decode(const char* body, size_t len, ob__cloudevent_t* out,
 
   memset(out, 0, sizeof *out);
   if (!ob__json_valid(body, len))
-    return fail(reason, reason_len, "body is not valid JSON");
+    return ob__errbuf_set(reason, reason_len, -1, "body is not valid JSON");
   if (!ob__json_is_object(body, len))
-    return fail(reason, reason_len, "body is not a JSON object");
+    return ob__errbuf_set(reason, reason_len, -1, "body is not a JSON object");
   if ((dup = ob__json_members(body, len, members, M_COUNT, val, NULL)) >= 0)
-    return fail(reason, reason_len, "duplicate CloudEvents attribute %s",
-                members[dup]);
+    return ob__errbuf_set(reason, reason_len, -1,
+                          "duplicate CloudEvents attribute %s", members[dup]);
   if (get_str(val[M_SPEC], buf, sizeof buf, &n) != 0 || strcmp(buf, "1.0") != 0)
-    return fail(reason, reason_len, "specversion must be \"1.0\"");
+    return ob__errbuf_set(reason, reason_len, -1,
+                          "specversion must be \"1.0\"");
   if (get_str(val[M_ID], buf, sizeof buf, &n) != 0 ||
       ob__uuid_normalize(buf, out->id) != 0)
-    return fail(reason, reason_len, "id must be a UUID (the event's stable id)");
+    return ob__errbuf_set(reason, reason_len, -1,
+                          "id must be a UUID (the event's stable id)");
   if (get_str(val[M_SOURCE], buf, sizeof buf, &n) != 0 || n == 0)
-    return fail(reason, reason_len, "source must be a non-empty string");
+    return ob__errbuf_set(reason, reason_len, -1,
+                          "source must be a non-empty string");
   if (get_str(val[M_TYPE], out->type, sizeof out->type, &n) != 0 || n == 0)
-    return fail(reason, reason_len, "type must be 1..128 characters");
+    return ob__errbuf_set(reason, reason_len, -1,
+                          "type must be 1..128 characters");
   for (size_t i = 0; i < n; i++)
     if ((unsigned char)out->type[i] < 0x21 || (unsigned char)out->type[i] > 0x7e)
-      return fail(reason, reason_len, "type must be printable ASCII");
+      return ob__errbuf_set(reason, reason_len, -1,
+                            "type must be printable ASCII");
   if (val[M_CT] != NULL) {
     if (get_str(val[M_CT], buf, sizeof buf, &n) != 0 ||
         (strncmp(buf, "application/json", 16) != 0 &&
          strstr(buf, "+json") == NULL))
-      return fail(reason, reason_len, "datacontenttype must be JSON");
+      return ob__errbuf_set(reason, reason_len, -1,
+                            "datacontenttype must be JSON");
   }
   if (val[M_DATA_B64] != NULL)
-    return fail(reason, reason_len, "data_base64 is not supported");
+    return ob__errbuf_set(reason, reason_len, -1,
+                          "data_base64 is not supported");
   if (val[M_DATA] == NULL)
-    return fail(reason, reason_len, "missing data");
+    return ob__errbuf_set(reason, reason_len, -1, "missing data");
   /* The raw span of the data value, without the whitespace after it. */
   n = ob__json_scan(val[M_DATA], len - (size_t)(val[M_DATA] - body));
   while (n > 0 && (val[M_DATA][n - 1] == ' ' || val[M_DATA][n - 1] == '\t' ||

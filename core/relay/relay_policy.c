@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "core/util/assert.h"
 #include "core/util/retry.h"
 
 int ob__relay_queue_is_fifo(const char* url) {
@@ -19,6 +20,7 @@ size_t ob__relay_batch_fit(const size_t* sizes, size_t n, size_t max_bytes) {
     total += sizes[k];
     k++;
   }
+  OB__ASSERT(k <= OB__SQS_MAX_BATCH_ENTRIES && total <= max_bytes);
   return k;
 }
 

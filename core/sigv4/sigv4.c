@@ -142,7 +142,8 @@ static void hex_lower(const uint8_t* in, size_t n, char* out) {
   out[2 * n] = '\0';
 }
 
-static int sha256_hex(const void* data, size_t len, char out[65]) {
+static int sha256_hex(const void* data, size_t len,
+                      char out[OB__SIGV4_HEX_BUFLEN]) {
   uint8_t d[32];
   int rc = sha256(data, len, d);
   if (rc == 0) hex_lower(d, 32, out);
@@ -788,7 +789,7 @@ static int task1_canonical_request(signer_t* s) {
 */
 static int task2_string_to_sign(signer_t* s) {
   sbuf b = {0};
-  char h[65];
+  char h[OB__SIGV4_HEX_BUFLEN];
   int rc = sha256_hex(s->out->canonical_request,
                       strlen(s->out->canonical_request), h);
   if (rc != 0) return rc;

@@ -96,12 +96,15 @@ void ob__sigv4_params_init(ob__sigv4_params_t* p);
 ** The strings are malloc'd and owned by the result: release them with
 ** ob__sigv4_out_free(). On failure every pointer is NULL.
 */
+/* The buffer of a lowercase hex SHA-256: 64 digits and the NUL. */
+#define OB__SIGV4_HEX_BUFLEN 65
+
 typedef struct ob__sigv4_out_s {
   char amz_date[17];       /* "20150830T123600Z" */
   char date[9];            /* "20150830" */
-  char payload_hash[65];   /* hex SHA-256 of the body, or the caller's
-                           ** x-amz-content-sha256 value */
-  char signature[65];      /* lowercase hex */
+  /* hex SHA-256 of the body, or the caller's x-amz-content-sha256 value */
+  char payload_hash[OB__SIGV4_HEX_BUFLEN];
+  char signature[OB__SIGV4_HEX_BUFLEN]; /* lowercase hex */
   char* canonical_request; /* Task 1, for debugging SignatureDoesNotMatch */
   char* string_to_sign;    /* Task 2 */
   char* signed_headers;    /* "content-type;host;x-amz-date;x-amz-target" */

@@ -378,14 +378,18 @@ int ob__sqs_error_is(const ob__sqs_error_t* e, const char* name);
 ** MD5 (SQS-PROTOCOL.md §B.7).
 */
 
+/* The buffer of a lowercase hex MD5: 32 digits and the NUL. */
+#define OB__SQS_MD5_BUFLEN 33
+
 /* Lowercase hex MD5 of data. Returns 0, OB_EIO if mbedTLS fails. */
-int ob__sqs_md5_hex(const void* data, size_t len, char out[33]);
+int ob__sqs_md5_hex(const void* data, size_t len,
+                    char out[OB__SQS_MD5_BUFLEN]);
 
 /* MD5OfMessageAttributes: attributes sorted by name, each encoded as
 ** u32be(len(name)) name u32be(len(type)) type, then 1 u32be(len) value for
 ** String/Number or 2 u32be(len) bytes for Binary. n == 0 gives "".
 ** Returns 0, OB_EINVAL for an unknown data type, OB_ENOMEM, OB_EIO. */
 int ob__sqs_md5_of_attributes(const ob__sqs_attr_t* attrs, size_t n,
-                              char out[33]);
+                              char out[OB__SQS_MD5_BUFLEN]);
 
 #endif

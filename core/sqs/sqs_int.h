@@ -62,6 +62,15 @@ int ob__sqs_json_object(const char* body, size_t len, cJSON** root_out,
 
 /* Owner of everything a parse result points to: the tree and a list of
 ** blocks (arrays, decoded binary values). */
+/* The base type of a message attribute's DataType ("String", "Number" or
+** "Binary", each with an optional ".label"). */
+typedef enum {
+  OB__SQS_DT_INVALID = 0,
+  OB__SQS_DT_STRING,
+  OB__SQS_DT_NUMBER,
+  OB__SQS_DT_BINARY
+} ob__sqs_data_type_t;
+
 typedef struct ob__sqs_pool_s {
   cJSON* root;
   void** blocks;

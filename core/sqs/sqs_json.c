@@ -11,6 +11,7 @@
 
 #include <mbedtls/base64.h>
 
+#include "core/util/errbuf.h"
 #include "oncebox.h"
 
 int ob__sqs_fail(ob__sqs_diag_t* diag, int rc, ob__sqs_fault_t fault,
@@ -19,7 +20,7 @@ int ob__sqs_fail(ob__sqs_diag_t* diag, int rc, ob__sqs_fault_t fault,
     va_list ap;
     diag->fault = fault;
     va_start(ap, fmt);
-    vsnprintf(diag->field, sizeof diag->field, fmt, ap);
+    ob__errbuf_vset(diag->field, sizeof diag->field, 0, fmt, ap);
     va_end(ap);
   }
   return rc;

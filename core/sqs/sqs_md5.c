@@ -34,7 +34,8 @@ static int md_err(int rc) {
   return OB_EIO;
 }
 
-int ob__sqs_md5_hex(const void* data, size_t len, char out[33]) {
+int ob__sqs_md5_hex(const void* data, size_t len,
+                    char out[OB__SQS_MD5_BUFLEN]) {
   const mbedtls_md_info_t* md = mbedtls_md_info_from_type(MBEDTLS_MD_MD5);
   unsigned char d[16];
   int rc;
@@ -77,7 +78,7 @@ static int update_len(mbedtls_md_context_t* ctx, const void* p, size_t n) {
 }
 
 int ob__sqs_md5_of_attributes(const ob__sqs_attr_t* attrs, size_t n,
-                              char out[33]) {
+                              char out[OB__SQS_MD5_BUFLEN]) {
   const mbedtls_md_info_t* md = mbedtls_md_info_from_type(MBEDTLS_MD_MD5);
   const ob__sqs_attr_t** sorted = NULL;
   mbedtls_md_context_t ctx;

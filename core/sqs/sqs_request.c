@@ -110,23 +110,24 @@ static int valid_attr_name(const char* s) {
   return 1;
 }
 
-/* 1 String, 2 Number, 3 Binary, 0 invalid. Optional ".label" of printable
+/* The base type, or OB__SQS_DT_INVALID. Optional ".label" of printable
 ** ASCII; 256 characters at most in all. */
-static int data_type_kind(const char* s) {
+static ob__sqs_data_type_t data_type_kind(const char* s) {
   static const char* const base[] = {"String", "Number", "Binary"};
   size_t n;
-  if (s == NULL) return 0;
+  if (s == NULL) return OB__SQS_DT_INVALID;
   n = strlen(s);
-  if (n > 256) return 0;
+  if (n > 256) return OB__SQS_DT_INVALID;
   for (int k = 0; k < 3; k++) {
     if (strncmp(s, base[k], 6) != 0) continue;
-    if (s[6] == '\0') return k + 1;
-    if (s[6] != '.' || s[7] == '\0') return 0;
+    if (s[6] == '\0') return (ob__sqs_data_type_t)(OB__SQS_DT_STRING + k);
+    if (s[6] != '.' || s[7] == '\0') return OB__SQS_DT_INVALID;
     for (size_t i = 7; i < n; i++)
-      if ((unsigned char)s[i] < 0x21 || (unsigned char)s[i] > 0x7e) return 0;
-    return k + 1;
+      if ((unsigned char)s[i] < 0x21 || (unsigned char)s[i] > 0x7e)
+        return OB__SQS_DT_INVALID;
+    return (ob__sqs_data_type_t)(OB__SQS_DT_STRING + k);
   }
-  return 0;
+  return OB__SQS_DT_INVALID;
 }
 
 /* SQS Number: optional sign, digits with an optional fraction, optional
@@ -159,7 +160,7 @@ static int check_attrs(const ob__sqs_attr_t* a, size_t n, const char* where,
     return ob__sqs_fail(d, OB_EINVAL, OB__SQS_FAULT_ARG, "%sMessageAttributes",
                         where);
   for (size_t i = 0; i < n; i++) {
-    int kind = data_type_kind(a[i].data_type);
+    ob__sqs_data_type_t kind = data_type_kind(a[i].data_type);
     if (!valid_attr_name(a[i].name))
       return ob__sqs_fail(d, OB_EINVAL, OB__SQS_FAULT_NAME,
                           "%sMessageAttributes[%zu]", where, i);
@@ -167,7 +168,7 @@ static int check_attrs(const ob__sqs_attr_t* a, size_t n, const char* where,
       if (strcmp(a[i].name, a[j].name) == 0)
         return ob__sqs_fail(d, OB_EINVAL, OB__SQS_FAULT_DUPLICATE,
                             "%sMessageAttributes.%.20s", where, a[i].name);
-    if (kind == 0)
+    if (kind == OB__SQS_DT_INVALID)
       return ob__sqs_fail(d, OB_EINVAL, OB__SQS_FAULT_NAME,
                           "%sMessageAttributes.%.20s.DataType", where,
                           a[i].name);
@@ -177,11 +178,11 @@ static int check_attrs(const ob__sqs_attr_t* a, size_t n, const char* where,
     if (a[i].value_len > OB__SQS_MAX_MESSAGE_BYTES)
       return ob__sqs_fail(d, OB_ETOOBIG, OB__SQS_FAULT_TOO_BIG,
                           "%sMessageAttributes.%.20s.Value", where, a[i].name);
-    if (kind != 3 && !ob__sqs_utf8_ok(a[i].value, a[i].value_len, 1))
+    if (kind != OB__SQS_DT_BINARY && !ob__sqs_utf8_ok(a[i].value, a[i].value_len, 1))
       return ob__sqs_fail(d, OB_EINVAL, OB__SQS_FAULT_TEXT,
                           "%sMessageAttributes.%.20s.StringValue", where,
                           a[i].name);
-    if (kind == 2 && !valid_number(a[i].value, a[i].value_len))
+    if (kind == OB__SQS_DT_NUMBER && !valid_number(a[i].value, a[i].value_len))
       return ob__sqs_fail(d, OB_EINVAL, OB__SQS_FAULT_TEXT,
                           "%sMessageAttributes.%.20s.StringValue", where,
                           a[i].name);
@@ -227,7 +228,7 @@ static int check_message(const ob__sqs_send_t* m, const char* where,
 static void write_mav(ob__jw_t* w, const char* data_type, const void* v,
                       size_t n) {
   ob__jw_begin_object(w);
-  if (data_type_kind(data_type) == 3) {
+  if (data_type_kind(data_type) == OB__SQS_DT_BINARY) {
     ob__jw_key(w, "BinaryValue");
     ob__jw_base64(w, v, n);
   } else {

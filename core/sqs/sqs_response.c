@@ -82,12 +82,15 @@ static int parse_i64(const char* s, int64_t* out) {
   return 0;
 }
 
-/* Kind of a message attribute DataType: 1 text (String/Number), 2 Binary. */
-static int attr_kind(const char* t) {
-  if (strncmp(t, "String", 6) == 0 || strncmp(t, "Number", 6) == 0)
-    return (t[6] == '\0' || t[6] == '.') ? 1 : 0;
-  if (strncmp(t, "Binary", 6) == 0) return (t[6] == '\0' || t[6] == '.') ? 2 : 0;
-  return 0;
+/* The base type of a message attribute DataType (any label). */
+static ob__sqs_data_type_t attr_kind(const char* t) {
+  static const char* const base[] = {"String", "Number", "Binary"};
+  for (int k = 0; k < 3; k++)
+    if (strncmp(t, base[k], 6) == 0)  /* then t[6] is in the string */
+      return t[6] == '\0' || t[6] == '.'
+                 ? (ob__sqs_data_type_t)(OB__SQS_DT_STRING + k)
+                 : OB__SQS_DT_INVALID;
+  return OB__SQS_DT_INVALID;
 }
 
 static int decode_b64(ob__sqs_pool_t* pool, const char* s, void** out,
@@ -124,7 +127,8 @@ static int parse_message_attributes(ob__sqs_pool_t* pool, const cJSON* obj,
   cJSON_ArrayForEach(it, obj) {
     char p2[96];
     const char *dt, *sv, *bv;
-    int rc, kind;
+    int rc;
+    ob__sqs_data_type_t kind;
     snprintf(p2, sizeof p2, "%sMessageAttributes.%.16s.", prefix,
              it->string ? it->string : "");
     if (it->string == NULL || *it->string == '\0' ||
@@ -134,12 +138,12 @@ static int parse_message_attributes(ob__sqs_pool_t* pool, const cJSON* obj,
       return ob__sqs_fail(d, OB_EINVAL, OB__SQS_FAULT_WRONG_TYPE, "%s", p2);
     if ((rc = member_str(it, "DataType", 1, 256, p2, &dt, d)) != 0) return rc;
     kind = attr_kind(dt);
-    if (kind == 0)
+    if (kind == OB__SQS_DT_INVALID)
       return ob__sqs_fail(d, OB_EINVAL, OB__SQS_FAULT_BAD_VALUE, "%sDataType",
                           p2);
     a[i].name = it->string;
     a[i].data_type = dt;
-    if (kind == 1) {
+    if (kind != OB__SQS_DT_BINARY) {
       if ((rc = member_str(it, "StringValue", 1, OB__SQS_MAX_MESSAGE_BYTES, p2,
                            &sv, d)) != 0)
         return rc;
@@ -172,7 +176,7 @@ static int parse_message(ob__sqs_pool_t* pool, const cJSON* m, size_t idx,
                          int flags, ob__sqs_message_t* msg,
                          ob__sqs_diag_t* d) {
   char prefix[48];
-  char md5[33];
+  char md5[OB__SQS_MD5_BUFLEN];
   const cJSON *attrs, *mattrs, *it;
   int rc;
   snprintf(prefix, sizeof prefix, "Messages[%zu].", idx);
@@ -317,7 +321,7 @@ void ob__sqs_receive_result_free(ob__sqs_receive_result_t* r) {
 static int check_send_md5(const ob__sqs_send_t* sent, const char* md5_body,
                           const char* md5_attrs, const char* prefix,
                           ob__sqs_diag_t* d) {
-  char md5[33];
+  char md5[OB__SQS_MD5_BUFLEN];
   int rc = ob__sqs_md5_hex(sent->body, sent->body_len, md5);
   if (rc != 0) return rc;
   if (!ob__sqs_md5_equal(md5_body, md5))

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/util/assert.h"
 #include "core/util/link.h"
 #include "core/util/retry.h"
 
@@ -22,6 +23,7 @@ int ob__link_ok(ob__link_t* l) {
 
 int64_t ob__link_failed(ob__link_t* l, int64_t now, const ob_clock_t* c) {
   int64_t d;
+  OB__ASSERT(!l->online || l->failures == 0);  /* failures count offline */
   l->online = 0;
   if (l->failures < 64) l->failures++;
   {
@@ -34,6 +36,7 @@ int64_t ob__link_failed(ob__link_t* l, int64_t now, const ob_clock_t* c) {
 }
 
 void ob__link_nudge(ob__link_t* l, int64_t now) {
+  OB__ASSERT(!l->online || l->failures == 0);
   if (!l->online) {
     l->next_probe_at = now;
     /* Start the backoff over: the host has reason to think it works. */

@@ -4,6 +4,8 @@
 #include <limits.h>
 #include <math.h>
 
+#include "core/util/assert.h"
+
 int ob__retry_policy_check(const ob_retry_policy_t* p) {
   if (p == NULL) return -1;
   if (p->max_retries < 0 || p->delay_ms < 0 || p->max_delay_ms < 0) return -1;
@@ -69,6 +71,8 @@ ob__retry_verdict_t ob__retry_decide(const ob_retry_policy_t* p, int attempts,
     n = attempts < INT_MAX ? attempts + 1 : INT_MAX;
     d = ob__retry_jitter(p, ob__retry_base_delay(p, n), c);
   }
+  /* now + d must not overflow where the retry is scheduled. */
+  OB__ASSERT(d >= 0 && d <= OB__RETRY_DELAY_MAX);
   if (delay_out) *delay_out = d;
   return OB__RETRY_AGAIN;
 }

@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "core/util/assert.h"
+
 /* UUIDv7 layout (RFC 9562 section 5.7), 128 bits, big-endian:
 **   48 unix_ts_ms | 4 ver=0111 | 12 rand_a | 2 var=10 | 62 rand_b
 ** Monotonicity uses RFC 9562 section 6.2 method 1 (fixed-length dedicated
@@ -51,6 +53,7 @@ void ob__uuid_format(const uint8_t in[16], char out[OB_UUID_BUFLEN]) {
     out[o++] = hex[in[i] >> 4];
     out[o++] = hex[in[i] & 15];
   }
+  OB__ASSERT(o == OB_UUID_STRLEN);
   out[o] = '\0';
 }
 
@@ -100,6 +103,9 @@ void ob__uuid7_next(ob__uuid7_gen_t* g, const ob_clock_t* c, char out[OB_UUID_BU
     g->last_seq = seed_seq(c);
   }
 
+  /* 42 bits: the top 12 go to rand_a, which must not spill into the
+  ** version nibble. */
+  OB__ASSERT(g->last_seq <= UUID7_SEQ_MAX);
   rand_a = g->last_seq >> 30;
   rand_b = (g->last_seq & ((UINT64_C(1) << 30) - 1)) << 32 | random_bits(c, 4);
   for (i = 0; i < 6; i++)

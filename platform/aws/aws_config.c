@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +12,7 @@
 
 #include <mbedtls/platform_util.h>
 
+#include "core/util/errbuf.h"
 #include "core/util/secret.h"
 #include "oncebox.h"
 
@@ -26,16 +26,6 @@ const char* ob__aws_getenv_system(void* ctx, const char* name) {
 /* ---------------------------------------------------------------------------
 ** Small helpers.
 */
-static void set_err(char* buf, size_t len, const char* fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char* buf, size_t len, const char* fmt, ...) {
-  va_list ap;
-  if (buf == NULL || len == 0) return;
-  va_start(ap, fmt);
-  vsnprintf(buf, len, fmt, ap);
-  va_end(ap);
-}
-
 static int lower(int ch) {
   return (ch >= 'A' && ch <= 'Z') ? ch + ('a' - 'A') : ch;
 }
@@ -231,34 +221,32 @@ static int ini_parse(ini_t* f, char* text, char* err, size_t errlen) {
     if (indented) {
       /* Sub-properties (`s3 =` then indented `k = v`) are skipped. */
       if (nested && memchr(a, '=', (size_t)(b - a)) != NULL) goto next;
-      set_err(err, errlen,
-              "%s:%d: unexpected indented line (only sub-properties of a "
-              "'key =' line with an empty value may be indented)",
-              f->path, lineno);
-      return OB_EINVAL;
+      return ob__errbuf_set(err, errlen, OB_EINVAL,
+                            "%s:%d: unexpected indented line (only "
+                            "sub-properties of a 'key =' line with an empty "
+                            "value may be indented)", f->path, lineno);
     }
     nested = 0;
     if (*a == '[') {
       const char* na = a + 1;
       const char* nb = b;
       if (b[-1] != ']' || b - a < 2) {
-        set_err(err, errlen, "%s:%d: section header without a closing ']'",
-                f->path, lineno);
-        return OB_EINVAL;
+        return ob__errbuf_set(err, errlen, OB_EINVAL,
+                              "%s:%d: section header without a closing ']'",
+                              f->path, lineno);
       }
       nb = b - 1;
       trim(&na, &nb);
       if (na == nb) {
-        set_err(err, errlen, "%s:%d: empty section name", f->path, lineno);
-        return OB_EINVAL;
+        return ob__errbuf_set(err, errlen, OB_EINVAL,
+                              "%s:%d: empty section name", f->path, lineno);
       }
       for (size_t i = 0; i < f->n; i++)
         if (strlen(f->sec[i].name) == (size_t)(nb - na) &&
             memcmp(f->sec[i].name, na, (size_t)(nb - na)) == 0) {
-          set_err(err, errlen,
-                  "%s:%d: section repeats the one on line %d", f->path,
-                  lineno, f->sec[i].line);
-          return OB_EINVAL;
+          return ob__errbuf_set(err, errlen, OB_EINVAL,
+                                "%s:%d: section repeats the one on line %d",
+                                f->path, lineno, f->sec[i].line);
         }
       if (f->n == f->cap) {
         size_t cap = f->cap ? f->cap * 2 : 8;
@@ -283,30 +271,30 @@ static int ini_parse(ini_t* f, char* text, char* err, size_t errlen) {
       const char* vb = b;
       ini_kv_t* kv;
       if (eq == NULL) {
-        set_err(err, errlen, "%s:%d: expected 'key = value' or '[section]'",
-                f->path, lineno);
-        return OB_EINVAL;
+        return ob__errbuf_set(err, errlen, OB_EINVAL,
+                              "%s:%d: expected 'key = value' or '[section]'",
+                              f->path, lineno);
       }
       kb = eq;
       va = eq + 1;
       trim(&ka, &kb);
       trim(&va, &vb);
       if (ka == kb) {
-        set_err(err, errlen, "%s:%d: missing key name before '='", f->path,
-                lineno);
-        return OB_EINVAL;
+        return ob__errbuf_set(err, errlen, OB_EINVAL,
+                              "%s:%d: missing key name before '='", f->path,
+                              lineno);
       }
       if (cur == NULL) {
-        set_err(err, errlen, "%s:%d: setting before the first [section]",
-                f->path, lineno);
-        return OB_EINVAL;
+        return ob__errbuf_set(err, errlen, OB_EINVAL,
+                              "%s:%d: setting before the first [section]",
+                              f->path, lineno);
       }
       for (size_t i = 0; i < cur->n; i++)
         if (strlen(cur->kv[i].key) == (size_t)(kb - ka) &&
             strncasecmp(cur->kv[i].key, ka, (size_t)(kb - ka)) == 0) {
-          set_err(err, errlen, "%s:%d: key repeats the one on line %d",
-                  f->path, lineno, cur->kv[i].line);
-          return OB_EINVAL;
+          return ob__errbuf_set(err, errlen, OB_EINVAL,
+                                "%s:%d: key repeats the one on line %d",
+                                f->path, lineno, cur->kv[i].line);
         }
       if (cur->n == cur->cap) {
         size_t cap = cur->cap ? cur->cap * 2 : 8;
@@ -347,23 +335,22 @@ static int ini_load(ini_t* f, const char* path, char* err, size_t errlen) {
   fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT || errno == ENOTDIR) return 0;
-    set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-    return OB_EIO;
+    return ob__errbuf_set(err, errlen, OB_EIO, "%s: cannot open: %s", path,
+                          strerror(errno));
   }
   f->present = 1;
   if (fstat(fd, &st) != 0) {
-    set_err(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
-    rc = OB_EIO;
+    rc = ob__errbuf_set(err, errlen, OB_EIO, "%s: cannot stat: %s", path,
+                        strerror(errno));
     goto fail;
   }
   if (!S_ISREG(st.st_mode)) {
-    set_err(err, errlen, "%s: not a regular file", path);
-    rc = OB_EIO;
+    rc = ob__errbuf_set(err, errlen, OB_EIO, "%s: not a regular file", path);
     goto fail;
   }
   if (st.st_size > MAX_FILE_BYTES) {
-    set_err(err, errlen, "%s: larger than %d bytes", path, MAX_FILE_BYTES);
-    rc = OB_ETOOBIG;
+    rc = ob__errbuf_set(err, errlen, OB_ETOOBIG, "%s: larger than %d bytes",
+                        path, MAX_FILE_BYTES);
     goto fail;
   }
   buf = malloc((size_t)st.st_size + 1);
@@ -375,8 +362,8 @@ static int ini_load(ini_t* f, const char* path, char* err, size_t errlen) {
     ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      set_err(err, errlen, "%s: read failed: %s", path, strerror(errno));
-      rc = OB_EIO;
+      rc = ob__errbuf_set(err, errlen, OB_EIO, "%s: read failed: %s", path,
+                          strerror(errno));
       goto fail;
     }
     if (n == 0) break;
@@ -384,12 +371,13 @@ static int ini_load(ini_t* f, const char* path, char* err, size_t errlen) {
   }
   buf[got] = '\0';
   if (memchr(buf, '\0', got) != NULL) {
-    set_err(err, errlen, "%s: contains a NUL byte (not a text file)", path);
-    rc = OB_EINVAL;
+    rc = ob__errbuf_set(err, errlen, OB_EINVAL,
+                        "%s: contains a NUL byte (not a text file)", path);
     goto fail;
   }
   rc = ini_parse(f, buf, err, errlen);
-  if (rc == OB_ENOMEM) set_err(err, errlen, "out of memory reading %s", path);
+  if (rc == OB_ENOMEM) ob__errbuf_set(err, errlen, 0,
+                                      "out of memory reading %s", path);
   if (rc < 0) goto fail;
   mbedtls_platform_zeroize(buf, got);
   free(buf);
@@ -454,8 +442,8 @@ static int default_path(loader_t* L, const char* var, const char* leaf,
   const char* home;
   if (v != NULL) {
     if (strlen(v) >= outlen) {
-      set_err(L->err, L->errlen, "%s is too long", var);
-      return OB_EINVAL;
+      return ob__errbuf_set(L->err, L->errlen, OB_EINVAL, "%s is too long",
+                            var);
     }
     snprintf(out, outlen, "%s", v);
     return 0;
@@ -466,8 +454,7 @@ static int default_path(loader_t* L, const char* var, const char* leaf,
     return 0;
   }
   if (snprintf(out, outlen, "%s/%s", home, leaf) >= (int)outlen) {
-    set_err(L->err, L->errlen, "HOME is too long");
-    return OB_EINVAL;
+    return ob__errbuf_set(L->err, L->errlen, OB_EINVAL, "HOME is too long");
   }
   return 0;
 }
@@ -488,8 +475,7 @@ static const ini_kv_t* profile_get(const loader_t* L, const char* key,
 static int copy_str(char** dst, const char* src, loader_t* L) {
   *dst = strdup(src);
   if (*dst == NULL) {
-    set_err(L->err, L->errlen, "out of memory");
-    return OB_ENOMEM;
+    return ob__errbuf_set(L->err, L->errlen, OB_ENOMEM, "out of memory");
   }
   return 0;
 }
@@ -511,26 +497,25 @@ static int load_credentials(loader_t* L, ob__aws_config_t* cfg) {
 
   if (id != NULL || secret != NULL) {
     if (id == NULL || secret == NULL) {
-      set_err(L->err, L->errlen, "%s is set but %s is not",
-              id ? "AWS_ACCESS_KEY_ID" : "AWS_SECRET_ACCESS_KEY",
-              id ? "AWS_SECRET_ACCESS_KEY" : "AWS_ACCESS_KEY_ID");
-      return OB_EINVAL;
+      return ob__errbuf_set(L->err, L->errlen, OB_EINVAL,
+                            "%s is set but %s is not",
+                            id ? "AWS_ACCESS_KEY_ID" : "AWS_SECRET_ACCESS_KEY",
+                            id ? "AWS_SECRET_ACCESS_KEY" : "AWS_ACCESS_KEY_ID");
     }
     if (!token_ok(id, 0)) {
-      set_err(L->err, L->errlen,
-              "AWS_ACCESS_KEY_ID contains spaces, control characters, '/' "
-              "or ','");
-      return OB_EINVAL;
+      return ob__errbuf_set(L->err, L->errlen, OB_EINVAL,
+                            "AWS_ACCESS_KEY_ID contains spaces, control "
+                            "characters, '/' or ','");
     }
     if (!token_ok(secret, 1)) {
-      set_err(L->err, L->errlen,
-              "AWS_SECRET_ACCESS_KEY contains spaces or control characters");
-      return OB_EINVAL;
+      return ob__errbuf_set(L->err, L->errlen, OB_EINVAL,
+                            "AWS_SECRET_ACCESS_KEY contains spaces or control "
+                            "characters");
     }
     if (token != NULL && !token_ok(token, 1)) {
-      set_err(L->err, L->errlen,
-              "AWS_SESSION_TOKEN contains spaces or control characters");
-      return OB_EINVAL;
+      return ob__errbuf_set(L->err, L->errlen, OB_EINVAL,
+                            "AWS_SESSION_TOKEN contains spaces or control "
+                            "characters");
     }
     if ((rc = copy_str(&cfg->access_key_id, id, L)) < 0 ||
         (rc = copy_str(&cfg->secret_access_key, secret, L)) < 0 ||
@@ -549,48 +534,45 @@ static int load_credentials(loader_t* L, ob__aws_config_t* cfg) {
     const char* f;
     const ini_kv_t* kv = profile_get(L, unsupported[i], &f);
     if (kv != NULL) {
-      set_err(L->err, L->errlen,
-              "%s:%d: profile '%s' uses %s, which oncebox does not support; "
-              "give it aws_access_key_id and aws_secret_access_key, or set "
-              "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
-              f, kv->line, cfg->profile, unsupported[i]);
-      return OB_EINVAL;
+      return ob__errbuf_set(L->err, L->errlen, OB_EINVAL,
+                            "%s:%d: profile '%s' uses %s, which oncebox does "
+                            "not support; give it aws_access_key_id and "
+                            "aws_secret_access_key, or set AWS_ACCESS_KEY_ID "
+                            "and AWS_SECRET_ACCESS_KEY", f, kv->line,
+                            cfg->profile, unsupported[i]);
     }
   }
   if (kid == NULL && ksec == NULL) {
-    set_err(L->err, L->errlen,
-            "no AWS credentials: set AWS_ACCESS_KEY_ID and "
-            "AWS_SECRET_ACCESS_KEY, or add aws_access_key_id and "
-            "aws_secret_access_key to profile '%s' in %s",
-            cfg->profile, L->cred_path[0] ? L->cred_path : "~/.aws/credentials");
-    return OB_EINVAL;
+    return ob__errbuf_set(L->err, L->errlen, OB_EINVAL,
+                          "no AWS credentials: set AWS_ACCESS_KEY_ID and "
+                          "AWS_SECRET_ACCESS_KEY, or add aws_access_key_id and "
+                          "aws_secret_access_key to profile '%s' in %s",
+                          cfg->profile,
+                          L->cred_path[0] ? L->cred_path : "~/.aws/credentials");
   }
   if (kid == NULL || ksec == NULL) {
-    set_err(L->err, L->errlen, "%s:%d: profile '%s' has %s but no %s",
-            kid ? fid : fsec, kid ? kid->line : ksec->line, cfg->profile,
-            kid ? "aws_access_key_id" : "aws_secret_access_key",
-            kid ? "aws_secret_access_key" : "aws_access_key_id");
-    return OB_EINVAL;
+    return ob__errbuf_set(L->err, L->errlen, OB_EINVAL,
+                          "%s:%d: profile '%s' has %s but no %s",
+                          kid ? fid : fsec, kid ? kid->line : ksec->line,
+                          cfg->profile,
+                          kid ? "aws_access_key_id" : "aws_secret_access_key",
+                          kid ? "aws_secret_access_key" : "aws_access_key_id");
   }
   if (!token_ok(kid->value, 0)) {
-    set_err(L->err, L->errlen,
-            "%s:%d: aws_access_key_id is empty or contains spaces, control "
-            "characters, '/' or ','",
-            fid, kid->line);
-    return OB_EINVAL;
+    return ob__errbuf_set(L->err, L->errlen, OB_EINVAL,
+                          "%s:%d: aws_access_key_id is empty or contains "
+                          "spaces, control characters, '/' or ','", fid,
+                          kid->line);
   }
   if (!token_ok(ksec->value, 1)) {
-    set_err(L->err, L->errlen,
-            "%s:%d: aws_secret_access_key is empty or contains spaces or "
-            "control characters",
-            fsec, ksec->line);
-    return OB_EINVAL;
+    return ob__errbuf_set(L->err, L->errlen, OB_EINVAL,
+                          "%s:%d: aws_secret_access_key is empty or contains "
+                          "spaces or control characters", fsec, ksec->line);
   }
   if (ktok != NULL && ktok->value[0] != '\0' && !token_ok(ktok->value, 1)) {
-    set_err(L->err, L->errlen,
-            "%s:%d: aws_session_token contains spaces or control characters",
-            ftok, ktok->line);
-    return OB_EINVAL;
+    return ob__errbuf_set(L->err, L->errlen, OB_EINVAL,
+                          "%s:%d: aws_session_token contains spaces or control "
+                          "characters", ftok, ktok->line);
   }
   if ((rc = copy_str(&cfg->access_key_id, kid->value, L)) < 0 ||
       (rc = copy_str(&cfg->secret_access_key, ksec->value, L)) < 0 ||
@@ -610,9 +592,9 @@ static int load_region(loader_t* L, const ob__aws_overrides_t* ov,
 
   if (ov != NULL && ov->region != NULL) {
     if (!region_ok(ov->region)) {
-      set_err(L->err, L->errlen,
-              "the region given is invalid (letters, digits, '-', '.', '_')");
-      return OB_EINVAL;
+      return ob__errbuf_set(L->err, L->errlen, OB_EINVAL,
+                            "the region given is invalid (letters, digits, "
+                            "'-', '.', '_')");
     }
     snprintf(cfg->region_source, sizeof cfg->region_source, "override");
     return copy_str(&cfg->region, ov->region, L);
@@ -621,10 +603,9 @@ static int load_region(loader_t* L, const ob__aws_overrides_t* ov,
     const char* v = env_get(L->env, L->env_ctx, vars[i]);
     if (v == NULL) continue;
     if (!region_ok(v)) {
-      set_err(L->err, L->errlen,
-              "%s is not a valid region (letters, digits, '-', '.', '_')",
-              vars[i]);
-      return OB_EINVAL;
+      return ob__errbuf_set(L->err, L->errlen, OB_EINVAL,
+                            "%s is not a valid region (letters, digits, '-', "
+                            "'.', '_')", vars[i]);
     }
     snprintf(cfg->region_source, sizeof cfg->region_source, "%s", vars[i]);
     return copy_str(&cfg->region, v, L);
@@ -632,21 +613,20 @@ static int load_region(loader_t* L, const ob__aws_overrides_t* ov,
   kv = ini_get(L->conf_sec, "region");
   if (kv != NULL) {
     if (!region_ok(kv->value)) {
-      set_err(L->err, L->errlen,
-              "%s:%d: region is not valid (letters, digits, '-', '.', '_'; "
-              "comments must be on their own line)",
-              L->conf_path, kv->line);
-      return OB_EINVAL;
+      return ob__errbuf_set(L->err, L->errlen, OB_EINVAL,
+                            "%s:%d: region is not valid (letters, digits, '-', "
+                            "'.', '_'; comments must be on their own line)",
+                            L->conf_path, kv->line);
     }
     snprintf(cfg->region_source, sizeof cfg->region_source, "%.400s [%.100s]",
              L->conf_path, L->conf_sec->name);
     return copy_str(&cfg->region, kv->value, L);
   }
-  set_err(L->err, L->errlen,
-          "no AWS region: set AWS_REGION (or AWS_DEFAULT_REGION), or region "
-          "in profile '%s' of %s",
-          cfg->profile, L->conf_path[0] ? L->conf_path : "~/.aws/config");
-  return OB_EINVAL;
+  return ob__errbuf_set(L->err, L->errlen, OB_EINVAL,
+                        "no AWS region: set AWS_REGION (or "
+                        "AWS_DEFAULT_REGION), or region in profile '%s' of %s",
+                        cfg->profile,
+                        L->conf_path[0] ? L->conf_path : "~/.aws/config");
 }
 
 static int load_endpoint(loader_t* L, const ob__aws_overrides_t* ov,
@@ -674,11 +654,10 @@ static int load_endpoint(loader_t* L, const ob__aws_overrides_t* ov,
   }
   if (url != NULL) {
     if (ob__aws_endpoint_parse(url, &cfg->endpoint) != 0) {
-      set_err(L->err, L->errlen,
-              "%s is not a valid endpoint: expected http(s)://host[:port] "
-              "with no path, query or user info",
-              where);
-      return OB_EINVAL;
+      return ob__errbuf_set(L->err, L->errlen, OB_EINVAL,
+                            "%s is not a valid endpoint: expected "
+                            "http(s)://host[:port] with no path, query or user "
+                            "info", where);
     }
     cfg->endpoint_explicit = 1;
     /* Plain http only because someone wrote http:// on purpose. */
@@ -687,8 +666,8 @@ static int load_endpoint(loader_t* L, const ob__aws_overrides_t* ov,
   }
   snprintf(def, sizeof def, "https://sqs.%s.amazonaws.com", cfg->region);
   if (ob__aws_endpoint_parse(def, &cfg->endpoint) != 0) {
-    set_err(L->err, L->errlen, "the region does not make a valid host name");
-    return OB_EINVAL;
+    return ob__errbuf_set(L->err, L->errlen, OB_EINVAL,
+                          "the region does not make a valid host name");
   }
   return 0;
 }
@@ -717,12 +696,12 @@ static int load_misc(loader_t* L, const ob__aws_overrides_t* ov,
     n = strtol(v, &end, 10);
     if (errno != 0 || end == v || *end != '\0' || n < 1 || n > 20) {
       if (kv != NULL)
-        set_err(L->err, L->errlen,
-                "%s:%d: max_attempts must be an integer from 1 to 20",
-                L->conf_path, kv->line);
+        ob__errbuf_set(L->err, L->errlen, 0,
+                       "%s:%d: max_attempts must be an integer from 1 to 20",
+                       L->conf_path, kv->line);
       else
-        set_err(L->err, L->errlen,
-                "AWS_MAX_ATTEMPTS must be an integer from 1 to 20");
+        ob__errbuf_set(L->err, L->errlen, 0,
+                       "AWS_MAX_ATTEMPTS must be an integer from 1 to 20");
       return OB_EINVAL;
     }
     cfg->max_attempts = (int)n;
@@ -755,8 +734,8 @@ int ob__aws_config_load(ob__aws_config_t* cfg, ob__aws_getenv_fn getenv_fn,
   }
   if (strchr(profile, ']') != NULL || strchr(profile, '\n') != NULL ||
       strlen(profile) > 256) {
-    set_err(errbuf, errlen, "the profile name is not valid");
-    rc = OB_EINVAL;
+    rc = ob__errbuf_set(errbuf, errlen, OB_EINVAL,
+                        "the profile name is not valid");
     goto fail;
   }
   if ((rc = copy_str(&cfg->profile, profile, &L)) < 0) goto fail;
@@ -773,12 +752,12 @@ int ob__aws_config_load(ob__aws_config_t* cfg, ob__aws_getenv_fn getenv_fn,
   L.cred_sec = ini_section(&L.cred, profile);
   L.conf_sec = config_profile(&L.conf, profile);
   if (explicit_profile && L.cred_sec == NULL && L.conf_sec == NULL) {
-    set_err(errbuf, errlen,
-            "profile '%s' not found in %s or %s (config sections are "
-            "written [profile %s])",
-            profile, L.cred_path[0] ? L.cred_path : "(no credentials file)",
-            L.conf_path[0] ? L.conf_path : "(no config file)", profile);
-    rc = OB_EINVAL;
+    rc = ob__errbuf_set(errbuf, errlen, OB_EINVAL,
+                        "profile '%s' not found in %s or %s (config sections "
+                        "are written [profile %s])", profile,
+                        L.cred_path[0] ? L.cred_path : "(no credentials file)",
+                        L.conf_path[0] ? L.conf_path : "(no config file)",
+                        profile);
     goto fail;
   }
 

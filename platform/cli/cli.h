@@ -13,6 +13,9 @@
 #define EXIT_PARTIAL 3    /* some input rejected, the rest committed */
 #define EXIT_DB 4         /* the database cannot be opened or used */
 
+/* The errbuf the commands hand to ob_open and the enable calls. */
+#define CLI_ERRLEN 512
+
 typedef struct cli_s {
   const char* db_path;       /* --db or $ONCEBOX_DB */
   ob_log_level_t log_level;  /* --log-level */

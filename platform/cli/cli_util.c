@@ -33,7 +33,7 @@ ob_engine_t* cli_open_publisher(cli_t* cli, int* exit_code) {
 
 int cli_enable_relay(ob_engine_t* e, cli_sync_t* s) {
   ob_relay_options_t o;
-  char err[512];
+  char err[CLI_ERRLEN];
   int rc;
   if (s->outbox_queue_url == NULL) s->outbox_queue_url = getenv("ONCEBOX_OUTBOX_QUEUE_URL");
   if (s->source == NULL) s->source = getenv("ONCEBOX_SOURCE");
@@ -54,7 +54,7 @@ int cli_enable_relay(ob_engine_t* e, cli_sync_t* s) {
 int cli_enable_consumer(ob_engine_t* e, const char* url, int prefetch,
                         int until_idle) {
   ob_consumer_options_t o;
-  char err[512];
+  char err[CLI_ERRLEN];
   int rc;
   if (url == NULL) url = getenv("ONCEBOX_CONSUME_QUEUE_URL");
   if (url == NULL || url[0] == '\0') return 0;
@@ -77,7 +77,7 @@ static ob_engine_t* open_with(cli_t* cli, int batch, int no_handling,
                               int* exit_code) {
   ob_options_t o;
   ob_engine_t* e = NULL;
-  char err[512];
+  char err[CLI_ERRLEN];
   int rc;
 
   if (cli->db_path == NULL || cli->db_path[0] == '\0') {

@@ -73,7 +73,7 @@ int cli_provider_configured(cli_provider_t* p) {
 
 int cli_enable_provider(ob_engine_t* e, cli_provider_t* p, const char* cmd) {
   ob_provider_options_t o;
-  char err[512];
+  char err[CLI_ERRLEN];
   int rc;
 
   if (!cli_provider_configured(p)) return 0;

@@ -15,6 +15,7 @@
 
 #include <mbedtls/platform_util.h>
 
+#include "core/util/errbuf.h"
 #include "platform/http/http_int.h"
 
 void ob__http_config_init(ob__http_config_t* cfg) {
@@ -29,10 +30,6 @@ void ob__http_config_init(ob__http_config_t* cfg) {
   cfg->max_body_bytes = 12 * 1024 * 1024;
   cfg->max_idle_per_host = 4;
   cfg->idle_timeout_ms = 15000;
-}
-
-static void set_errbuf(char* errbuf, size_t errlen, const char* msg) {
-  if (errbuf != NULL && errlen > 0) snprintf(errbuf, errlen, "%s", msg);
 }
 
 static void free_resolve(ob__http_client_t* c) {
@@ -80,20 +77,18 @@ int ob__http_client_open(ob__http_client_t** out, uv_loop_t* loop,
 
   if (out != NULL) *out = NULL;
   if (out == NULL || loop == NULL || cfg == NULL) {
-    set_errbuf(errbuf, errlen, "NULL argument");
-    return OB_EINVAL;
+    return ob__errbuf_set(errbuf, errlen, OB_EINVAL, "NULL argument");
   }
   if (cfg->connect_timeout_ms == 0 || cfg->request_timeout_ms == 0 ||
       cfg->max_header_bytes == 0 || cfg->max_headers == 0 ||
       cfg->max_body_bytes == 0 || cfg->max_body_bytes >= SIZE_MAX / 2 ||
       cfg->idle_timeout_ms == 0) {
-    set_errbuf(errbuf, errlen, "zero timeout or limit in the HTTP config");
-    return OB_EINVAL;
+    return ob__errbuf_set(errbuf, errlen, OB_EINVAL,
+                          "zero timeout or limit in the HTTP config");
   }
   c = calloc(1, sizeof *c);
   if (c == NULL) {
-    set_errbuf(errbuf, errlen, "out of memory");
-    return OB_ENOMEM;
+    return ob__errbuf_set(errbuf, errlen, OB_ENOMEM, "out of memory");
   }
   c->loop = loop;
   c->cfg = *cfg;
@@ -102,9 +97,10 @@ int ob__http_client_open(ob__http_client_t** out, uv_loop_t* loop,
   c->cfg.nresolve = 0;
   rc = copy_resolve(c, cfg);
   if (rc < 0) {
-    set_errbuf(errbuf, errlen,
-               rc == OB_ENOMEM ? "out of memory"
-                               : "resolve entry needs a host and an IP literal");
+    ob__errbuf_set(errbuf, errlen, 0, "%s",
+                   rc == OB_ENOMEM
+                       ? "out of memory"
+                       : "resolve entry needs a host and an IP literal");
     goto fail;
   }
   rc = ob__tls_conf_init(&c->tls, cfg->ca_file, errbuf, errlen);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/util/errbuf.h"
 #include "platform/http/http_int.h"
 
 struct ob__http_gai_s {
@@ -145,7 +146,7 @@ __attribute__((format(printf, 3, 4))) static void conn_failf(
   va_list ap;
 
   va_start(ap, fmt);
-  vsnprintf(detail, sizeof detail, fmt, ap);
+  ob__errbuf_vset(detail, sizeof detail, 0, fmt, ap);
   va_end(ap);
   conn_fail(conn, err, detail);
 }

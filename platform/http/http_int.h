@@ -148,6 +148,13 @@ typedef struct ob__http_hdr_s {
 
 #define OB__HTTP_MAX_INTERIM 8 /* 1xx responses tolerated before the final */
 
+/* Where the parser is in the header section. */
+typedef enum {
+  OB__HSTATE_BETWEEN = 0,  /* between header fields */
+  OB__HSTATE_NAME,         /* in a field name */
+  OB__HSTATE_VALUE         /* in a field value */
+} ob__http_hstate_t;
+
 typedef struct ob__http_parser_s {
   llhttp_t llh;
   ob__http_limits_t lim;
@@ -158,7 +165,7 @@ typedef struct ob__http_parser_s {
   size_t hlen, hcap;
   ob__http_hdr_t* hdrs;
   size_t nhdrs, hdrs_cap;
-  int hstate;           /* 0 between headers, 1 in a name, 2 in a value */
+  ob__http_hstate_t hstate;
   size_t head_bytes;    /* status line + header lines as counted */
   size_t raw_head;      /* bytes fed before the header section ended */
   int status;
@@ -191,13 +198,15 @@ void ob__http_parser_free(ob__http_parser_t* p);
 typedef struct ob__http_conn_s ob__http_conn_t;
 typedef struct ob__http_op_s ob__http_op_t;
 
-enum {
+typedef enum { OB__OP_ACTIVE = 1, OB__OP_DONE } ob__http_op_state_t;
+
+typedef enum {
   OB__CONN_RESOLVING = 1,
   OB__CONN_CONNECTING,
   OB__CONN_HANDSHAKE,
   OB__CONN_READY,
   OB__CONN_CLOSING
-};
+} ob__http_conn_state_t;
 
 #define OB__HTTP_KEY_MAX (OB__HTTP_HOST_MAX + 24)
 #define OB__HTTP_RBUF (64 * 1024)
@@ -208,7 +217,7 @@ struct ob__http_conn_s {
   ob__hlink_t link;       /* client->conns */
   ob__hlink_t idle_link;  /* client->idle while pooled */
   int idle;
-  int state;
+  ob__http_conn_state_t state;
   char key[OB__HTTP_KEY_MAX];
   char host[OB__HTTP_HOST_MAX + 1];
   uint16_t port;
@@ -240,7 +249,7 @@ struct ob__http_op_s {
   ob__http_req_t* req;
   ob__http_cb cb;
   ob__hlink_t link;       /* client->ops while active, client->done after */
-  int state;              /* OB__OP_ACTIVE, OB__OP_DONE */
+  ob__http_op_state_t state;
   ob__http_url_t url;     /* target not valid after submit */
   char key[OB__HTTP_KEY_MAX];
   int idempotent;
@@ -256,7 +265,6 @@ struct ob__http_op_s {
   int reused, retried, request_sent;
 };
 
-enum { OB__OP_ACTIVE = 1, OB__OP_DONE };
 
 struct ob__http_client_s {
   uv_loop_t* loop;

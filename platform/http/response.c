@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/util/errbuf.h"
 #include "platform/http/http_int.h"
 
 static ob__http_parser_t* P(llhttp_t* l) {
@@ -29,7 +30,7 @@ __attribute__((format(printf, 3, 4))) static int fail(ob__http_parser_t* p,
     va_list ap;
     p->err = code;
     va_start(ap, fmt);
-    vsnprintf(p->detail, sizeof p->detail, fmt, ap);
+    ob__errbuf_vset(p->detail, sizeof p->detail, 0, fmt, ap);
     va_end(ap);
   }
   return HPE_USER;
@@ -90,10 +91,10 @@ static int on_header_field(llhttp_t* l, const char* at, size_t n) {
                   "invalid character 0x%02x in a header field name",
                   (unsigned char)at[i]);
 
-  if (p->hstate != 1) {  /* a new field starts */
+  if (p->hstate != OB__HSTATE_NAME) {  /* a new field starts */
     if ((rc = add_head_bytes(p, 4)) != 0) return rc;  /* ": " CRLF */
     if (p->headers_done) {
-      p->hstate = 1;  /* trailer: counted, not kept */
+      p->hstate = OB__HSTATE_NAME;  /* trailer: counted, not kept */
     } else {
       if (p->nhdrs >= p->lim.max_headers)
         return fail(p, OB__HTTP_E_HEADER_TOO_BIG,
@@ -108,7 +109,7 @@ static int on_header_field(llhttp_t* l, const char* at, size_t n) {
       }
       p->hdrs[p->nhdrs].name_off = p->hlen;
       p->hdrs[p->nhdrs].value_off = p->hlen;
-      p->hstate = 1;
+      p->hstate = OB__HSTATE_NAME;
     }
   }
   if ((rc = add_head_bytes(p, n)) != 0) return rc;
@@ -119,10 +120,10 @@ static int on_header_field_complete(llhttp_t* l) {
   ob__http_parser_t* p = P(l);
   /* A field name is a token of at least one character (RFC 9110 5.1); a
   ** line like ":a" gives no name bytes at all. Found by fuzzing. */
-  if (p->hstate != 1 ||
+  if (p->hstate != OB__HSTATE_NAME ||
       (!p->headers_done && p->hlen == p->hdrs[p->nhdrs].name_off))
     return fail(p, OB__HTTP_E_BAD_RESPONSE, "empty header name");
-  p->hstate = 2;
+  p->hstate = OB__HSTATE_VALUE;
   if (p->headers_done) return 0;
   if (arena_append(p, "", 1) != 0) return -1;
   p->hdrs[p->nhdrs].value_off = p->hlen;
@@ -138,7 +139,7 @@ static int on_header_value(llhttp_t* l, const char* at, size_t n) {
 
 static int on_header_value_complete(llhttp_t* l) {
   ob__http_parser_t* p = P(l);
-  p->hstate = 0;
+  p->hstate = OB__HSTATE_BETWEEN;
   if (p->headers_done) return 0;
   if (arena_append(p, "", 1) != 0) return -1;
   p->nhdrs++;
@@ -231,7 +232,7 @@ static int on_message_complete(llhttp_t* l) {
     p->body_cap = 0;
     p->hlen = 0;
     p->nhdrs = 0;
-    p->hstate = 0;
+    p->hstate = OB__HSTATE_BETWEEN;
     p->head_bytes = 0;
     p->status = 0;
     return 0;

@@ -11,6 +11,7 @@
 
 #include <mbedtls/error.h>
 
+#include "core/util/errbuf.h"
 #include "platform/http/http_int.h"
 
 /* A fixed personalization string: mixed into the DRBG seed so two devices
@@ -24,8 +25,8 @@ static void set_err(char* err, size_t errlen, const char* what,
   char mb[128];
   if (err == NULL || errlen == 0) return;
   mbedtls_strerror(rc, mb, sizeof mb);
-  snprintf(err, errlen, "TLS: %s%s: %s (-0x%04x)", what, path, mb,
-           (unsigned)-rc);
+  ob__errbuf_set(err, errlen, 0, "TLS: %s%s: %s (-0x%04x)", what, path, mb,
+                 (unsigned)-rc);
 }
 
 int ob__tls_conf_init(ob__tls_conf_t* tc, const char* ca_file, char* err,
@@ -56,9 +57,9 @@ int ob__tls_conf_init(ob__tls_conf_t* tc, const char* ca_file, char* err,
   if (rc < 0 || tc->ca_count == 0) {
     if (rc < 0)
       set_err(err, errlen, "cannot load CA bundle ", ca_file, rc);
-    else if (err != NULL && errlen > 0)
-      snprintf(err, errlen, "TLS: CA bundle %s holds no usable certificate",
-               ca_file);
+    else
+      ob__errbuf_set(err, errlen, 0,
+                     "TLS: CA bundle %s holds no usable certificate", ca_file);
     ret = OB__HTTP_E_TLS_CA;
     goto fail;
   }

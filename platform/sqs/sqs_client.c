@@ -10,6 +10,7 @@
 #include <mbedtls/platform_util.h>
 
 #include "core/sigv4/sigv4.h"
+#include "core/util/errbuf.h"
 #include "core/util/secret.h"
 
 #define USER_AGENT "oncebox/" OB_VERSION_STRING
@@ -41,13 +42,21 @@ typedef struct ob__sqsc_op_s {
   int sent;            /* HTTP attempts actually started */
   /* What to check in the answer. */
   int receive_flags;
-  char md5_body[33];
-  char md5_attrs[33];   /* "" when no attributes were sent */
+  char md5_body[OB__SQS_MD5_BUFLEN];
+  char md5_attrs[OB__SQS_MD5_BUFLEN];   /* "" when no attributes were sent */
   char** ids;           /* batch entry Ids */
-  char (*batch_md5_body)[33];
-  char (*batch_md5_attrs)[33];
+  char (*batch_md5_body)[OB__SQS_MD5_BUFLEN];
+  char (*batch_md5_attrs)[OB__SQS_MD5_BUFLEN];
   size_t nids;
 } op_t;
+
+/* Closing runs in two steps: the calls in flight finish (canceled), then
+** the HTTP client closes, then the close callback runs. */
+typedef enum {
+  CLIENT_OPEN = 0,
+  CLIENT_DRAINING,      /* ob__sqs_client_close: waiting for calls to end */
+  CLIENT_HTTP_CLOSING   /* the HTTP client is being closed */
+} client_state_t;
 
 struct ob__sqs_client_s {
   uv_loop_t* loop;
@@ -65,7 +74,7 @@ struct ob__sqs_client_s {
   int64_t clock_offset_ms;
   op_t* ops;            /* calls not yet completed */
   size_t nops;
-  int closing;
+  client_state_t closing;
   ob__sqs_close_cb close_cb;
   void* close_arg;
   ob__sqs_stats_t stats;
@@ -76,7 +85,7 @@ static void detailf(ob__sqs_req_t* req, const char* fmt, ...)
 static void detailf(ob__sqs_req_t* req, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(req->detail, sizeof req->detail, fmt, ap);
+  ob__errbuf_vset(req->detail, sizeof req->detail, 0, fmt, ap);
   va_end(ap);
 }
 
@@ -130,23 +139,20 @@ int ob__sqs_client_open(ob__sqs_client_t** out, uv_loop_t* loop,
   c = calloc(1, sizeof *c);
   if (c == NULL) return OB_ENOMEM;
   if (ob__aws_endpoint_parse(cfg->endpoint, &c->ep) != 0) {
-    if (errbuf) snprintf(errbuf, errlen,
-                         "endpoint must be http(s)://host[:port] with no path");
-    rc = OB_EINVAL;
+    rc = ob__errbuf_set(errbuf, errlen, OB_EINVAL,
+                        "endpoint must be http(s)://host[:port] with no path");
     goto fail;
   }
   if (!c->ep.tls && !cfg->allow_plain_http) {
-    if (errbuf) snprintf(errbuf, errlen,
-                         "http:// endpoint refused: plain HTTP was not "
-                         "explicitly allowed");
-    rc = OB_EINVAL;
+    rc = ob__errbuf_set(errbuf, errlen, OB_EINVAL,
+                        "http:// endpoint refused: plain HTTP was not "
+                        "explicitly allowed");
     goto fail;
   }
   if (cfg->region == NULL || cfg->region[0] == '\0' ||
       strspn(cfg->region, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                           "0123456789-._") != strlen(cfg->region)) {
-    if (errbuf) snprintf(errbuf, errlen, "missing or invalid region");
-    rc = OB_EINVAL;
+    rc = ob__errbuf_set(errbuf, errlen, OB_EINVAL, "missing or invalid region");
     goto fail;
   }
   if (!printable_no_space(cfg->access_key_id) ||
@@ -154,10 +160,9 @@ int ob__sqs_client_open(ob__sqs_client_t** out, uv_loop_t* loop,
       !printable_no_space(cfg->secret_access_key) ||
       (cfg->session_token != NULL && cfg->session_token[0] != '\0' &&
        !printable_no_space(cfg->session_token))) {
-    if (errbuf) snprintf(errbuf, errlen,
-                         "missing or malformed credentials (access key id, "
-                         "secret key or session token)");
-    rc = OB_EINVAL;
+    rc = ob__errbuf_set(errbuf, errlen, OB_EINVAL,
+                        "missing or malformed credentials (access key id, "
+                        "secret key or session token)");
     goto fail;
   }
   c->loop = loop;
@@ -216,8 +221,8 @@ static void on_http_closed(ob__http_client_t* http, void* arg) {
 }
 
 static void maybe_finish_close(ob__sqs_client_t* c) {
-  if (c->closing == 1 && c->nops == 0) {
-    c->closing = 2;   /* the HTTP client is being closed */
+  if (c->closing == CLIENT_DRAINING && c->nops == 0) {
+    c->closing = CLIENT_HTTP_CLOSING;
     ob__http_client_close(c->http, on_http_closed, c);
   }
 }
@@ -225,8 +230,8 @@ static void maybe_finish_close(ob__sqs_client_t* c) {
 static void cancel_op(op_t* op);
 
 void ob__sqs_client_close(ob__sqs_client_t* c, ob__sqs_close_cb cb, void* arg) {
-  if (c == NULL || c->closing) return;
-  c->closing = 1;
+  if (c == NULL || c->closing != CLIENT_OPEN) return;
+  c->closing = CLIENT_DRAINING;
   c->close_cb = cb;
   c->close_arg = arg;
   for (op_t* op = c->ops; op != NULL; op = op->next) cancel_op(op);
@@ -640,7 +645,7 @@ static int precheck(ob__sqs_client_t* c, ob__sqs_req_t* req, ob__sqs_cb cb) {
   if (c == NULL || req == NULL || cb == NULL) return OB_EINVAL;
   if (req->op_ != NULL) return OB_ESTATE;
   ob__sqs_req_cleanup(req);
-  if (c->closing) {
+  if (c->closing != CLIENT_OPEN) {
     detailf(req, "%s", ob__http_strerror(OB__HTTP_E_CLOSING));
     return OB__HTTP_E_CLOSING;
   }
@@ -685,7 +690,7 @@ static int start(op_t* op) {
   return 0;
 }
 
-static int md5_attrs(const ob__sqs_send_t* m, char out[33]) {
+static int md5_attrs(const ob__sqs_send_t* m, char out[OB__SQS_MD5_BUFLEN]) {
   out[0] = '\0';
   if (m->nattrs == 0) return 0;
   return ob__sqs_md5_of_attributes(m->attrs, m->nattrs, out);

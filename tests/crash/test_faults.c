@@ -53,6 +53,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/util/errbuf.h"
 #include "tests/crash/faultalloc.h"
 #include "tests/crash/faultvfs.h"
 #include "tests/integration/engine_fixture.h"
@@ -437,21 +438,20 @@ static long long q_int(sqlite3* db, const char* sql, int* ok) {
 static int integrity_ok(sqlite3* db, char* why, size_t n) {
   sqlite3_stmt* st;
   int rows = 0, ok = 1, rc;
-  snprintf(why, n, "?");
+  ob__errbuf_set(why, n, 0, "?");
   if (sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, NULL) !=
       SQLITE_OK) {
-    snprintf(why, n, "prepare: %s", sqlite3_errmsg(db));
-    return 0;
+    return ob__errbuf_set(why, n, 0, "prepare: %s", sqlite3_errmsg(db));
   }
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     const char* t = (const char*)sqlite3_column_text(st, 0);
     if (rows++ == 0 && t && strcmp(t, "ok") == 0) continue;
     ok = 0;
-    snprintf(why, n, "%s", t ? t : "(null)");
+    ob__errbuf_set(why, n, 0, "%s", t ? t : "(null)");
   }
   if (rc != SQLITE_DONE) {
     ok = 0;
-    snprintf(why, n, "step: %s", sqlite3_errmsg(db));
+    ob__errbuf_set(why, n, 0, "step: %s", sqlite3_errmsg(db));
   }
   sqlite3_finalize(st);
   return ok && rows == 1;
@@ -1041,7 +1041,7 @@ static void on_signal(int sig) {
 ** the reason in why when this machine does not allow it. */
 static const char* mount_small_tmpfs(char* why, size_t n) {
   if (geteuid() != 0) {
-    snprintf(why, n, "not root (mount needs CAP_SYS_ADMIN)");
+    ob__errbuf_set(why, n, 0, "not root (mount needs CAP_SYS_ADMIN)");
     return NULL;
   }
   g_mnt = ts_mkdtemp("faults-full");
@@ -1052,14 +1052,16 @@ static const char* mount_small_tmpfs(char* why, size_t n) {
   if (unshare(CLONE_NEWNS) == 0) {
     /* Our mounts must not propagate back to the host's namespace. */
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
-      snprintf(why, n, "mount --make-rprivate /: %s", strerror(errno));
+      ob__errbuf_set(why, n, 0, "mount --make-rprivate /: %s",
+                     strerror(errno));
       return NULL;
     }
   }
   if (mount("tmpfs", g_mnt, "tmpfs", MS_NOSUID | MS_NODEV,
             "size=" FULL_SIZE ",mode=0700") != 0) {
-    snprintf(why, n, "mount -t tmpfs -o size=" FULL_SIZE " tmpfs %s: %s",
-             g_mnt, strerror(errno));
+    ob__errbuf_set(why, n, 0,
+                   "mount -t tmpfs -o size=" FULL_SIZE " tmpfs %s: %s", g_mnt,
+                   strerror(errno));
     return NULL;
   }
   g_mounted = 1;
