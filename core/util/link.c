@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "core/util/assert.h"
+#include "core/util/errbuf.h"
 #include "core/util/link.h"
 #include "core/util/retry.h"
 
@@ -47,10 +48,8 @@ void ob__link_nudge(ob__link_t* l, int64_t now) {
 int ob__probe_options_check(const char* part, const ob_probe_options_t* p,
                             char* errbuf, size_t errlen) {
   if (p->base_ms >= 1 && p->cap_ms >= p->base_ms) return 0;
-  if (errbuf != NULL && errlen > 0)
-    snprintf(errbuf, errlen, "%s: probe.base_ms must be >= 1 and "
-             "probe.cap_ms >= probe.base_ms", part);
-  return OB_EINVAL;
+  return ob__errbuf_set(errbuf, errlen, OB_EINVAL, "%s: probe.base_ms must "
+                        "be >= 1 and probe.cap_ms >= probe.base_ms", part);
 }
 
 void ob__probe_options_init(ob_probe_options_t* p, int64_t cap_ms) {

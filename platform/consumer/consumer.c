@@ -34,6 +34,7 @@
 
 #include "core/consumer/consumer_tx.h"
 #include "core/relay/cloudevents.h"
+#include "core/util/errbuf.h"
 #include "platform/aws/aws_config.h"
 #include "platform/consumer/consumer.h"
 #include "platform/loop/worker.h"
@@ -953,8 +954,7 @@ int ob__consumer_enable_env(ob_engine_t* e, const ob_consumer_options_t* o,
   return 0;
 
 fail:
-  if (errbuf != NULL && errlen > 0)
-    snprintf(errbuf, errlen, "%s", err[0] ? err : ob_strerror(rc));
+  (void)ob__errbuf_set(errbuf, errlen, 0, "%s", err[0] ? err : ob_strerror(rc));
   c_destroy(c);
   return rc;
 }

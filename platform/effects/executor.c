@@ -39,6 +39,7 @@
 #include <uv.h>
 
 #include "core/fence/fence.h"
+#include "core/util/errbuf.h"
 #include "core/util/secret.h"
 #include "platform/http/http_client.h"
 #include "platform/http/http_int.h"
@@ -570,18 +571,6 @@ static const ob__worker_ops_t executor_ops = {
 
 /* ---- enabling ----------------------------------------------------------- */
 
-static int fail(char* errbuf, size_t errlen, int code, const char* fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int fail(char* errbuf, size_t errlen, int code, const char* fmt, ...) {
-  if (errbuf != NULL && errlen > 0) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(errbuf, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return code;
-}
 
 static int has_prefix_ci(const char* s, const char* prefix) {
   for (; *prefix; s++, prefix++) {
@@ -601,72 +590,72 @@ int ob_provider_enable(ob_engine_t* e, const ob_provider_options_t* o,
 
   if (errbuf != NULL && errlen > 0) errbuf[0] = '\0';
   if (e == NULL || o == NULL)
-    return fail(errbuf, errlen, OB_EINVAL, "NULL engine or options");
+    return ob__errbuf_set(errbuf, errlen, OB_EINVAL, "NULL engine or options");
   if (ob__engine_runner(e) != NULL)
-    return fail(errbuf, errlen, OB_ESTATE, "enable the provider before "
+    return ob__errbuf_set(errbuf, errlen, OB_ESTATE, "enable the provider before "
                 "attaching the engine to a loop");
   if (o->name == NULL || o->name[0] == '\0')
-    return fail(errbuf, errlen, OB_EINVAL, "provider name is required");
+    return ob__errbuf_set(errbuf, errlen, OB_EINVAL, "provider name is required");
   if (o->base_url == NULL || o->base_url[0] == '\0')
-    return fail(errbuf, errlen, OB_EINVAL, "provider %s: base_url is "
+    return ob__errbuf_set(errbuf, errlen, OB_EINVAL, "provider %s: base_url is "
                 "required (https://host[:port][/path])", o->name);
   if (has_prefix_ci(o->base_url, "http://")) {
     if (!o->allow_http)
-      return fail(errbuf, errlen, OB_EINVAL, "provider %s: base_url is "
+      return ob__errbuf_set(errbuf, errlen, OB_EINVAL, "provider %s: base_url is "
                   "plain http://; use https://, or set allow_http (tests "
                   "and local simulators only)", o->name);
   } else if (!has_prefix_ci(o->base_url, "https://")) {
-    return fail(errbuf, errlen, OB_EINVAL, "provider %s: base_url must "
+    return ob__errbuf_set(errbuf, errlen, OB_EINVAL, "provider %s: base_url must "
                 "start with https://", o->name);
   }
   if (strpbrk(o->base_url, "?#") != NULL)
-    return fail(errbuf, errlen, OB_EINVAL, "provider %s: base_url must not "
+    return ob__errbuf_set(errbuf, errlen, OB_EINVAL, "provider %s: base_url must not "
                 "have a query or fragment (the request path is appended)",
                 o->name);
   if (ob__http_url_parse(o->base_url, &u) != 0)
-    return fail(errbuf, errlen, OB_EINVAL, "provider %s: base_url is not a "
+    return ob__errbuf_set(errbuf, errlen, OB_EINVAL, "provider %s: base_url is not a "
                 "valid URL (https://host[:port][/path], no user info, no "
                 "spaces)", o->name);
   if (o->timeout_ms < 1 || o->timeout_ms > MAX_TIMEOUT_MS)
-    return fail(errbuf, errlen, OB_EINVAL, "provider %s: timeout_ms must be "
+    return ob__errbuf_set(errbuf, errlen, OB_EINVAL, "provider %s: timeout_ms must be "
                 "1..%d", o->name, MAX_TIMEOUT_MS);
   if (o->max_in_flight < 1 || o->max_in_flight > MAX_IN_FLIGHT_LIMIT)
-    return fail(errbuf, errlen, OB_EINVAL, "provider %s: max_in_flight must "
+    return ob__errbuf_set(errbuf, errlen, OB_EINVAL, "provider %s: max_in_flight must "
                 "be 1..%d", o->name, MAX_IN_FLIGHT_LIMIT);
   /* A request must end (answer or timeout) while its lease holds, or
   ** another process could take the effect and call concurrently. */
   if (o->lease_ms <= o->timeout_ms)
-    return fail(errbuf, errlen, OB_EINVAL, "provider %s: lease_ms must be "
+    return ob__errbuf_set(errbuf, errlen, OB_EINVAL, "provider %s: lease_ms must be "
                 "more than timeout_ms (a request must end while its lease "
                 "holds)", o->name);
   if (o->lookup_path != NULL &&
       (o->lookup_path[0] != '/' || strpbrk(o->lookup_path, " #") != NULL))
-    return fail(errbuf, errlen, OB_EINVAL, "provider %s: lookup_path must "
+    return ob__errbuf_set(errbuf, errlen, OB_EINVAL, "provider %s: lookup_path must "
                 "start with '/' and have no spaces or fragment", o->name);
   /* The value is a secret: no message below may quote it. */
   if (o->authorization != NULL) {
     size_t alen = strnlen(o->authorization, MAX_AUTHORIZATION + 1);
     if (alen == 0)
-      return fail(errbuf, errlen, OB_EINVAL, "provider %s: authorization is "
+      return ob__errbuf_set(errbuf, errlen, OB_EINVAL, "provider %s: authorization is "
                   "empty (NULL for none)", o->name);
     if (alen > MAX_AUTHORIZATION)
-      return fail(errbuf, errlen, OB_EINVAL, "provider %s: authorization is "
+      return ob__errbuf_set(errbuf, errlen, OB_EINVAL, "provider %s: authorization is "
                   "longer than %d bytes", o->name, MAX_AUTHORIZATION);
     for (size_t i = 0; i < alen; i++) {
       unsigned char ch = (unsigned char)o->authorization[i];
       if (ch < 0x20 || ch == 0x7f)
-        return fail(errbuf, errlen, OB_EINVAL, "provider %s: authorization "
+        return ob__errbuf_set(errbuf, errlen, OB_EINVAL, "provider %s: authorization "
                     "contains a control character (CR, LF, tab, ...) at "
                     "byte %zu (the value is a secret: not shown)", o->name,
                     i + 1);
     }
   }
   if (o->ca_file != NULL && access(o->ca_file, R_OK) != 0)
-    return fail(errbuf, errlen, OB_EINVAL, "provider %s: ca_file %s cannot "
+    return ob__errbuf_set(errbuf, errlen, OB_EINVAL, "provider %s: ca_file %s cannot "
                 "be read: %s", o->name, o->ca_file, strerror(errno));
 
   x = calloc(1, sizeof *x);
-  if (x == NULL) return fail(errbuf, errlen, OB_ENOMEM, "out of memory");
+  if (x == NULL) return ob__errbuf_set(errbuf, errlen, OB_ENOMEM, "out of memory");
   x->name = strdup(o->name);
   x->base_url = strdup(o->base_url);
   x->ca_file = o->ca_file ? strdup(o->ca_file) : NULL;
@@ -680,7 +669,7 @@ int ob_provider_enable(ob_engine_t* e, const ob_provider_options_t* o,
       x->component_name == NULL ||
       x->slots == NULL || x->taken == NULL) {
     executor_destroy(x);
-    return fail(errbuf, errlen, OB_ENOMEM, "out of memory");
+    return ob__errbuf_set(errbuf, errlen, OB_ENOMEM, "out of memory");
   }
   sprintf(x->component_name, "effects:%s", o->name);
   n = strlen(x->base_url);
@@ -696,7 +685,7 @@ int ob_provider_enable(ob_engine_t* e, const ob_provider_options_t* o,
   if (rc < 0) {
     executor_destroy(x);
     if (rc == OB_EEXIST)
-      return fail(errbuf, errlen, rc, "provider %s is already enabled",
+      return ob__errbuf_set(errbuf, errlen, rc, "provider %s is already enabled",
                   o->name);
     return rc;
   }
@@ -704,9 +693,9 @@ int ob_provider_enable(ob_engine_t* e, const ob_provider_options_t* o,
   if (rc < 0) {
     executor_destroy(x);
     if (rc == OB_EEXIST)
-      return fail(errbuf, errlen, rc, "provider %s is already registered",
+      return ob__errbuf_set(errbuf, errlen, rc, "provider %s is already registered",
                   o->name);
-    return fail(errbuf, errlen, rc, "provider %s: %s%s%s", o->name,
+    return ob__errbuf_set(errbuf, errlen, rc, "provider %s: %s%s%s", o->name,
                 ob_strerror(rc), ob_errmsg(e)[0] ? ": " : "", ob_errmsg(e));
   }
   rc = ob__worker_register(&x->w, e, x->component_name, &executor_ops, x,

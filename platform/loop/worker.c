@@ -1,9 +1,9 @@
 /* The loop worker (worker.h): the scaffolding the relay, the SQS consumer
 ** and the effects executors share, written once. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "core/util/errbuf.h"
 #include "core/util/retry.h"
 #include "platform/http/http_client.h"
 #include "platform/loop/worker.h"
@@ -13,37 +13,21 @@
 ** again this soon. */
 #define IN_TX_RETRY_MS 10
 
-static void set_err(char* errbuf, size_t errlen, const char* fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char* errbuf, size_t errlen, const char* fmt, ...) {
-  va_list ap;
-  if (errbuf == NULL || errlen == 0) return;
-  va_start(ap, fmt);
-  vsnprintf(errbuf, errlen, fmt, ap);
-  va_end(ap);
-}
-
 int ob__worker_check(ob_engine_t* e, const char* name,
                      const ob_probe_options_t* probe, char* errbuf,
                      size_t errlen) {
-  if (e == NULL) {
-    set_err(errbuf, errlen, "%s: the engine is NULL", name);
-    return OB_EINVAL;
-  }
-  if (ob__engine_runner(e) != NULL) {
-    set_err(errbuf, errlen, "%s: enable it before attaching the engine to "
-            "a loop", name);
-    return OB_ESTATE;
-  }
-  if (ob__engine_has_component(e, name)) {
-    set_err(errbuf, errlen, "%s is already enabled", name);
-    return OB_EEXIST;
-  }
-  if (ob__engine_ncomponents(e) >= OB__MAX_COMPONENTS) {
-    set_err(errbuf, errlen, "%s: too many engine components", name);
-    return OB_ENOMEM;
-  }
+  if (e == NULL)
+    return ob__errbuf_set(errbuf, errlen, OB_EINVAL,
+                          "%s: the engine is NULL", name);
+  if (ob__engine_runner(e) != NULL)
+    return ob__errbuf_set(errbuf, errlen, OB_ESTATE, "%s: enable it before "
+                          "attaching the engine to a loop", name);
+  if (ob__engine_has_component(e, name))
+    return ob__errbuf_set(errbuf, errlen, OB_EEXIST, "%s is already enabled",
+                          name);
+  if (ob__engine_ncomponents(e) >= OB__MAX_COMPONENTS)
+    return ob__errbuf_set(errbuf, errlen, OB_ENOMEM,
+                          "%s: too many engine components", name);
   return ob__probe_options_check(name, probe, errbuf, errlen);
 }
 
@@ -216,8 +200,9 @@ int ob__worker_register(ob__worker_t* w, ob_engine_t* e, const char* name,
   c.close = w_close;
   c.destroy = w_destroy;
   rc = ob__engine_add_component(e, &c);
-  if (rc < 0) set_err(errbuf, errlen, "%s: %s", name, ob_strerror(rc));
-  return rc;
+  if (rc < 0)
+    return ob__errbuf_set(errbuf, errlen, rc, "%s: %s", name, ob_strerror(rc));
+  return 0;
 }
 
 /* ---- for the owner ------------------------------------------------------- */

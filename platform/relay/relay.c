@@ -22,6 +22,7 @@
 #include <uv.h>
 
 #include "core/relay/cloudevents.h"
+#include "core/util/errbuf.h"
 #include "core/relay/relay_policy.h"
 #include "core/relay/relay_tx.h"
 #include "platform/aws/aws_config.h"
@@ -414,19 +415,17 @@ int ob_relay_enable(ob_engine_t* e, const ob_relay_options_t* o, char* errbuf,
   if (errbuf && errlen) errbuf[0] = '\0';
   if (o == NULL) return OB_EINVAL;
   rc = ob__worker_check(e, "relay", &o->probe, errbuf, errlen);
-  if (rc == OB_EEXIST && errbuf) snprintf(errbuf, errlen, "a relay is "
-                                          "already enabled");
+  if (rc == OB_EEXIST)
+    return ob__errbuf_set(errbuf, errlen, rc, "a relay is already enabled");
   if (rc < 0) return rc;
-  if ((why = ob__sqs_queue_url_problem(o->queue_url)) != NULL) {
-    if (errbuf) snprintf(errbuf, errlen, "outbox queue URL %s", why);
-    return OB_EINVAL;
-  }
+  if ((why = ob__sqs_queue_url_problem(o->queue_url)) != NULL)
+    return ob__errbuf_set(errbuf, errlen, OB_EINVAL, "outbox queue URL %s",
+                          why);
   if (o->park_after < 0 || o->backoff_base_ms < 1 || o->backoff_cap_ms < 1 ||
-      o->lease_ms < 1000) {
-    if (errbuf) snprintf(errbuf, errlen, "relay options out of range "
-                         "(backoffs >= 1 ms, lease >= 1 s, park_after >= 0)");
-    return OB_EINVAL;
-  }
+      o->lease_ms < 1000)
+    return ob__errbuf_set(errbuf, errlen, OB_EINVAL, "relay options out of "
+                          "range (backoffs >= 1 ms, lease >= 1 s, "
+                          "park_after >= 0)");
   r = calloc(1, sizeof *r);
   if (r == NULL) return OB_ENOMEM;
   r->opts = *o;
