@@ -346,3 +346,17 @@ int ob__db_step_done(ob__db_t* db, sqlite3_stmt* st, const char* what) {
   sqlite3_clear_bindings(st);
   return changes;
 }
+
+int ob__db_data_version(ob__db_t* db, int64_t* v) {
+  int rc;
+  sqlite3_stmt* st = ob__db_stmt(db, OB__D_DATA_VERSION, "PRAGMA data_version");
+  if (st == NULL) return db->last_err;
+  rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    *v = sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    return 0;
+  }
+  sqlite3_reset(st);
+  return ob__db_fail(db, rc, "data version");
+}

@@ -54,6 +54,7 @@ typedef enum {
   OB__S_SAVEPOINT,
   OB__S_RELEASE,
   OB__S_ROLLBACK_TO,
+  OB__D_DATA_VERSION,
   OB__STMT_COUNT
 } ob__stmt_id_t;
 
@@ -109,6 +110,11 @@ int ob__db_seterr(ob__db_t* db, int code, const char* fmt, ...)
 ** caller resets it after use. NULL on error: errmsg set, and the code
 ** (OB_ENOMEM, OB_EIO, ...) in db->last_err for the caller to return. */
 sqlite3_stmt* ob__db_stmt(ob__db_t* db, ob__stmt_id_t id, const char* sql);
+
+/* PRAGMA data_version: a number that changes when another connection (this
+** process or another) commits to the database, and never for this
+** connection's own commits. Returns 0 and *v, or < 0. */
+int ob__db_data_version(ob__db_t* db, int64_t* v);
 
 int ob__db_begin(ob__db_t* db);        /* BEGIN IMMEDIATE */
 /* BEGIN IMMEDIATE with synchronous=NORMAL for this transaction only, for

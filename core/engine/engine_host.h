@@ -131,6 +131,10 @@ int ob__engine_run_result(const ob_engine_t* e);
 
 /* The options the engine was opened with (poll and gc intervals, batch). */
 const ob_options_t* ob__engine_opts(const ob_engine_t* e);
+/* A number that changes when another connection commits to the database
+** (another process's enqueue), never for this engine's own commits.
+** Returns 0 and *v, or < 0. */
+int ob__engine_data_version(ob_engine_t* e, int64_t* v);
 /* Like ob_next_due, but ignoring messages that wait for an effect:
 ** OB_ENOTFOUND when only such messages (or none) are queued. */
 int ob__engine_next_due_unwaited(ob_engine_t* e, int64_t* at_ms);

@@ -84,6 +84,10 @@ int ob__engine_run_result(const ob_engine_t* e) {
   return e->run_result;
 }
 
+int ob__engine_data_version(ob_engine_t* e, int64_t* v) {
+  return ob__db_data_version(&e->db, v);
+}
+
 int ob__engine_next_due_unwaited(ob_engine_t* e, int64_t* at_ms) {
   return ob__queue_next_due_unwaited(&e->db, at_ms);
 }

@@ -25,6 +25,9 @@ typedef struct ob__runner_s {
   uv_timer_t gc;
   uv_async_t stop_async;
   uv_fs_event_t wal_watch;   /* another process wrote the database */
+  uv_timer_t settle;   /* after a -wal event: has another process committed? */
+  uint64_t settle_until;     /* loop time (ms) the settle window ends */
+  int64_t seen_version;      /* PRAGMA data_version last acted on */
   int watching;
   int open_handles;
   int closing;
@@ -32,6 +35,9 @@ typedef struct ob__runner_s {
   int result;          /* first fatal error that ended an ob_run */
   size_t started;      /* components started (each counts as a handle) */
   int failures;        /* consecutive failed batches, for backoff */
+  int last_rc;         /* the failure last logged, */
+  uint64_t last_log;   /* when (loop time), */
+  int repeats;         /* and how often it came again unlogged */
   void (*done)(ob_engine_t*, void*);
   void* done_arg;
 } ob__runner_t;
@@ -76,6 +82,7 @@ static void begin_close(ob__runner_t* r) {
   uv_close((uv_handle_t*)&r->gc, close_cb);
   uv_close((uv_handle_t*)&r->stop_async, close_cb);
   uv_close((uv_handle_t*)&r->wal_watch, close_cb);
+  uv_close((uv_handle_t*)&r->settle, close_cb);
   for (size_t i = 0; i < r->started; i++)
     ob__engine_component(r->e, i)->close(ob__engine_component(r->e, i)->self,
                                          component_closed, r);
@@ -113,6 +120,28 @@ static int busy(const ob__runner_t* r) {
 
 static void do_work(ob__runner_t* r);
 
+/* A storage failure that repeats (a full disk for hours) is logged once per
+** FAILURE_LOG_MS with how often it happened since, not once per attempt. */
+#define FAILURE_LOG_MS 60000
+
+static void log_failure(ob__runner_t* r, int rc) {
+  uint64_t now = uv_now(r->loop);
+  if (rc == r->last_rc && now - r->last_log < FAILURE_LOG_MS) {
+    r->repeats++;
+    return;
+  }
+  if (rc == r->last_rc && r->repeats > 0)
+    ob__log(r->e, OB_LOG_ERROR, "handling failed: %s: %s (%d times in the "
+            "last %d s)", ob_strerror(rc), ob_errmsg(r->e), r->repeats + 1,
+            (int)((now - r->last_log) / 1000));
+  else
+    ob__log(r->e, OB_LOG_ERROR, "handling failed: %s: %s", ob_strerror(rc),
+            ob_errmsg(r->e));
+  r->last_rc = rc;
+  r->last_log = now;
+  r->repeats = 0;
+}
+
 static void work_cb(uv_timer_t* t) {
   do_work(t->data);
 }
@@ -146,8 +175,7 @@ static void do_work(ob__runner_t* r) {
     /* Disk full, I/O error, lock held elsewhere: nothing was applied. Back
     ** off and try again; an until-idle run reports the failure instead of
     ** spinning on it. */
-    ob__log(e, OB_LOG_ERROR, "handling failed: %s: %s", ob_strerror(rc),
-            ob_errmsg(e));
+    log_failure(r, rc);
     if (r->mode == OB_RUN_UNTIL_IDLE && rc != OB_EBUSY) {
       r->result = rc;
       begin_close(r);
@@ -157,7 +185,12 @@ static void do_work(ob__runner_t* r) {
     arm(r, ob__storage_backoff_ms(r->failures));
     return;
   }
+  if (r->failures > 0 && r->repeats > 0)
+    ob__log(e, OB_LOG_INFO, "handling works again (%d more failures were "
+            "not logged)", r->repeats);
   r->failures = 0;
+  r->last_rc = 0;
+  r->repeats = 0;
   if (ob__engine_stopping(e)) {
     begin_close(r);
     return;
@@ -220,15 +253,49 @@ static void stop_async_cb(uv_async_t* a) {
   ob_stop(r->e);  /* closing: the stop hook sends nothing more */
 }
 
+/*
+** Another process's commit. inotify reports the write of its WAL frames,
+** but readers see the commit only once the writer has synced the WAL and
+** updated the wal-index in shared memory, which inotify does not report.
+** So a -wal event opens a settle window: PRAGMA data_version (which changes
+** for other connections' commits only, never for ours) is read at once and
+** then every SETTLE_STEP_MS until it changes or the window ends; a change
+** runs the next transaction. Our own commits, failed ones included, then
+** cost a few cheap reads and never wake the work timer (which would cancel
+** a storage backoff).
+*/
+#define SETTLE_STEP_MS 10
+#define SETTLE_WINDOW_MS 2000
+
+static void settle_cb(uv_timer_t* t) {
+  ob__runner_t* r = t->data;
+  int64_t v;
+  int rc;
+  if (r->closing || ob__engine_stopping(r->e)) return;
+  if (ob__engine_in_tx(r->e)) {
+    uv_timer_start(t, settle_cb, SETTLE_STEP_MS, 0);
+    return;
+  }
+  rc = ob__engine_data_version(r->e, &v);
+  if (rc < 0 || v != r->seen_version) {
+    /* Committed (or the database cannot tell: look anyway). */
+    if (rc == 0) r->seen_version = v;
+    if (!busy(r)) arm(r, 0);
+    return;
+  }
+  if (uv_now(r->loop) < r->settle_until)
+    uv_timer_start(t, settle_cb, SETTLE_STEP_MS, 0);
+}
+
 static void wal_changed(uv_fs_event_t* h, const char* name, int events,
                         int status) {
   ob__runner_t* r = h->data;
   (void)name;
   (void)events;
-  /* Our own commits land here too; they cost one empty check. While a
-  ** transaction is due anyway, leave it alone. */
-  if (status == 0 && !r->closing && !ob__engine_stopping(r->e) && !busy(r))
-    arm(r, 0);
+  if (status != 0 || r->closing || ob__engine_stopping(r->e)) return;
+  r->settle_until = uv_now(r->loop) + SETTLE_WINDOW_MS;
+  if (!uv_is_active((const uv_handle_t*)&r->settle))
+    uv_timer_start(&r->settle, settle_cb, 0, 0);
 }
 
 static void stop_hook(ob_engine_t* e) {
@@ -262,9 +329,13 @@ int ob_attach(ob_engine_t* e, struct uv_loop_s* loop) {
   uv_timer_init(loop, &r->gc);
   uv_async_init(loop, &r->stop_async, stop_async_cb);
   uv_fs_event_init(loop, &r->wal_watch);
+  uv_timer_init(loop, &r->settle);
   r->work.data = r->next.data = r->gc.data = r->stop_async.data =
-      r->wal_watch.data = r;
-  r->open_handles = 5;
+      r->wal_watch.data = r->settle.data = r;
+  r->open_handles = 6;
+  if (ob__engine_data_version(e, &r->seen_version) < 0) r->seen_version = -1;
+  /* Settle checks alone must not keep a loop alive. */
+  uv_unref((uv_handle_t*)&r->settle);
   {
     /* SQLite keeps the -wal file while a connection is open; if it cannot
     ** be watched (no inotify, odd file system) we poll instead. */

@@ -3,6 +3,7 @@
 #include "tests/integration/engine_fixture.h"
 
 #include <signal.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -154,6 +155,110 @@ static void test_other_process_wakes_idle_engine(void** state) {
   assert_int_equal(waitpid(pid, &status, 0), pid);
   assert_int_equal(WEXITSTATUS(status), 0);
   assert_int_equal(c.payouts, 5);
+  assert_int_equal(uv_loop_close(&loop), 0);
+  fx_free(f);
+}
+
+/* Many enqueues from another process, one at a time: each must be handled
+** before the next is sent. The engine sleeps with a 10-minute poll, so only
+** the watch on the WAL file can wake it. An inotify event arrives when the
+** other process writes its WAL frames, before its commit is visible (the
+** wal-index is updated after the fsync, through shared memory, which
+** inotify does not see): a runner that looks once then and sleeps misses
+** the commit. Each trial has a generous 10 s deadline; the latency itself
+** is measured by tests/bench (ob-bench-wake). */
+#define SEQ_TRIALS 40
+static int g_pings;
+
+static int ping_handler(ob_tx_t* tx, const ob_message_t* m, void* arg) {
+  (void)tx;
+  (void)m;
+  (void)arg;
+  g_pings++;
+  return OB_DONE;
+}
+
+typedef struct seq_ctx_s {
+  ob_engine_t* e;
+  uv_timer_t check;
+  int to_child;
+  int acked;
+  pid_t pid;
+  int status;
+  int exited;
+} seq_ctx_t;
+
+static void seq_check(uv_timer_t* t) {
+  seq_ctx_t* c = t->data;
+  char b = 'k';
+  while (c->acked < g_pings) {
+    c->acked++;
+    if (write(c->to_child, &b, 1) != 1) break;
+  }
+  if (!c->exited && waitpid(c->pid, &c->status, WNOHANG) == c->pid)
+    c->exited = 1;
+  if (c->exited) {
+    uv_timer_stop(t);
+    uv_close((uv_handle_t*)t, NULL);
+    ob_detach(c->e, watch_detached, NULL);
+  }
+}
+
+static void test_other_process_sequential_enqueues(void** state) {
+  fixture_t* f = fx_new_real(1);
+  uv_loop_t loop;
+  seq_ctx_t c;
+  int down[2];
+  (void)state;
+  ob_close(f->e);
+  f->opts.poll_interval_ms = 600000;
+  fx_open(f);
+  g_pings = 0;
+  assert_int_equal(ob_register(f->e, "Ping", "count", ping_handler, NULL), 0);
+  assert_int_equal(pipe(down), 0);
+  assert_int_equal(uv_loop_init(&loop), 0);
+  assert_int_equal(ob_attach(f->e, &loop), 0);
+  uv_run(&loop, UV_RUN_NOWAIT);
+  memset(&c, 0, sizeof c);
+  c.e = f->e;
+  c.to_child = down[1];
+  c.pid = fork();
+  if (c.pid == 0) {
+    char id[OB_UUID_BUFLEN];
+    close(down[1]);
+    for (int i = 0; i < SEQ_TRIALS; i++) {
+      ob_engine_t* e = NULL;
+      ob_envelope_t env;
+      struct timeval tv = {10, 0};
+      fd_set rd;
+      char b;
+      if (ob_open(&e, &f->opts, NULL, 0) != 0) _exit(10);
+      memset(&env, 0, sizeof env);
+      env.type = "Ping";
+      env.id = fx_event(1000 + i, id);
+      env.body = "{}";
+      env.body_len = 2;
+      if (ob_enqueue(e, &env) != 0) _exit(11);
+      ob_close(e);
+      FD_ZERO(&rd);
+      FD_SET(down[0], &rd);
+      if (select(down[0] + 1, &rd, NULL, NULL, &tv) != 1) _exit(100 + i);
+      if (read(down[0], &b, 1) != 1) _exit(12);
+    }
+    _exit(0);
+  }
+  close(down[0]);
+  uv_timer_init(&loop, &c.check);
+  c.check.data = &c;
+  uv_timer_start(&c.check, seq_check, 5, 5);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  close(down[1]);
+  assert_true(WIFEXITED(c.status));
+  if (WEXITSTATUS(c.status) >= 100)
+    fail_msg("enqueue %d of %d from another process was not handled within "
+             "10 s", WEXITSTATUS(c.status) - 100 + 1, SEQ_TRIALS);
+  assert_int_equal(WEXITSTATUS(c.status), 0);
+  assert_int_equal(g_pings, SEQ_TRIALS);
   assert_int_equal(uv_loop_close(&loop), 0);
   fx_free(f);
 }
@@ -384,6 +489,7 @@ int main(void) {
       cmocka_unit_test(test_backlog_does_not_starve_io),
       cmocka_unit_test(test_until_idle_waits_for_delayed),
       cmocka_unit_test(test_other_process_wakes_idle_engine),
+      cmocka_unit_test(test_other_process_sequential_enqueues),
       cmocka_unit_test(test_sigterm_finishes_message_in_hand),
       cmocka_unit_test(test_second_signal_exits_at_once),
   };
