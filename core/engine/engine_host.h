@@ -82,7 +82,9 @@ typedef struct ob__component_s {
   void (*kick)(void* self);
   /* The host says the network changed (is back): retry connections now. */
   void (*network)(void* self);
-  /* 1 when it has nothing it can do right now (for --until-idle). */
+  /* For --until-idle: OB__IDLE_BUSY (0) while it has work it can do,
+  ** OB__IDLE_DONE when it has none, OB__IDLE_BLOCKED when it has work that
+  ** waits for a peer it cannot reach (offline, credentials refused). */
   int (*idle)(void* self);
   /* Stop and close its handles; done(arg) runs exactly once, from the loop,
   ** when everything is closed. Work in flight ends safely (a relay releases
@@ -93,6 +95,8 @@ typedef struct ob__component_s {
 } ob__component_t;
 
 #define OB__MAX_COMPONENTS 8
+
+enum { OB__IDLE_BUSY = 0, OB__IDLE_DONE = 1, OB__IDLE_BLOCKED = 2 };
 
 /* Register c (copied). OB_EEXIST if one of that name exists, OB_ESTATE when
 ** attached, OB_ENOMEM when OB__MAX_COMPONENTS are registered. */

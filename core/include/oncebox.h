@@ -472,13 +472,20 @@ typedef enum {
                           ** no component can progress right now */
 } ob_run_mode_t;
 
+/* ob_run(OB_RUN_UNTIL_IDLE): stopped, but work is left for a later run. */
+#define OB_RUN_STALLED 1
+
 /*
 ** Run the engine on its own libuv loop until the mode says stop. With
 ** handle_signals, SIGTERM and SIGINT stop claiming, let the message in hand
 ** finish (commit or roll back) and return 0; a second signal kills the
 ** process at once (its open transaction is rolled back by SQLite on the
-** next open). Returns 0 on a clean stop, or the negative code of a storage
-** failure that made handling impossible.
+** next open). Returns 0 on a clean stop, OB_RUN_STALLED when an until-idle
+** run stopped with work left that nothing can progress right now (outbox
+** rows while SQS can't be reached, an SQS queue that can't be reached,
+** messages waiting for effects whose provider can't be reached or whose
+** lease another process holds), or the negative code of a storage failure
+** that made handling impossible.
 */
 OB_EXTERN int ob_run(ob_engine_t* e, ob_run_mode_t mode, int handle_signals);
 

@@ -12,6 +12,8 @@
 #define EXIT_USAGE 2      /* bad command line */
 #define EXIT_PARTIAL 3    /* some input rejected, the rest committed */
 #define EXIT_DB 4         /* the database cannot be opened or used */
+#define EXIT_STALLED 5    /* run --until-idle stopped with work left that
+                          ** waits for a peer (SQS, a provider) */
 
 /* The errbuf the commands hand to ob_open and the enable calls. */
 #define CLI_ERRLEN 512

@@ -316,7 +316,10 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
                "ONCEBOX_PROVIDER_AUTHORIZATION (environment only) is sent as\n"
                "the Authorization header of every request to it.\n"
                "--until-idle exits once the queue holds no message, ready or\n"
-               "delayed, and the outbox has nothing it can publish right now.\n"
+               "delayed, and the outbox has nothing it can publish right now:\n"
+               "exit 0 when everything is done, exit 5 (and a line saying what\n"
+               "is left) when work is left that waits for SQS or a provider\n"
+               "that can't be reached.\n"
                "SIGTERM/SIGINT: finish the message in hand, exit 0; a second\n"
                "signal exits at once.\n"
                "\nProvider options:\n%s", cli_provider_help);
@@ -346,7 +349,7 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
     ob_close(e);
     return EXIT_FAIL;
   }
-  if (ob_stats(e, &after) == 0)
+  if (ob_stats(e, &after) == 0) {
     fprintf(stderr,
             "stopped: %lld processed records, %lld payouts, %lld charges, "
             "%lld failed, %lld still queued, %lld effect(s) open\n",
@@ -356,6 +359,16 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
             (long long)(after.failed - before.failed),
             (long long)(after.queue_ready + after.queue_delayed),
             (long long)(after.effects_pending + after.effects_unknown));
+    if (rc == OB_RUN_STALLED)
+      fprintf(stderr,
+              "not done: work is left that waits for a peer that can't be "
+              "reached: %lld unpublished outbox event(s), %lld message(s) "
+              "queued, %lld effect(s) open%s\n",
+              (long long)(after.outbox_unpublished - after.outbox_parked),
+              (long long)(after.queue_ready + after.queue_delayed),
+              (long long)(after.effects_pending + after.effects_unknown),
+              consume_url ? "; the SQS queue could not be read" : "");
+  }
   ob_close(e);
-  return EXIT_OK;
+  return rc == OB_RUN_STALLED ? EXIT_STALLED : EXIT_OK;
 }

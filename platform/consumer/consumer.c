@@ -841,10 +841,14 @@ static void c_network(ob__worker_t* w) {
 ** is held can't progress now). */
 static int c_idle(ob__worker_t* w) {
   consumer_t* c = w->self;
-  if (w->in_work > 0 || c->del.inflight || c->cmv.inflight) return 0;
-  if (first_in(c, M_NEW) != NULL) return 0;
-  if (!LINK(c).online) return 1;
-  return c->msgs == NULL && c->received_once && c->last_empty;
+  if (w->in_work > 0 || c->del.inflight || c->cmv.inflight)
+    return OB__IDLE_BUSY;
+  if (first_in(c, M_NEW) != NULL) return OB__IDLE_BUSY;
+  /* Offline: whether the queue holds anything is unknown. */
+  if (!LINK(c).online) return OB__IDLE_BLOCKED;
+  return c->msgs == NULL && c->received_once && c->last_empty
+             ? OB__IDLE_DONE
+             : OB__IDLE_BUSY;
 }
 
 /* Closing begins (the worker's drain): deletes and releases go out until

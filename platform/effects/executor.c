@@ -536,11 +536,12 @@ static void executor_kick(ob__worker_t* w) {
 static int executor_idle(ob__worker_t* w) {
   executor_t* x = w->self;
   int64_t at, now;
-  if (x->in_flight > 0) return 0;
-  if (!w->link.online) return 1;  /* cannot perform anything right now */
+  if (x->in_flight > 0) return OB__IDLE_BUSY;
   now = ob__worker_now(w);
-  if (ob__effect_next_due(w->e, x->name, &at) != 0) return 1;
-  return at > now;
+  if (ob__effect_next_due(w->e, x->name, &at) != 0) return OB__IDLE_DONE;
+  /* Effects open: the provider can't be reached right now. */
+  if (!w->link.online) return OB__IDLE_BLOCKED;
+  return at > now ? OB__IDLE_DONE : OB__IDLE_BUSY;
 }
 
 static void executor_destroy(void* self) {

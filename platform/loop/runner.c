@@ -65,11 +65,17 @@ static void component_closed(void* arg) {
   one_closed(arg);
 }
 
-static int components_idle(ob_engine_t* e) {
-  for (size_t i = 0; i < ob__engine_ncomponents(e); i++) {
-    const ob__component_t* c = ob__engine_component(e, i);
-    if (c->idle && !c->idle(c->self)) return 0;
+/* 1 when no component has work it can do now; a component whose work
+** waits for a peer it cannot reach marks the run as stalled. */
+static int components_idle(ob__runner_t* r) {
+  int blocked = 0;
+  for (size_t i = 0; i < ob__engine_ncomponents(r->e); i++) {
+    const ob__component_t* c = ob__engine_component(r->e, i);
+    int st = c->idle ? c->idle(c->self) : OB__IDLE_DONE;
+    if (st == OB__IDLE_BUSY) return 0;
+    if (st == OB__IDLE_BLOCKED) blocked = 1;
   }
+  if (blocked && r->result == 0) r->result = OB_RUN_STALLED;
   return 1;
 }
 
@@ -163,7 +169,7 @@ static void do_work(ob__runner_t* r) {
   }
   if (ob__engine_opts(e)->no_handling) {
     /* Publishing and consuming only: nothing to claim here. */
-    if (r->mode == OB_RUN_UNTIL_IDLE && components_idle(e)) {
+    if (r->mode == OB_RUN_UNTIL_IDLE && components_idle(r)) {
       begin_close(r);
       return;
     }
@@ -206,7 +212,7 @@ static void do_work(ob__runner_t* r) {
     if (r->mode == OB_RUN_UNTIL_IDLE) {
       /* Idle means the relay and consumer have nothing to do right now
       ** either; they have no callback for that, so look again shortly. */
-      if (components_idle(e)) begin_close(r);
+      if (components_idle(r)) begin_close(r);
       else arm(r, 20);
       return;
     }
@@ -219,12 +225,13 @@ static void do_work(ob__runner_t* r) {
   }
   if (r->mode == OB_RUN_UNTIL_IDLE &&
       ob__engine_next_due_unwaited(e, &at) == OB_ENOTFOUND &&
-      components_idle(e)) {
+      components_idle(r)) {
     /* Only messages waiting for effects are left, and no performer can do
     ** anything for them right now (provider offline, or effects leased by
     ** a process that died): they stay queued for the next run. */
     ob__log(e, OB_LOG_INFO, "idle: the messages left wait for effects that "
             "can't progress right now");
+    if (r->result == 0) r->result = OB_RUN_STALLED;
     begin_close(r);
     return;
   }

@@ -108,7 +108,7 @@ static void w_network(void* self) {
 
 static int w_idle(void* self) {
   ob__worker_t* w = self;
-  if (w->state != OB__WORKER_RUNNING) return 1;
+  if (w->state != OB__WORKER_RUNNING) return OB__IDLE_DONE;
   return w->ops->idle(w);
 }
 

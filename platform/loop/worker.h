@@ -59,7 +59,7 @@ typedef struct ob__worker_ops_s {
   void (*started)(ob__worker_t* w);
   /* The timer fired and the worker may work. */
   void (*run)(ob__worker_t* w);
-  /* 1 when it has nothing it can do right now (for --until-idle). */
+  /* OB__IDLE_BUSY, OB__IDLE_DONE or OB__IDLE_BLOCKED (engine_host.h). */
   int (*idle)(ob__worker_t* w);
   /* Optional. New local work may exist (outbox rows, effect claims). */
   void (*kick)(ob__worker_t* w);

@@ -362,10 +362,11 @@ static void relay_network(ob__worker_t* w) {
 static int relay_idle(ob__worker_t* w) {
   relay_t* r = w->self;
   int64_t at, now = ob__worker_now(w);
-  if (r->in_flight) return 0;
-  if (!w->link.online) return 1;  /* cannot publish right now */
-  if (ob__relay_due_at(w->e, r->opts.ordered, &at) != 0) return 1;
-  return at > now;
+  if (r->in_flight) return OB__IDLE_BUSY;
+  if (ob__relay_due_at(w->e, r->opts.ordered, &at) != 0) return OB__IDLE_DONE;
+  /* Rows left: publishable later, or now but SQS can't be reached. */
+  if (!w->link.online) return OB__IDLE_BLOCKED;
+  return at > now ? OB__IDLE_DONE : OB__IDLE_BUSY;
 }
 
 static int relay_drain(ob__worker_t* w) {
