@@ -1,5 +1,6 @@
 /* The ChargeOrder module's business table: one charge per order. */
 #include <sqlite3.h>
+#include <string.h>
 
 #include "storage/store.h"
 
@@ -29,4 +30,54 @@ int ob__charge_insert(ob__db_t* db, const char* order_id, int64_t amount_minor,
   sqlite3_clear_bindings(st);
   if (rc != SQLITE_DONE) return ob__db_fail(db, rc, "charge insert");
   return inserted;
+}
+
+/* A provider success recorded without a confirmed fence: a charge whose
+** fence is missing, not confirmed or carries another reference, and every
+** reference confirmed under more than one key beyond the first. */
+#define UNFENCED_SQL                                                       \
+  "SELECT (SELECT count(*) FROM charge c WHERE NOT EXISTS (SELECT 1 FROM"   \
+  " effect f WHERE f.key = c.effect_key AND f.state = 'confirmed' AND"      \
+  " f.reference = c.provider_charge_id)) + (SELECT coalesce(sum(n - 1), 0)" \
+  " FROM (SELECT count(*) AS n FROM effect WHERE state = 'confirmed' AND"   \
+  " reference IS NOT NULL GROUP BY reference HAVING count(*) > 1))"
+
+int ob__charge_stats(ob__db_t* db, ob_charge_stats_t* s) {
+  int rc;
+  memset(s, 0, sizeof *s);
+  rc = ob__db_begin_read(db);
+  if (rc < 0) return rc;
+  rc = ob__stats_table_exists(db, "charge");
+  if (rc == 0)
+    rc = ob__db_seterr(db, OB_ENOTFOUND,
+                       "no charge table: not a ChargeOrder database");
+  if (rc > 0 &&
+      (rc = ob__stats_scalar(db, "SELECT count(*) FROM charge", 0,
+                             &s->charges)) == 0)
+    rc = ob__stats_scalar(db, UNFENCED_SQL, 0, &s->unfenced_successes);
+  ob__db_rollback(db);
+  if (rc < 0) memset(s, 0, sizeof *s);
+  return rc < 0 ? rc : 0;
+}
+
+/* The ChargeOrder invariants: every recorded charge stands on a confirmed
+** effect with its provider reference, and each charge has one OrderCharged
+** event. (That a reference is confirmed once is the engine's own check.) */
+static const char* const charge_checks[] = {
+    "SELECT 'charge of order ' || c.order_id || ' (provider charge ' ||"
+    " c.provider_charge_id || ') has no confirmed fence ' || c.effect_key"
+    " FROM charge c WHERE NOT EXISTS (SELECT 1 FROM effect f WHERE"
+    " f.key = c.effect_key AND f.state = 'confirmed' AND"
+    " f.reference = c.provider_charge_id)",
+    "SELECT 'charge of order ' || c.order_id || ' has ' || count(o.id) ||"
+    " ' OrderCharged outbox rows' FROM charge c LEFT JOIN outbox_event o"
+    " ON o.event_type = 'OrderCharged' AND o.aggregate_id = c.order_id"
+    " GROUP BY c.order_id HAVING count(o.id) <> 1",
+};
+
+int ob__charge_check(ob__db_t* db, void (*cb)(void* arg, const char* v),
+                     void* arg) {
+  return ob__check_queries(db, charge_checks,
+                           sizeof charge_checks / sizeof charge_checks[0], cb,
+                           arg);
 }

@@ -52,3 +52,54 @@ int ob__payout_insert(ob__db_t* db, const char* payout_id,
   }
   return 0;
 }
+
+int ob__payout_stats(ob__db_t* db, ob_payout_stats_t* s) {
+  int rc;
+  memset(s, 0, sizeof *s);
+  rc = ob__db_begin_read(db);
+  if (rc < 0) return rc;
+  rc = ob__stats_table_exists(db, "merchant_payout");
+  if (rc == 0)
+    rc = ob__db_seterr(db, OB_ENOTFOUND,
+                       "no merchant_payout table: not a payout database");
+  if (rc > 0)
+    rc = ob__stats_scalar(db, "SELECT count(*) FROM merchant_payout", 0,
+                          &s->payouts);
+  ob__db_rollback(db);
+  if (rc < 0) memset(s, 0, sizeof *s);
+  return rc < 0 ? rc : 0;
+}
+
+/* The payout invariants, one row per violation (see ob__check_queries). */
+static const char* const payout_checks[] = {
+    "SELECT 'payment ' || source_payment_id || ' has ' || count(*) ||"
+    " ' payouts' FROM merchant_payout GROUP BY source_payment_id"
+    " HAVING count(*) > 1",
+    "SELECT 'payout ' || p.id || ' (payment ' || p.source_payment_id ||"
+    " ') has ' || count(o.id) || ' MerchantPayoutCreated outbox rows'"
+    " FROM merchant_payout p LEFT JOIN outbox_event o"
+    " ON o.event_type = 'MerchantPayoutCreated'"
+    " AND o.causation_id = p.source_event_id"
+    " AND o.aggregate_id = p.source_payment_id"
+    " GROUP BY p.id HAVING count(o.id) <> 1",
+    "SELECT 'outbox event ' || o.id || ' (MerchantPayoutCreated, cause ' ||"
+    " o.causation_id || ') has no payout' FROM outbox_event o"
+    " WHERE o.event_type = 'MerchantPayoutCreated' AND NOT EXISTS"
+    " (SELECT 1 FROM merchant_payout p WHERE p.source_event_id ="
+    " o.causation_id AND p.source_payment_id = o.aggregate_id)",
+    /* A payout whose dedup record was already swept by retention is fine;
+    ** one created inside the window without its record is not. */
+    "SELECT 'payout ' || p.id || ' has no processed_message record for"
+    " event ' || p.source_event_id FROM merchant_payout p"
+    " WHERE p.created_at >= (SELECT coalesce(min(processed_at), 0)"
+    " FROM processed_message) AND NOT EXISTS (SELECT 1 FROM"
+    " processed_message m WHERE m.consumer_name = 'create-merchant-payout-v1'"
+    " AND m.message_id = p.source_event_id)",
+};
+
+int ob__payout_check(ob__db_t* db, void (*cb)(void* arg, const char* v),
+                     void* arg) {
+  return ob__check_queries(db, payout_checks,
+                           sizeof payout_checks / sizeof payout_checks[0], cb,
+                           arg);
+}

@@ -1,4 +1,6 @@
-/* Statistics and the invariant check: read-only queries. */
+/* Statistics and the invariant check of the engine's own tables: read-only
+** queries. The business modules' statistics and checks are in their own
+** files (payout_store.c, charge_store.c) and use the helpers here. */
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,15 +20,25 @@ static int scalar(ob__db_t* db, const char* sql, int64_t now, int64_t* out) {
   return 0;
 }
 
-/* A provider success recorded without a confirmed fence: a charge whose
-** fence is missing, not confirmed or carries another reference, and every
-** reference confirmed under more than one key beyond the first. */
-#define UNFENCED_SQL                                                       \
-  "SELECT (SELECT count(*) FROM charge c WHERE NOT EXISTS (SELECT 1 FROM"   \
-  " effect f WHERE f.key = c.effect_key AND f.state = 'confirmed' AND"      \
-  " f.reference = c.provider_charge_id)) + (SELECT coalesce(sum(n - 1), 0)" \
-  " FROM (SELECT count(*) AS n FROM effect WHERE state = 'confirmed' AND"   \
-  " reference IS NOT NULL GROUP BY reference HAVING count(*) > 1))"
+int ob__stats_scalar(ob__db_t* db, const char* sql, int64_t now,
+                     int64_t* out) {
+  return scalar(db, sql, now, out);
+}
+
+int ob__stats_table_exists(ob__db_t* db, const char* table) {
+  sqlite3_stmt* st = NULL;
+  int rc = sqlite3_prepare_v2(db->db,
+                              "SELECT 1 FROM sqlite_schema WHERE type = 'table'"
+                              " AND name = ?1",
+                              -1, &st, NULL);
+  if (rc != SQLITE_OK) return ob__db_fail(db, rc, "stats");
+  sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+  rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  if (rc == SQLITE_ROW) return 1;
+  if (rc != SQLITE_DONE) return ob__db_fail(db, rc, "stats");
+  return 0;
+}
 
 static int effect_stats(ob__db_t* db, int64_t now, ob_stats_t* s) {
   int rc;
@@ -47,9 +59,7 @@ static int effect_stats(ob__db_t* db, int64_t now, ob_stats_t* s) {
                    &s->provider_2xx)) < 0 ||
       (rc = scalar(db, "SELECT coalesce(sum(successes - 1), 0) FROM effect"
                        " WHERE successes > 1", now,
-                   &s->provider_replays)) < 0 ||
-      (rc = scalar(db, "SELECT count(*) FROM charge", now, &s->charges)) < 0 ||
-      (rc = scalar(db, UNFENCED_SQL, now, &s->unfenced_successes)) < 0)
+                   &s->provider_replays)) < 0)
     return rc;
   return 0;
 }
@@ -71,8 +81,6 @@ int ob__stats(ob__db_t* db, int64_t now, ob_stats_t* s) {
                    &s->failed)) < 0 ||
       (rc = scalar(db, "SELECT count(*) FROM processed_message", now,
                    &s->processed)) < 0 ||
-      (rc = scalar(db, "SELECT count(*) FROM merchant_payout", now,
-                   &s->payouts)) < 0 ||
       (rc = scalar(db, "SELECT count(*) FROM outbox_event"
                        " WHERE published_at IS NULL", now,
                    &s->outbox_unpublished)) < 0 ||
@@ -102,68 +110,48 @@ int ob__stats(ob__db_t* db, int64_t now, ob_stats_t* s) {
   return 0;
 }
 
-typedef struct check_s {
-  const char* sql;   /* each row is one violation, column 0 its text */
-} check_t;
-
-/* Each query returns one row per violation. They are written against the
-** documented tables so an operator can run them by hand with sqlite3. */
-static const check_t checks[] = {
-    {"SELECT 'payment ' || source_payment_id || ' has ' || count(*) ||"
-     " ' payouts' FROM merchant_payout GROUP BY source_payment_id"
-     " HAVING count(*) > 1"},
-    {"SELECT 'payout ' || p.id || ' (payment ' || p.source_payment_id ||"
-     " ') has ' || count(o.id) || ' MerchantPayoutCreated outbox rows'"
-     " FROM merchant_payout p LEFT JOIN outbox_event o"
-     " ON o.event_type = 'MerchantPayoutCreated'"
-     " AND o.causation_id = p.source_event_id"
-     " AND o.aggregate_id = p.source_payment_id"
-     " GROUP BY p.id HAVING count(o.id) <> 1"},
-    {"SELECT 'outbox event ' || o.id || ' (MerchantPayoutCreated, cause ' ||"
-     " o.causation_id || ') has no payout' FROM outbox_event o"
-     " WHERE o.event_type = 'MerchantPayoutCreated' AND NOT EXISTS"
-     " (SELECT 1 FROM merchant_payout p WHERE p.source_event_id ="
-     " o.causation_id AND p.source_payment_id = o.aggregate_id)"},
-    /* A payout whose dedup record was already swept by retention is fine;
-    ** one created inside the window without its record is not. */
-    {"SELECT 'payout ' || p.id || ' has no processed_message record for"
-     " event ' || p.source_event_id FROM merchant_payout p"
-     " WHERE p.created_at >= (SELECT coalesce(min(processed_at), 0)"
-     " FROM processed_message) AND NOT EXISTS (SELECT 1 FROM"
-     " processed_message m WHERE m.consumer_name = 'create-merchant-payout-v1'"
-     " AND m.message_id = p.source_event_id)"},
-    {"SELECT 'outbox event ' || id || ' has attempt_count ' || attempt_count"
-     " FROM outbox_event WHERE attempt_count < 0"},
-    /* The fence: every recorded charge stands on a confirmed effect with
-    ** its provider reference, a reference is confirmed once, and each charge
-    ** has one OrderCharged event. */
-    {"SELECT 'charge of order ' || c.order_id || ' (provider charge ' ||"
-     " c.provider_charge_id || ') has no confirmed fence ' || c.effect_key"
-     " FROM charge c WHERE NOT EXISTS (SELECT 1 FROM effect f WHERE"
-     " f.key = c.effect_key AND f.state = 'confirmed' AND"
-     " f.reference = c.provider_charge_id)"},
-    {"SELECT 'provider reference ' || reference || ' is confirmed for ' ||"
-     " count(*) || ' effects' FROM effect WHERE state = 'confirmed' AND"
-     " reference IS NOT NULL GROUP BY reference HAVING count(*) > 1"},
-    {"SELECT 'charge of order ' || c.order_id || ' has ' || count(o.id) ||"
-     " ' OrderCharged outbox rows' FROM charge c LEFT JOIN outbox_event o"
-     " ON o.event_type = 'OrderCharged' AND o.aggregate_id = c.order_id"
-     " GROUP BY c.order_id HAVING count(o.id) <> 1"},
-    {"SELECT 'effect ' || key || ' is ' || state || ' but has ' || successes"
-     " || ' provider successes and no outcome' FROM effect WHERE"
-     " state = 'failed' AND successes > 0"},
+/* The engine's own invariants. Each query returns one row per violation,
+** column 0 its text; they are written against the documented tables so an
+** operator can run them by hand with sqlite3. */
+static const char* const checks[] = {
+    "SELECT 'outbox event ' || id || ' has attempt_count ' || attempt_count"
+    " FROM outbox_event WHERE attempt_count < 0",
+    /* The fence: a provider reference is confirmed once. */
+    "SELECT 'provider reference ' || reference || ' is confirmed for ' ||"
+    " count(*) || ' effects' FROM effect WHERE state = 'confirmed' AND"
+    " reference IS NOT NULL GROUP BY reference HAVING count(*) > 1",
+    "SELECT 'effect ' || key || ' is ' || state || ' but has ' || successes"
+    " || ' provider successes and no outcome' FROM effect WHERE"
+    " state = 'failed' AND successes > 0",
 };
+
+int ob__check_queries(ob__db_t* db, const char* const* sqls, size_t n,
+                      void (*cb)(void* arg, const char* v), void* arg) {
+  sqlite3_stmt* st = NULL;
+  int rc, violations = 0;
+  /* The checker is checked too: a failed prepare or step is an error, never
+  ** silently "ok". */
+  for (size_t i = 0; i < n; i++) {
+    rc = sqlite3_prepare_v2(db->db, sqls[i], -1, &st, NULL);
+    if (rc != SQLITE_OK) return ob__db_fail(db, rc, "check");
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+      const char* t = (const char*)sqlite3_column_text(st, 0);
+      if (cb) cb(arg, t ? t : "(violation)");
+      violations++;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (rc != SQLITE_DONE) return ob__db_fail(db, rc, "check");
+  }
+  return violations;
+}
 
 int ob__check(ob__db_t* db, void (*cb)(void* arg, const char* v), void* arg) {
   sqlite3_stmt* st = NULL;
-  int rc, violations = 0;
+  int rc, n, violations = 0;
 
-  rc = ob__db_begin_read(db);
-  if (rc < 0) return rc;
-  /* The checker is checked too: a failed prepare or step is an error, never
-  ** silently "ok". */
   rc = sqlite3_prepare_v2(db->db, "PRAGMA integrity_check", -1, &st, NULL);
-  if (rc != SQLITE_OK) goto fail;
+  if (rc != SQLITE_OK) return ob__db_fail(db, rc, "check");
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     const char* t = (const char*)sqlite3_column_text(st, 0);
     if (t == NULL || strcmp(t, "ok") != 0) {
@@ -174,27 +162,7 @@ int ob__check(ob__db_t* db, void (*cb)(void* arg, const char* v), void* arg) {
     }
   }
   sqlite3_finalize(st);
-  st = NULL;
-  if (rc != SQLITE_DONE) goto fail;
-
-  for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
-    rc = sqlite3_prepare_v2(db->db, checks[i].sql, -1, &st, NULL);
-    if (rc != SQLITE_OK) goto fail;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-      const char* t = (const char*)sqlite3_column_text(st, 0);
-      if (cb) cb(arg, t ? t : "(violation)");
-      violations++;
-    }
-    sqlite3_finalize(st);
-    st = NULL;
-    if (rc != SQLITE_DONE) goto fail;
-  }
-  ob__db_rollback(db);
-  return violations;
-
-fail:
-  rc = ob__db_fail(db, rc, "check");
-  sqlite3_finalize(st);
-  ob__db_rollback(db);
-  return rc;
+  if (rc != SQLITE_DONE) return ob__db_fail(db, rc, "check");
+  n = ob__check_queries(db, checks, sizeof checks / sizeof checks[0], cb, arg);
+  return n < 0 ? n : violations + n;
 }

@@ -15,6 +15,8 @@
 #include <stdint.h>
 
 #include "oncebox.h"
+#include "oncebox_charge.h"
+#include "oncebox_payout.h"
 
 typedef struct sqlite3 sqlite3;
 typedef struct sqlite3_stmt sqlite3_stmt;
@@ -245,10 +247,36 @@ int ob__payout_insert(ob__db_t* db, const char* payout_id,
                       const char* event_id, int64_t now,
                       char existing_event[OB_UUID_BUFLEN]);
 
+/* The module's statistics, in a read transaction of its own. OB_ENOTFOUND
+** when the table does not exist; *s zeroed on error. */
+int ob__payout_stats(ob__db_t* db, ob_payout_stats_t* s);
+/* The payout invariants, inside the caller's read transaction (ob_check's
+** hook). Returns the number of violations or a negative code. */
+int ob__payout_check(ob__db_t* db, void (*cb)(void* arg, const char* v),
+                     void* arg);
+
 /* ---- stats.c ------------------------------------------------------------ */
 
+/* The engine's own tables, in a read transaction of its own. */
 int ob__stats(ob__db_t* db, int64_t now, ob_stats_t* s);
+/* PRAGMA integrity_check and the engine's own invariants, inside the
+** caller's read transaction (ob_check opens it, then runs the modules'
+** checks in it). Returns the number of violations or a negative code. */
 int ob__check(ob__db_t* db, void (*cb)(void* arg, const char* v), void* arg);
+
+/* Helpers for the modules' statistics and checks (payout_store.c,
+** charge_store.c). One integer from sql (?1 bound to now if present) into
+** *out: 0 or a negative code. */
+int ob__stats_scalar(ob__db_t* db, const char* sql, int64_t now,
+                     int64_t* out);
+/* 1 if the table exists, 0 if not, or a negative code. */
+int ob__stats_table_exists(ob__db_t* db, const char* table);
+/* Run each query of sqls[0..n) (one row per violation, column 0 its text)
+** and report each row through cb (may be NULL). Returns the number of
+** violations, or a negative code at the first query that fails to
+** prepare or step (a check that cannot run is an error, never "ok"). */
+int ob__check_queries(ob__db_t* db, const char* const* sqls, size_t n,
+                      void (*cb)(void* arg, const char* v), void* arg);
 
 /* ---- retention.c -------------------------------------------------------- */
 
@@ -437,5 +465,12 @@ int ob__charge_insert(ob__db_t* db, const char* order_id, int64_t amount_minor,
                       const char* currency, const char* provider_charge_id,
                       const char* effect_key, const char* message_id,
                       int64_t now);
+
+/* The module's statistics, in a read transaction of its own. OB_ENOTFOUND
+** when the table does not exist; *s zeroed on error. */
+int ob__charge_stats(ob__db_t* db, ob_charge_stats_t* s);
+/* The ChargeOrder invariants, inside the caller's read transaction. */
+int ob__charge_check(ob__db_t* db, void (*cb)(void* arg, const char* v),
+                     void* arg);
 
 #endif

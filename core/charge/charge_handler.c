@@ -7,6 +7,8 @@
 
 #include "core/charge/charge_msg.h"
 #include "core/engine/engine_int.h"
+#include "core/engine/modules.h"
+#include "oncebox_charge.h"
 
 static int charge_handle(ob_tx_t* tx, const ob_message_t* msg, void* arg) {
   ob__charge_order_t o;
@@ -59,7 +61,21 @@ static int charge_handle(ob_tx_t* tx, const ob_message_t* msg, void* arg) {
   return rc < 0 ? rc : OB_DONE;
 }
 
+static int charge_check(ob_engine_t* e, void (*cb)(void* arg, const char* v),
+                        void* arg) {
+  return ob__charge_check(&e->db, cb, arg);
+}
+
 int ob_register_charge_order(ob_engine_t* e) {
+  int rc;
+  if (e == NULL) return OB_EINVAL;
+  rc = ob__engine_add_check(e, "charge", charge_check);
+  if (rc < 0 && rc != OB_EEXIST) return rc;
   return ob_register(e, OB_CHARGE_MESSAGE_TYPE, OB_CHARGE_CONSUMER,
                      charge_handle, NULL);
+}
+
+int ob_charge_stats(ob_engine_t* e, ob_charge_stats_t* s) {
+  if (e == NULL || s == NULL) return OB_EINVAL;
+  return ob__charge_stats(&e->db, s);
 }

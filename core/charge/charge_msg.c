@@ -8,9 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/payout/payout_msg.h"
+#include "core/util/amount.h"
 #include "core/util/json_check.h"
 #include "core/util/json_write.h"
+#include "core/util/msg_reject.h"
 
 enum { F_ORDER, F_AMOUNT, F_CURRENCY, F_COUNT };
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/engine/engine_int.h"
+#include "core/engine/modules.h"
 #include "core/util/assert.h"
 #include "core/util/errbuf.h"
 #include "core/util/json_check.h"
@@ -121,6 +122,7 @@ void ob_close(ob_engine_t* e) {
   e->fresh_committed = 0;
   ob__fresh_free(e);
   ob__providers_free(e);
+  ob__engine_modules_free(e);
   for (size_t i = 0; i < e->nhandlers; i++) {
     free(e->handlers[i].type);
     free(e->handlers[i].consumer);
@@ -662,8 +664,19 @@ int ob_stats(ob_engine_t* e, ob_stats_t* s) {
 }
 
 int ob_check(ob_engine_t* e, void (*cb)(void* arg, const char* v), void* arg) {
+  int rc, n;
   if (e == NULL) return OB_EINVAL;
-  return ob__check(&e->db, cb, arg);
+  /* One read transaction: the modules' checks see what the generic ones
+  ** saw. */
+  rc = ob__db_begin_read(&e->db);
+  if (rc < 0) return rc;
+  n = ob__check(&e->db, cb, arg);
+  if (n >= 0) {
+    rc = ob__engine_run_checks(e, cb, arg);
+    n = rc < 0 ? rc : n + rc;
+  }
+  ob__db_rollback(&e->db);
+  return n;
 }
 
 int ob_gc(ob_engine_t* e, int64_t* deleted) {

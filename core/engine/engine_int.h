@@ -60,6 +60,9 @@ struct ob_engine_s {
   char* fresh[OB__MAX_FRESH];
   size_t nfresh;            /* entries, committed ones first */
   size_t fresh_committed;   /* entries whose claim has committed */
+  /* What built-in modules registered besides handlers (core/engine/modules.c);
+  ** NULL until the first one. */
+  struct ob__modules_s* modules;
 };
 
 #define OB__EFFECT_KEY_MAX 200

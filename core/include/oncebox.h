@@ -1,8 +1,11 @@
 /*
 ** oncebox: effectively-once message handling on one SQLite database.
 **
-** This header is the whole public API. Anything not declared here is not
-** API and may change without notice. Every declaration documents its
+** This header is the whole generic public API. The built-in business
+** modules each have a header of their own next to this one (oncebox_*.h,
+** each including this one) with their registration, constants and
+** statistics. Anything not declared in these headers is not API and may
+** change without notice. Every declaration documents its
 ** contract: what it returns on error, who owns each pointer, when a
 ** callback runs.
 **
@@ -236,7 +239,7 @@ OB_EXTERN int ob_set_retry_policy(ob_engine_t* e, const char* queue,
 ** (it is in practice, but use body_len). */
 typedef struct ob_message_s {
   const char* id;          /* producer's stable id (a UUID, lower case) */
-  const char* type;        /* message type, e.g. "PaymentCaptured" */
+  const char* type;        /* message type, e.g. "OrderPlaced" */
   const char* queue;       /* local queue name */
   const char* headers;     /* JSON object text or NULL */
   const char* body;
@@ -279,14 +282,6 @@ typedef int (*ob_handler_cb)(ob_tx_t* tx, const ob_message_t* msg, void* arg);
 OB_EXTERN int ob_register(ob_engine_t* e, const char* type,
                           const char* consumer, ob_handler_cb handler,
                           void* arg);
-
-/* Register the built-in payout module: message type "PaymentCaptured",
-** consumer "create-merchant-payout-v1". See docs/payout.md. */
-OB_EXTERN int ob_register_payout(ob_engine_t* e);
-
-#define OB_PAYOUT_MESSAGE_TYPE "PaymentCaptured"
-#define OB_PAYOUT_CONSUMER "create-merchant-payout-v1"
-#define OB_PAYOUT_EVENT_TYPE "MerchantPayoutCreated"
 
 /* A message to enqueue. Fields are read during the call only. */
 typedef struct ob_envelope_s {
@@ -602,12 +597,12 @@ OB_EXTERN int ob_consumer_enable(ob_engine_t* e, const ob_consumer_options_t* o,
                                  char* errbuf, size_t errlen);
 
 /* ---------------------------------------------------------------------------
-** The fence: external side effects (a payment provider's charge) made
+** The fence: external side effects (a call to a payment provider) made
 ** effectively once with a claimed key, an idempotency key and
 ** reconciliation. See docs/fence.md.
 **
 ** A handler that must call a provider does not call it. It asks for the
-** effect with ob_tx_effect(tx, "charge:order-42", &request, &effect):
+** effect with ob_tx_effect(tx, "refund:order-42", &request, &effect):
 **   1. The first time, the key is claimed: an effect row in state PENDING
 **      commits (without the handler's other writes, and without the dedup
 **      record or the ack) and ob_tx_effect returns OB_WAIT, which the
@@ -643,7 +638,7 @@ OB_EXTERN const char* ob_effect_state_name(int state);
 typedef struct ob_effect_request_s {
   const char* provider;   /* a registered provider's name, e.g. "payments" */
   const char* method;     /* "POST" */
-  const char* path;       /* "/v1/charges", appended to the provider's URL */
+  const char* path;       /* "/v1/refunds", appended to the provider's URL */
   const char* body;       /* JSON text sent as the request body */
   size_t body_len;
 } ob_effect_request_t;
@@ -679,7 +674,7 @@ typedef struct ob_effect_s {
 
 /*
 ** Ask for the effect `key` (1..200 printable ASCII characters, unique across
-** the database, e.g. "charge:order-42") inside a handler. Returns:
+** the database, e.g. "refund:order-42") inside a handler. Returns:
 **   OB_DONE          the effect is CONFIRMED; *out (may be NULL) holds it
 **                    (reference, response). Write the business rows.
 **   OB_WAIT          it was claimed now, or is pending/unknown: return
@@ -818,20 +813,6 @@ OB_EXTERN int ob_effects_reconcile(ob_engine_t* e, const char* const* keys,
 OB_EXTERN int ob_effect_resolve(ob_engine_t* e, const char* key, int state,
                                 const char* reference_or_reason);
 
-/* The built-in ChargeOrder module: message type "ChargeOrder" with body
-** {"orderId","amountInMinorUnits","currency"}, consumer "charge-order-v1",
-** provider "payments": POST /v1/charges {"order_id","amount_minor",
-** "currency"} under the fence key "charge:<orderId>"; on success one row in
-** `charge` per order and one OrderCharged outbox event. Register the
-** provider "payments" too (ob_provider_enable or ob_provider_register). */
-OB_EXTERN int ob_register_charge_order(ob_engine_t* e);
-
-#define OB_CHARGE_MESSAGE_TYPE "ChargeOrder"
-#define OB_CHARGE_CONSUMER "charge-order-v1"
-#define OB_CHARGE_PROVIDER "payments"
-#define OB_CHARGE_EVENT_TYPE "OrderCharged"
-#define OB_CHARGE_LOOKUP_PATH "/v1/charges?idempotency_key="
-
 /* ---------------------------------------------------------------------------
 ** The outbox, seen from a sink (the SQS relay is one; tests use in-process
 ** sinks).
@@ -941,7 +922,6 @@ typedef struct ob_stats_s {
   int64_t queue_in_hand;      /* leased by a worker right now */
   int64_t failed;
   int64_t processed;
-  int64_t payouts;
   int64_t outbox_unpublished;
   int64_t outbox_oldest_unpublished_age_ms;  /* 0 if none */
   int64_t outbox_published;
@@ -953,10 +933,7 @@ typedef struct ob_stats_s {
   /* The fence (ob_tx_effect). fence_claims counts effect rows: one per
   ** claimed key. provider_2xx counts the provider's 2xx answers (a repeated
   ** call with the same idempotency key answered again counts again; those
-  ** are provider_replays). unfenced_successes counts business rows recorded
-  ** as a provider success without a confirmed fence (a charge with no
-  ** confirmed effect carrying its provider reference, or one provider
-  ** reference confirmed for two keys): it must be 0. */
+  ** are provider_replays). */
   int64_t effects_pending;
   int64_t effects_unknown;     /* incl. parked */
   int64_t effects_parked;      /* unknown, waiting for a person */
@@ -965,19 +942,24 @@ typedef struct ob_stats_s {
   int64_t fence_claims;
   int64_t provider_2xx;
   int64_t provider_replays;
-  int64_t charges;
-  int64_t unfenced_successes;
 } ob_stats_t;
 
-/* Fill *s from one read transaction. Returns 0 or a negative code. */
+/* Fill *s from one read transaction: the engine's own tables only (each
+** business module has a statistics function of its own in its header).
+** Returns 0, OB_EINVAL when e or s is NULL, or a negative storage code
+** (detail in ob_errmsg). */
 OB_EXTERN int ob_stats(ob_engine_t* e, ob_stats_t* s);
 
 /*
-** PRAGMA integrity_check plus the invariants: one payout per payment, one
-** MerchantPayoutCreated outbox row per payout with causation ids matching a
-** processed message, no payout without its dedup record. Each violation is
-** reported through cb (may be NULL) as one line of text. Returns the number
-** of violations (0 = all good) or a negative code if the check could not run.
+** PRAGMA integrity_check, then the engine's own invariants (no negative
+** outbox attempt count; a provider reference confirmed for one effect key
+** only; no failed effect with provider successes), then the invariants of
+** every module registered on e, in registration order (see each module's
+** register function), all in one read transaction. Each violation is
+** reported through cb (may be NULL) as one line of text, valid during the
+** call only. Returns the number of violations (0 = all good), OB_EINVAL
+** when e is NULL, or a negative code if a check could not run (detail in
+** ob_errmsg): a check that cannot run is an error, never "ok".
 */
 OB_EXTERN int ob_check(ob_engine_t* e,
                        void (*cb)(void* arg, const char* violation),

@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "core/engine/engine_int.h"
+#include "core/engine/modules.h"
 #include "core/payout/payout_msg.h"
+#include "oncebox_payout.h"
 
 static int payout_handle(ob_tx_t* tx, const ob_message_t* msg, void* arg) {
   ob__payment_captured_t p;
@@ -49,7 +51,21 @@ static int payout_handle(ob_tx_t* tx, const ob_message_t* msg, void* arg) {
   return rc < 0 ? rc : OB_DONE;
 }
 
+static int payout_check(ob_engine_t* e, void (*cb)(void* arg, const char* v),
+                        void* arg) {
+  return ob__payout_check(&e->db, cb, arg);
+}
+
 int ob_register_payout(ob_engine_t* e) {
+  int rc;
+  if (e == NULL) return OB_EINVAL;
+  rc = ob__engine_add_check(e, "payout", payout_check);
+  if (rc < 0 && rc != OB_EEXIST) return rc;
   return ob_register(e, OB_PAYOUT_MESSAGE_TYPE, OB_PAYOUT_CONSUMER,
                      payout_handle, NULL);
+}
+
+int ob_payout_stats(ob_engine_t* e, ob_payout_stats_t* s) {
+  if (e == NULL || s == NULL) return OB_EINVAL;
+  return ob__payout_stats(&e->db, s);
 }

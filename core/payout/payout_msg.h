@@ -6,12 +6,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/util/amount.h"
 #include "oncebox.h"
 
 #define OB__PAYOUT_MAX_BODY 4096
-/* Largest amount accepted: 2^53 - 1, the interoperable JSON integer range
-** (RFC 8259 section 6); see docs/decisions/0003-amounts.md. */
-#define OB__PAYOUT_MAX_AMOUNT 9007199254740991LL
+/* Largest amount accepted (core/util/amount.h). */
+#define OB__PAYOUT_MAX_AMOUNT OB__AMOUNT_MAX
 
 typedef struct ob__payment_captured_s {
   char payment_id[OB_UUID_BUFLEN];    /* lower-case canonical UUID */
@@ -49,17 +49,6 @@ typedef struct ob__payment_captured_s {
 int ob__payment_captured_parse(const char* body, size_t len,
                                ob__payment_captured_t* out, char* reason,
                                size_t reason_len);
-
-/* Write a rejection reason (printf-style, truncated, NUL-terminated; reason
-** may be NULL) and return -1. Shared by the message parsers. */
-int ob__msg_reject(char* reason, size_t reason_len, const char* fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* Judge an amountInMinorUnits value from its exact decimal text at p (a
-** value inside a document ob__json_valid accepted): NULL and *out set, or
-** the reason, e.g. "amountInMinorUnits must be > 0". Shared with
-** ChargeOrder, whose amount field has the same name and rules. */
-const char* ob__amount_parse(const char* p, int64_t* out);
 
 /*
 ** JSON payload of MerchantPayoutCreated:

@@ -5,6 +5,8 @@
 #include <stdio.h>
 
 #include "oncebox.h"
+#include "oncebox_charge.h"
+#include "oncebox_payout.h"
 
 /* Exit codes (documented in README.md and `oncebox --help`). */
 #define EXIT_OK 0

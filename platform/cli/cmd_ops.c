@@ -23,10 +23,23 @@ static int only_flags(int argc, char** argv, const char* cmd,
   return 1;
 }
 
+/* A module's statistics: 1 when read, 0 when the database has no table of
+** that module (nothing to print), -1 after an error (reported). */
+static int module_stats(ob_engine_t* e, int rc) {
+  if (rc == OB_ENOTFOUND) return 0;
+  if (rc < 0) {
+    fprintf(stderr, "oncebox stats: %s\n", ob_errmsg(e));
+    return -1;
+  }
+  return 1;
+}
+
 int cmd_stats(cli_t* cli, int argc, char** argv) {
   ob_engine_t* e;
   ob_stats_t s;
-  int code, rc, json;
+  ob_payout_stats_t ps;
+  ob_charge_stats_t cs;
+  int code, rc, json, has_pay, has_charge;
   char age[32];
 
   if (cli_wants_help(argc, argv)) {
@@ -48,6 +61,13 @@ int cmd_stats(cli_t* cli, int argc, char** argv) {
     ob_close(e);
     return EXIT_FAIL;
   }
+  /* The built-in modules' figures, printed where they always were, when
+  ** the database has their tables. */
+  if ((has_pay = module_stats(e, ob_payout_stats(e, &ps))) < 0 ||
+      (has_charge = module_stats(e, ob_charge_stats(e, &cs))) < 0) {
+    ob_close(e);
+    return EXIT_FAIL;
+  }
   if (json) {
     cJSON* o = cJSON_CreateObject();
     cJSON* q = cJSON_AddObjectToObject(o, "queue");
@@ -56,7 +76,7 @@ int cmd_stats(cli_t* cli, int argc, char** argv) {
     cJSON_AddNumberToObject(q, "inHand", (double)s.queue_in_hand);
     cJSON_AddNumberToObject(o, "failed", (double)s.failed);
     cJSON_AddNumberToObject(o, "processed", (double)s.processed);
-    cJSON_AddNumberToObject(o, "payouts", (double)s.payouts);
+    if (has_pay) cJSON_AddNumberToObject(o, "payouts", (double)ps.payouts);
     cJSON* ob = cJSON_AddObjectToObject(o, "outbox");
     cJSON_AddNumberToObject(ob, "unpublished", (double)s.outbox_unpublished);
     cJSON_AddNumberToObject(ob, "published", (double)s.outbox_published);
@@ -70,7 +90,8 @@ int cmd_stats(cli_t* cli, int argc, char** argv) {
       cJSON_AddNullToObject(ob, "lastPublishAtMs");
     if (s.relay_online < 0) cJSON_AddNullToObject(ob, "online");
     else cJSON_AddBoolToObject(ob, "online", s.relay_online == 1);
-    cJSON_AddNumberToObject(o, "charges", (double)s.charges);
+    if (has_charge)
+      cJSON_AddNumberToObject(o, "charges", (double)cs.charges);
     cJSON* ef = cJSON_AddObjectToObject(o, "effects");
     cJSON_AddNumberToObject(ef, "pending", (double)s.effects_pending);
     cJSON_AddNumberToObject(ef, "unknown", (double)s.effects_unknown);
@@ -81,8 +102,9 @@ int cmd_stats(cli_t* cli, int argc, char** argv) {
     cJSON_AddNumberToObject(fe, "claims", (double)s.fence_claims);
     cJSON_AddNumberToObject(fe, "provider2xx", (double)s.provider_2xx);
     cJSON_AddNumberToObject(fe, "providerReplays", (double)s.provider_replays);
-    cJSON_AddNumberToObject(fe, "unfencedSuccesses",
-                            (double)s.unfenced_successes);
+    if (has_charge)
+      cJSON_AddNumberToObject(fe, "unfencedSuccesses",
+                              (double)cs.unfenced_successes);
     char* t = cJSON_Print(o);
     printf("%s\n", t);
     free(t);
@@ -98,22 +120,22 @@ int cmd_stats(cli_t* cli, int argc, char** argv) {
     cli_format_age(s.outbox_oldest_unpublished_age_ms, age, sizeof age);
     printf("queue:     %lld ready, %lld delayed, %lld in hand\n"
            "failed:    %lld\n"
-           "processed: %lld dedup records\n"
-           "payouts:   %lld\n"
-           "outbox:    %lld unpublished (oldest %s), %lld published\n"
-           "relay:     %lld parked, last publish %s, %s\n",
+           "processed: %lld dedup records\n",
            (long long)s.queue_ready, (long long)s.queue_delayed,
            (long long)s.queue_in_hand, (long long)s.failed,
-           (long long)s.processed, (long long)s.payouts,
+           (long long)s.processed);
+    if (has_pay) printf("payouts:   %lld\n", (long long)ps.payouts);
+    printf("outbox:    %lld unpublished (oldest %s), %lld published\n"
+           "relay:     %lld parked, last publish %s, %s\n",
            (long long)s.outbox_unpublished,
            s.outbox_unpublished ? age : "-", (long long)s.outbox_published,
            (long long)s.outbox_parked, last, s.relay_online < 0 ? "never run"
            : s.relay_online ? "online" : "offline");
-    printf("charges:   %lld\n"
-           "effects:   %lld pending, %lld unknown (%lld parked), "
+    if (has_charge) printf("charges:   %lld\n", (long long)cs.charges);
+    printf("effects:   %lld pending, %lld unknown (%lld parked), "
            "%lld confirmed, %lld failed\n"
            "fence:     %lld claims, %lld provider 2xx (%lld replays)\n",
-           (long long)s.charges, (long long)s.effects_pending,
+           (long long)s.effects_pending,
            (long long)s.effects_unknown, (long long)s.effects_parked,
            (long long)s.effects_confirmed, (long long)s.effects_failed,
            (long long)s.fence_claims, (long long)s.provider_2xx,
@@ -123,7 +145,7 @@ int cmd_stats(cli_t* cli, int argc, char** argv) {
              "effects show --state parked\n", (long long)s.effects_parked);
   }
   /* On stdout with the report; beside --json, on stderr. */
-  if (s.unfenced_successes > 0)
+  if (has_charge && cs.unfenced_successes > 0)
     fprintf(json ? stderr : stdout,
             "ALERT: %lld provider success(es) recorded "
             "WITHOUT a confirmed fence (a charge with no confirmed effect "
@@ -131,7 +153,7 @@ int cmd_stats(cli_t* cli, int argc, char** argv) {
             "keys); this must be 0: a customer may have been charged twice "
             "or a charge is unaccounted for. Run `oncebox check` and "
             "reconcile with the provider.\n",
-            (long long)s.unfenced_successes);
+            (long long)cs.unfenced_successes);
   ob_close(e);
   return EXIT_OK;
 }

@@ -259,6 +259,8 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
   long long batch = 1;
   ob_engine_t* e;
   ob_stats_t before, after;
+  ob_payout_stats_t pay_before, pay_after;
+  ob_charge_stats_t charge_before, charge_after;
   cli_sync_t sync;
   cli_provider_t prov;
 
@@ -342,6 +344,8 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
   }
   memset(&before, 0, sizeof before);
   ob_stats(e, &before);
+  ob_payout_stats(e, &pay_before);   /* zeroed if it fails */
+  ob_charge_stats(e, &charge_before);
   rc = ob_run(e, until_idle ? OB_RUN_UNTIL_IDLE : OB_RUN_FOREVER, 1);
   if (rc < 0) {
     fprintf(stderr, "oncebox run: stopped: %s: %s\n", ob_strerror(rc),
@@ -349,13 +353,14 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
     ob_close(e);
     return EXIT_FAIL;
   }
-  if (ob_stats(e, &after) == 0) {
+  if (ob_stats(e, &after) == 0 && ob_payout_stats(e, &pay_after) == 0 &&
+      ob_charge_stats(e, &charge_after) == 0) {
     fprintf(stderr,
             "stopped: %lld processed records, %lld payouts, %lld charges, "
             "%lld failed, %lld still queued, %lld effect(s) open\n",
             (long long)(after.processed - before.processed),
-            (long long)(after.payouts - before.payouts),
-            (long long)(after.charges - before.charges),
+            (long long)(pay_after.payouts - pay_before.payouts),
+            (long long)(charge_after.charges - charge_before.charges),
             (long long)(after.failed - before.failed),
             (long long)(after.queue_ready + after.queue_delayed),
             (long long)(after.effects_pending + after.effects_unknown));

@@ -127,6 +127,7 @@ int demo_fence(const char* db_path, uint64_t seed, int orders,
   static provider_t p;
   ob_engine_t* e;
   ob_stats_t st;
+  ob_charge_stats_t cs;
   int deliveries = 0, declined = 0, declined_deliveries = 0, rc;
   uint64_t rng = seed | 1;
 
@@ -178,20 +179,21 @@ int demo_fence(const char* db_path, uint64_t seed, int orders,
   e = open_till(db_path, NULL);
   if (e == NULL) return OB_EIO;
   if ((rc = settle_all(e, &p, 10000)) < 0) goto out;
-  if ((rc = ob_stats(e, &st)) < 0) goto out;
+  if ((rc = ob_stats(e, &st)) < 0 || (rc = ob_charge_stats(e, &cs)) < 0)
+    goto out;
   printf("   %d deliveries, %d provider calls: %d replies lost, %d answered "
          "503, %d replays of a known key\n", deliveries, p.calls, p.lost,
          p.unavailable, p.replays);
   expect(ctx, "cards charged by the provider (one per order)",
          orders - declined, p.nkeys);
   expect(ctx, "charges recorded, one per order", orders - declined,
-         st.charges);
+         cs.charges);
   expect(ctx, "effects still pending or unknown", 0,
          st.effects_pending + st.effects_unknown);
   expect(ctx, "declined cards, failed with the provider's reason", declined,
          st.effects_failed);
   expect(ctx, "provider successes recorded without a fence", 0,
-         st.unfenced_successes);
+         cs.unfenced_successes);
   /* Each delivery of a declined order fails on its own (a failure leaves
   ** no dedup record, so a fixed replay could still run). */
   *failed_rows = declined_deliveries;

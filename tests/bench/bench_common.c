@@ -15,6 +15,7 @@
 #include <sqlite3.h>
 
 #include "oncebox.h"
+#include "oncebox_payout.h"
 #include "tests/support/payment_gen.h"
 
 #define TMPFS_MAGIC_ 0x01021994

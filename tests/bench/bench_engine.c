@@ -35,6 +35,7 @@
 #include <sqlite3.h>
 
 #include "oncebox.h"
+#include "oncebox_payout.h"
 #include "tests/bench/bench_common.h"
 #include "tests/support/payment_gen.h"
 
@@ -75,6 +76,7 @@ static void run_oncebox(const char* path, int64_t n, int batch, uint64_t seed,
   ob_options_t o;
   ob_engine_t* e = NULL;
   ob_stats_t st;
+  ob_payout_stats_t ps;
   int64_t done = 0;
   double t0;
   char err[256];
@@ -110,7 +112,8 @@ static void run_oncebox(const char* path, int64_t n, int batch, uint64_t seed,
   res->n = done;
 
   if ((rc = ob_stats(e, &st)) < 0) die_ob(e, rc, "stats");
-  res->ok = st.payouts == n && st.outbox_unpublished == n &&
+  if ((rc = ob_payout_stats(e, &ps)) < 0) die_ob(e, rc, "payout stats");
+  res->ok = ps.payouts == n && st.outbox_unpublished == n &&
             st.queue_ready + st.queue_delayed == 0 && st.failed == 0 &&
             done == n;
   ob_close(e);

@@ -36,6 +36,7 @@
 #include <uv.h>
 
 #include "oncebox.h"
+#include "oncebox_payout.h"
 #include "tests/bench/bench_common.h"
 #include "tests/support/payment_gen.h"
 

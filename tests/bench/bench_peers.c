@@ -47,6 +47,7 @@
 #include <sqlite3.h>
 
 #include "oncebox.h"
+#include "oncebox_payout.h"
 #include "tests/bench/bench_common.h"
 
 #ifndef OB_BENCH_SOURCE_DIR
@@ -72,6 +73,7 @@ static int oncebox_child(const char* path, int64_t n, int batch,
   ob_options_t o;
   ob_engine_t* e = NULL;
   ob_stats_t st;
+  ob_payout_stats_t ps;
   result_t res;
   double t0;
   char err[256];
@@ -100,8 +102,8 @@ static int oncebox_child(const char* path, int64_t n, int batch,
     res.n += r.handled;
   }
   res.seconds = bc_mono_s() - t0;
-  if (ob_stats(e, &st) < 0) return 1;
-  res.ok = st.payouts == n && st.outbox_unpublished == n &&
+  if (ob_stats(e, &st) < 0 || ob_payout_stats(e, &ps) < 0) return 1;
+  res.ok = ps.payouts == n && st.outbox_unpublished == n &&
            st.queue_ready + st.queue_delayed == 0 && st.failed == 0 &&
            res.n == n;
   ob_close(e);

@@ -55,6 +55,7 @@
 
 #include "core/relay/cloudevents.h"
 #include "oncebox.h"
+#include "oncebox_payout.h"
 #include "tests/bench/bench_common.h"
 #include "tests/support/payment_gen.h"
 #include "tests/integration/sqs/sqs_test_util.h"
@@ -95,6 +96,7 @@ static int prepare_main(const char* db_path, const char* jsonl, int64_t n,
   ob_options_t o;
   ob_engine_t* e = NULL;
   ob_stats_t st;
+  ob_payout_stats_t ps;
   char err[256];
   int rc;
   sqlite3* db;
@@ -117,9 +119,10 @@ static int prepare_main(const char* db_path, const char* jsonl, int64_t n,
     if (r.claimed == 0) break;
   }
   if ((rc = ob_stats(e, &st)) < 0) die_ob(e, rc, "stats");
-  if (st.payouts != n || st.outbox_unpublished != n) {
+  if ((rc = ob_payout_stats(e, &ps)) < 0) die_ob(e, rc, "payout stats");
+  if (ps.payouts != n || st.outbox_unpublished != n) {
     fprintf(stderr, "bench: prepare: %" PRId64 " payouts, %" PRId64
-            " unpublished, want %" PRId64 "\n", st.payouts,
+            " unpublished, want %" PRId64 "\n", ps.payouts,
             st.outbox_unpublished, n);
     return 1;
   }

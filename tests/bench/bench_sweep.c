@@ -37,6 +37,7 @@
 #include <sqlite3.h>
 
 #include "oncebox.h"
+#include "oncebox_payout.h"
 #include "tests/bench/bench_common.h"
 
 #define MAX_BATCHES 8
@@ -57,6 +58,7 @@ static void run_oncebox(const char* path, int64_t n, int batch, int sync,
   ob_options_t o;
   ob_engine_t* e = NULL;
   ob_stats_t st;
+  ob_payout_stats_t ps;
   bc_proc_io_t io0, io1;
   double t0;
   char err[256];
@@ -93,8 +95,8 @@ static void run_oncebox(const char* path, int64_t n, int batch, int sync,
   res->io = bc_io;
   res->kernel_write_bytes = io1.write_bytes - io0.write_bytes;
   res->wchar = io1.wchar - io0.wchar;
-  if (ob_stats(e, &st) < 0) exit(1);
-  res->ok = st.payouts == n && st.outbox_unpublished == n &&
+  if (ob_stats(e, &st) < 0 || ob_payout_stats(e, &ps) < 0) exit(1);
+  res->ok = ps.payouts == n && st.outbox_unpublished == n &&
             st.queue_ready + st.queue_delayed == 0 && st.failed == 0 &&
             res->n == n;
   ob_close(e);

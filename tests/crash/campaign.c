@@ -78,6 +78,7 @@
 #include <sqlite3.h>
 
 #include "oncebox.h"
+#include "oncebox_payout.h"
 #include "tests/crash/campaign_common.h"
 #include "tests/crash/plsim.h"
 
@@ -669,6 +670,12 @@ static int reopen(camp_t* c, int engine_check, int topup, int drain,
     c->integrity++;
     return -1;
   }
+  /* Before the check: the payout module registers its invariants with it. */
+  if (ob_register_payout(e) != 0) {
+    c->cm.harness++;
+    ob_close(e);
+    return -1;
+  }
   if (engine_check) {
     rc = ob_check(e, my_violations ? NULL : print_ob_violation, c);
     if (rc < 0) {
@@ -701,8 +708,7 @@ static int reopen(camp_t* c, int engine_check, int topup, int drain,
   }
   if (drain) {
     ob_batch_result_t res;
-    if (ob_register_payout(e) != 0 ||
-        ob_register(e, OB_PAYOUT_MESSAGE_TYPE, CAMP_RECORDER, quiet_recorder,
+    if (ob_register(e, OB_PAYOUT_MESSAGE_TYPE, CAMP_RECORDER, quiet_recorder,
                     NULL) != 0) {
       c->cm.harness++;
       ob_close(e);

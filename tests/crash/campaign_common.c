@@ -1,5 +1,6 @@
 /* What the two crash campaigns share; see campaign_common.h. */
 #include "tests/crash/campaign_common.h"
+#include "oncebox_payout.h"
 
 #include <errno.h>
 #include <limits.h>

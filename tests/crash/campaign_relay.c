@@ -86,6 +86,7 @@
 
 #include "core/engine/engine_int.h" /* ob__engine_kick_components */
 #include "oncebox.h"
+#include "oncebox_payout.h"
 #include "tests/crash/campaign_common.h"
 #include "tests/crash/plsim.h"
 #include "tests/integration/relay/relay_fixture.h"

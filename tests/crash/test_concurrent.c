@@ -29,6 +29,7 @@
 #include <sqlite3.h>
 
 #include "tests/support/testsupport.h"
+#include "oncebox_payout.h"
 
 #define EVENTS 300
 #define WORKERS 2
@@ -329,7 +330,11 @@ static void verify_db(const char* db_path, const event_t* ev) {
 
   e = open_engine(db_path);
   assert_int_equal(ob_stats(e, &st), 0);
-  assert_int_equal(st.payouts, EVENTS);
+  {
+    ob_payout_stats_t ps;
+    assert_int_equal(ob_payout_stats(e, &ps), 0);
+    assert_int_equal(ps.payouts, EVENTS);
+  }
   assert_int_equal(st.processed, EVENTS);
   assert_int_equal(st.outbox_unpublished, EVENTS);
   assert_int_equal(st.queue_ready + st.queue_delayed + st.queue_in_hand, 0);

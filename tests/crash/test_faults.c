@@ -57,6 +57,7 @@
 #include "tests/crash/faultalloc.h"
 #include "tests/crash/faultvfs.h"
 #include "tests/integration/engine_fixture.h"
+#include "oncebox_payout.h"
 
 #define REC_CONSUMER "test-ack-recorder"
 #define MAX_PRINTED 40

@@ -38,6 +38,7 @@
 #include <sqlite3.h>
 
 #include "tests/support/testsupport.h"
+#include "oncebox_payout.h"
 
 #define BASE_EVENTS 3000
 #define DUP_PERCENT 25       /* events delivered 2-4 times */
@@ -613,8 +614,14 @@ static void test_kill9_loop(void** state) {
   /* The engine's own view agrees. */
   e = open_engine(sim, 1);
   assert_non_null(e);
+  /* The payout module's invariants are part of the check below. */
+  assert_int_equal(ob_register_payout(e), 0);
   assert_int_equal(ob_stats(e, &st), 0);
-  assert_int_equal(st.payouts, (int64_t)sim->nev);
+  {
+    ob_payout_stats_t ps;
+    assert_int_equal(ob_payout_stats(e, &ps), 0);
+    assert_int_equal(ps.payouts, (int64_t)sim->nev);
+  }
   assert_int_equal(st.queue_ready + st.queue_delayed + st.queue_in_hand, 0);
   assert_int_equal(st.failed, 0);
   assert_int_equal(ob_check(e, print_violation, NULL), 0);

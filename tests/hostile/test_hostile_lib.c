@@ -44,6 +44,7 @@
 #include <sqlite3.h>
 
 #include "oncebox.h"
+#include "oncebox_payout.h"
 #include "tests/support/testsupport.h"
 
 #define T0 1796083200000LL /* 2026-12-01T00:00:00Z */
@@ -1142,14 +1143,16 @@ static void test_payout_hostile_bodies(void** state) {
   /* N malformed + M valid: N + M terminal states, M payouts, no extra. */
   {
     ob_stats_t st;
+    ob_payout_stats_t ps;
     assert_int_equal(ob_stats(r->e, &st), 0);
+    assert_int_equal(ob_payout_stats(r->e, &ps), 0);
     assert_int_equal(terminal, (int)n);
-    assert_int_equal(st.payouts, valid);
+    assert_int_equal(ps.payouts, valid);
     assert_int_equal(st.failed, malformed);
     assert_int_equal(st.queue_ready + st.queue_delayed, 0);
     printf("T19: %d malformed + %d valid: %d terminal states, %lld rejected,"
            " %lld payouts\n", malformed, valid, terminal, (long long)st.failed,
-           (long long)st.payouts);
+           (long long)ps.payouts);
   }
   assert_int_equal(ob_check(r->e, NULL, NULL), 0);
   rig_free(r);

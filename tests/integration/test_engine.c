@@ -1,6 +1,7 @@
 /* The handling transaction on a real SQLite file: dedup, retries, failure
 ** store, group commit, handler SQL rules. */
 #include "tests/integration/engine_fixture.h"
+#include "oncebox_payout.h"
 
 #include <stdlib.h>
 

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "oncebox.h"
+#include "oncebox_payout.h"
 #include "tests/support/testsupport.h"
 
 typedef struct office_s {

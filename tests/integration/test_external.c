@@ -3,6 +3,7 @@
 #include "tests/integration/engine_fixture.h"
 
 #include "core/engine/engine_int.h"
+#include "oncebox_payout.h"
 
 static ob__queue_row_t row(const char* id, const char* type, const char* body,
                            int attempts) {

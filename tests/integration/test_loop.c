@@ -1,6 +1,7 @@
 /* The engine on a libuv loop: attached to the caller's loop, woken by
 ** enqueue, run until idle, stopped by signals. Real clock, real loop. */
 #include "tests/integration/engine_fixture.h"
+#include "oncebox_payout.h"
 
 #include <signal.h>
 #include <sys/select.h>
@@ -38,13 +39,13 @@ static void detached_cb(ob_engine_t* e, void* arg) {
 static void tick(uv_timer_t* t) {
   ctx_t* c = t->data;
   char id[OB_UUID_BUFLEN], body[256];
-  ob_stats_t st;
+  ob_payout_stats_t st;
   if (c->enqueued < 20) {
     fx_enqueue(c->f, PAY, fx_event(c->enqueued, id), fx_payment(c->enqueued, body));
     c->enqueued++;
     return;
   }
-  assert_int_equal(ob_stats(c->f->e, &st), 0);
+  assert_int_equal(ob_payout_stats(c->f->e, &st), 0);
   if (st.payouts < 20) return;
   uv_timer_stop(t);
   uv_close((uv_handle_t*)t, NULL);
@@ -102,8 +103,8 @@ static void watch_detached(ob_engine_t* e, void* arg) {
 
 static void watch_check(uv_timer_t* t) {
   watch_ctx_t* c = t->data;
-  ob_stats_t st;
-  assert_int_equal(ob_stats(c->f->e, &st), 0);
+  ob_payout_stats_t st;
+  assert_int_equal(ob_payout_stats(c->f->e, &st), 0);
   c->payouts = st.payouts;
   if (st.payouts == 5 || ++c->rounds > 200) {
     uv_timer_stop(t);
@@ -428,10 +429,10 @@ static void io_alloc(uv_handle_t* h, size_t hint, uv_buf_t* buf) {
 
 static void io_read(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
   io_ctx_t* c = s->data;
-  ob_stats_t st;
+  ob_payout_stats_t st;
   (void)buf;
   if (n <= 0 || c->read) return;
-  assert_int_equal(ob_stats(c->f->e, &st), 0);
+  assert_int_equal(ob_payout_stats(c->f->e, &st), 0);
   c->payouts_at_read = st.payouts;
   c->read = 1;
   uv_read_stop(s);
@@ -440,8 +441,8 @@ static void io_read(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
 
 static void io_check(uv_timer_t* t) {
   io_ctx_t* c = t->data;
-  ob_stats_t st;
-  assert_int_equal(ob_stats(c->f->e, &st), 0);
+  ob_payout_stats_t st;
+  assert_int_equal(ob_payout_stats(c->f->e, &st), 0);
   if (st.payouts < 200 || !c->read) return;
   uv_timer_stop(t);
   uv_close((uv_handle_t*)t, NULL);

@@ -1,6 +1,8 @@
 /* Opening, permissions, schema versions, full disk, retention, the invariant
 ** check: on real files. */
 #include "tests/integration/engine_fixture.h"
+#include "oncebox_charge.h"
+#include "oncebox_payout.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -290,6 +292,44 @@ static void test_check_reports_violations(void** state) {
   fx_free(f);
 }
 
+/* A module's invariants run in ob_check once the module is registered (and
+** once however often it is registered); its statistics need no
+** registration and say OB_ENOTFOUND when its table is missing. */
+static void test_module_checks_and_stats(void** state) {
+  fixture_t* f = fx_new(1);
+  ob_payout_stats_t ps;
+  ob_charge_stats_t cs;
+  sqlite3* db;
+  int n = 0;
+  (void)state;
+  assert_int_equal(sqlite3_open(f->db_path, &db), SQLITE_OK);
+  /* A payout with neither its MerchantPayoutCreated row nor its dedup
+  ** record. */
+  assert_int_equal(sqlite3_exec(db,
+                                "INSERT INTO merchant_payout VALUES('p-1',"
+                                " 'pay-1', 'm-1', 100, 'EUR', 'ev-1', 0)",
+                                NULL, NULL, NULL),
+                   SQLITE_OK);
+  assert_int_equal(ob_payout_stats(f->e, &ps), 0);
+  assert_int_equal(ps.payouts, 1);
+  assert_int_equal(ob_check(f->e, collect, &n), 0);
+  assert_int_equal(ob_register_payout(f->e), 0);
+  assert_int_equal(ob_register_payout(f->e), OB_EEXIST);
+  assert_int_equal(ob_check(f->e, collect, &n), 2);
+  assert_int_equal(n, 2);
+  assert_int_equal(ob_charge_stats(f->e, &cs), 0);
+  assert_int_equal(cs.charges, 0);
+  assert_int_equal(sqlite3_exec(db, "DROP TABLE charge", NULL, NULL, NULL),
+                   SQLITE_OK);
+  sqlite3_close(db);
+  cs.charges = 7;
+  assert_int_equal(ob_charge_stats(f->e, &cs), OB_ENOTFOUND);
+  assert_int_equal(cs.charges, 0);
+  assert_int_equal(ob_payout_stats(NULL, &ps), OB_EINVAL);
+  assert_int_equal(ob_payout_stats(f->e, NULL), OB_EINVAL);
+  fx_free(f);
+}
+
 static void test_stats(void** state) {
   fixture_t* f = fx_new(1);
   char id[OB_UUID_BUFLEN], body[256];
@@ -305,7 +345,11 @@ static void test_stats(void** state) {
   assert_int_equal(s.queue_ready, 1);
   assert_int_equal(s.failed, 1);
   assert_int_equal(s.processed, 5);
-  assert_int_equal(s.payouts, 5);
+  {
+    ob_payout_stats_t ps;
+    assert_int_equal(ob_payout_stats(f->e, &ps), 0);
+    assert_int_equal(ps.payouts, 5);
+  }
   assert_int_equal(s.outbox_unpublished, 5);
   assert_int_equal(s.outbox_oldest_unpublished_age_ms, 1500);
   fx_free(f);
@@ -322,6 +366,7 @@ int main(void) {
       cmocka_unit_test(test_full_disk_then_resume),
       cmocka_unit_test(test_retention),
       cmocka_unit_test(test_check_reports_violations),
+      cmocka_unit_test(test_module_checks_and_stats),
       cmocka_unit_test(test_stats),
   };
   return cmocka_run_group_tests_name("storage", tests, NULL, NULL);

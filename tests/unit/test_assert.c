@@ -94,7 +94,7 @@ static void test_library_asserts_compiled_in(void** state) {
   status = run_child(child_library_invariant, err, sizeof err);
   assert_true(WIFSIGNALED(status));
   assert_int_equal(WTERMSIG(status), SIGABRT);
-  assert_non_null(strstr(err, "relay_policy.c:"));
+  assert_non_null(strstr(err, "link.c:"));
 }
 
 int main(void) {

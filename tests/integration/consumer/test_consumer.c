@@ -33,6 +33,7 @@
 #include "platform/consumer/consumer.h"
 #include "tests/integration/sqs/sqs_test_util.h"
 #include "tests/support/testsupport.h"
+#include "oncebox_payout.h"
 
 #define PAY OB_PAYOUT_MESSAGE_TYPE
 

@@ -27,6 +27,7 @@
 #include <sqlite3.h>
 
 #include "oncebox.h"
+#include "oncebox_charge.h"
 #include "tests/integration/fence/provider_sim_util.h"
 #include "tests/integration/http/http_test_util.h"
 #include "tests/support/testsupport.h"
@@ -263,7 +264,11 @@ static void check_orders(fix_t* f, int first, int n) {
   open_engine(f, &e, NULL);
   assert_int_equal(ob_check(e, NULL, NULL), 0);
   assert_int_equal(ob_stats(e, &s), 0);
-  assert_int_equal(s.unfenced_successes, 0);
+  {
+    ob_charge_stats_t cs;
+    assert_int_equal(ob_charge_stats(e, &cs), 0);
+    assert_int_equal(cs.unfenced_successes, 0);
+  }
   assert_int_equal(s.fence_claims, n);
   /* Every confirmation came from a provider 2xx, except those a person
   ** recorded (the honest-limit case). */

@@ -5,6 +5,7 @@
 
 #include "tests/integration/engine_fixture.h"
 #include "tests/integration/sqs/sqs_test_util.h"
+#include "oncebox_payout.h"
 
 /* The AWS variables a terminal would have, for the test credentials, with
 ** nothing else from the environment leaking in. */

@@ -39,6 +39,7 @@
 
 #include "tests/integration/relay/relay_fixture.h"
 #include "tests/integration/sqs/sqs_test_util.h"
+#include "oncebox_payout.h"
 
 #define N_PAYMENTS 60
 #define SOURCE "urn:oncebox:test-terminal"
@@ -98,15 +99,19 @@ static long long sends_seen(void) {
 
 static void tick_cb(uv_timer_t* t) { uv_stop(t->loop); }
 
-typedef int (*stats_pred_t)(const ob_stats_t* st, long long arg);
+typedef int (*stats_pred_t)(const ob_stats_t* st, const ob_payout_stats_t* ps,
+                            long long arg);
 
-static int handled_offline(const ob_stats_t* st, long long n) {
-  return st->payouts == n && st->queue_ready + st->queue_delayed +
+static int handled_offline(const ob_stats_t* st, const ob_payout_stats_t* ps,
+                           long long n) {
+  return ps->payouts == n && st->queue_ready + st->queue_delayed +
                                      st->queue_in_hand == 0 &&
          st->relay_online == 0;
 }
 
-static int all_published(const ob_stats_t* st, long long n) {
+static int all_published(const ob_stats_t* st, const ob_payout_stats_t* ps,
+                         long long n) {
+  (void)ps;
   (void)n;
   return st->outbox_unpublished == 0;
 }
@@ -116,13 +121,15 @@ static int all_published(const ob_stats_t* st, long long n) {
 static void run_until(uv_loop_t* loop, ob_engine_t* e, stats_pred_t pred,
                       long long arg, const char* what, ob_stats_t* st) {
   uv_timer_t tick;
+  ob_payout_stats_t ps;
   int ok = 0;
   uv_timer_init(loop, &tick);
   for (int i = 0; i < 60000 / 20; i++) {
     uv_timer_start(&tick, tick_cb, 20, 0);
     uv_run(loop, UV_RUN_DEFAULT);
     assert_int_equal(ob_stats(e, st), 0);
-    if (pred(st, arg)) {
+    assert_int_equal(ob_payout_stats(e, &ps), 0);
+    if (pred(st, &ps, arg)) {
       ok = 1;
       break;
     }
@@ -131,7 +138,7 @@ static void run_until(uv_loop_t* loop, ob_engine_t* e, stats_pred_t pred,
   uv_run(loop, UV_RUN_NOWAIT);
   if (!ok)
     fail_msg("never reached: %s (payouts %lld, unpublished %lld, online %d)",
-             what, (long long)st->payouts, (long long)st->outbox_unpublished,
+             what, (long long)ps.payouts, (long long)st->outbox_unpublished,
              st->relay_online);
 }
 
@@ -299,7 +306,9 @@ static void assert_sdk_got_outbox(fixture_t* f, const cJSON* msgs, int first,
 /* The offline phase is the same in both tests: handle payments in two
 ** waves with SQS unreachable; the outbox grows, nothing is published. */
 static void assert_offline_state(fixture_t* f, const ob_stats_t* st, int n) {
-  assert_int_equal(st->payouts, n);
+  ob_payout_stats_t ps;
+  assert_int_equal(ob_payout_stats(f->e, &ps), 0);
+  assert_int_equal(ps.payouts, n);
   assert_int_equal(st->outbox_unpublished, n);
   assert_int_equal(st->outbox_parked, 0);
   assert_int_equal(st->relay_online, 0);
@@ -434,7 +443,11 @@ static void test_offline_then_new_process(void** state) {
   assert_int_equal(st.outbox_unpublished, 0);
   assert_int_equal(st.outbox_parked, 0);
   assert_int_equal(st.relay_online, 1);
-  assert_int_equal(st.payouts, N_PAYMENTS);
+  {
+    ob_payout_stats_t ps;
+    assert_int_equal(ob_payout_stats(f->e, &ps), 0);
+    assert_int_equal(ps.payouts, N_PAYMENTS);
+  }
 
   cJSON* msgs = sdk_receive(q);
   assert_sdk_got_outbox(f, msgs, 2000, N_PAYMENTS);
