@@ -130,6 +130,9 @@ static void do_work(ob__runner_t* r);
 ** FAILURE_LOG_MS with how often it happened since, not once per attempt. */
 #define FAILURE_LOG_MS 60000
 
+/* An until-idle run checks its components at least this often. */
+#define UNTIL_IDLE_RECHECK_MS 50
+
 static void log_failure(ob__runner_t* r, int rc) {
   uint64_t now = uv_now(r->loop);
   if (rc == r->last_rc && now - r->last_log < FAILURE_LOG_MS) {
@@ -239,8 +242,13 @@ static void do_work(ob__runner_t* r) {
   now = ob__engine_now(e);
   delay = at - now;
   /* Other processes may enqueue earlier work; look again at least every
-  ** poll interval. */
+  ** poll interval. An until-idle run also looks again soon while a
+  ** component is busy: a worker's progress (an answer settled as not sent,
+  ** a probe that failed) commits nothing that wakes the runner, and the
+  ** run must end once nothing can progress. */
   if (delay > idle_poll_ms(r)) delay = idle_poll_ms(r);
+  if (r->mode == OB_RUN_UNTIL_IDLE && delay > UNTIL_IDLE_RECHECK_MS)
+    delay = UNTIL_IDLE_RECHECK_MS;
   arm(r, delay);
 }
 

@@ -117,7 +117,9 @@ static void worker_main(fix_t* f, const char* block, int block_fd,
   }
   rc = ob_run(e, mode, 1);
   ob_close(e);
-  _exit(rc == 0 ? 0 : 4);
+  /* Stalled (effects left for a provider offline or leased by a dead
+  ** worker) is a clean stop: the caller runs another worker. */
+  _exit(rc == 0 || rc == OB_RUN_STALLED ? 0 : 4);
 }
 
 static pid_t spawn_worker(fix_t* f, const char* block, int* block_rd,
