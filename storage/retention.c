@@ -50,3 +50,34 @@ int ob__retention_sweep(ob__db_t* db, int64_t cutoff, int batch,
                    " published_at < ?1 LIMIT ?2)",
                    cutoff, batch, deleted);
 }
+
+int ob__observed_clock_load(ob__db_t* db, int64_t* ms) {
+  sqlite3_stmt* st = NULL;
+  int rc = sqlite3_prepare_v2(
+      db->db, "SELECT observed_ms FROM retention_clock WHERE id = 1", -1, &st,
+      NULL);
+  if (rc != SQLITE_OK) return ob__db_fail(db, rc, "observed clock");
+  rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    *ms = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return 0;
+  }
+  sqlite3_finalize(st);
+  return rc == SQLITE_DONE ? OB_ENOTFOUND : ob__db_fail(db, rc, "observed clock");
+}
+
+int ob__observed_clock_store(ob__db_t* db, int64_t ms) {
+  sqlite3_stmt* st = NULL;
+  int n, rc = sqlite3_prepare_v2(
+      db->db,
+      "INSERT INTO retention_clock(id, observed_ms) VALUES (1, ?1)"
+      " ON CONFLICT(id) DO UPDATE SET observed_ms ="
+      " max(observed_ms, excluded.observed_ms)",
+      -1, &st, NULL);
+  if (rc != SQLITE_OK) return ob__db_fail(db, rc, "observed clock");
+  sqlite3_bind_int64(st, 1, ms);
+  n = ob__db_step_done(db, st, "observed clock");
+  sqlite3_finalize(st);
+  return n < 0 ? n : 0;
+}

@@ -152,6 +152,13 @@ static const char* const migrations[] = {
     "  message_id TEXT NOT NULL,"
     "  created_at INTEGER NOT NULL"
     ") STRICT;",
+
+    /* 3 -> 4: the clock retention counts on: the time engines have observed
+    ** passing (monotonic while they run), never the wall clock's jumps. */
+    "CREATE TABLE retention_clock ("
+    "  id INTEGER PRIMARY KEY CHECK (id = 1),"
+    "  observed_ms INTEGER NOT NULL"
+    ") STRICT;",
 };
 
 #define MIGRATION_COUNT ((int)(sizeof migrations / sizeof migrations[0]))

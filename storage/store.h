@@ -83,7 +83,7 @@ typedef struct ob__db_s {
 } ob__db_t;
 
 /* Current schema version (PRAGMA user_version). */
-#define OB__SCHEMA_VERSION 3
+#define OB__SCHEMA_VERSION 4
 /* PRAGMA application_id: "OBX1". */
 #define OB__APPLICATION_ID 0x4f425831
 
@@ -112,6 +112,13 @@ int ob__db_seterr(ob__db_t* db, int code, const char* fmt, ...)
 ** caller resets it after use. NULL on error: errmsg set, and the code
 ** (OB_ENOMEM, OB_EIO, ...) in db->last_err for the caller to return. */
 sqlite3_stmt* ob__db_stmt(ob__db_t* db, ob__stmt_id_t id, const char* sql);
+
+/* The observed clock (retention_clock, one row): *ms, or OB_ENOTFOUND when
+** no engine has recorded it yet. */
+int ob__observed_clock_load(ob__db_t* db, int64_t* ms);
+/* Record ms as the observed clock; it never moves back (another process's
+** larger value wins). Its own statement outside a transaction. */
+int ob__observed_clock_store(ob__db_t* db, int64_t ms);
 
 /* PRAGMA data_version: a number that changes when another connection (this
 ** process or another) commits to the database, and never for this

@@ -98,6 +98,7 @@ int ob__engine_open(ob_engine_t** out, const ob_options_t* opts,
     free(e);
     return rc;
   }
+  ob__observed_init(e);
   *out = e;
   return 0;
 }
@@ -339,7 +340,8 @@ static int run_handlers(ob_engine_t* e, const ob__queue_row_t* r, int64_t now,
         (rc = ob__db_begin(&e->db)) < 0 || (rc = ob__db_savepoint(&e->db)) < 0)
       return claimed < 0 ? claimed : rc;
 #else
-    claimed = ob__processed_claim(&e->db, h->consumer, r->message_id, now);
+    claimed = ob__processed_claim(&e->db, h->consumer, r->message_id,
+                                  ob__retention_stamp(e));
 #endif
     if (claimed < 0) return claimed;
     if (claimed == 0) continue;  /* this consumer already handled it */
@@ -683,7 +685,9 @@ int ob_gc(ob_engine_t* e, int64_t* deleted) {
   int64_t n = 0;
   int rc;
   if (e == NULL) return OB_EINVAL;
-  rc = ob__retention_sweep(&e->db, ob__now(e) - e->opts.retention_ms,
+  /* The observed clock, not the wall's: see core/engine/observed.c. */
+  rc = ob__retention_sweep(&e->db,
+                           ob__observed_checkpoint(e) - e->opts.retention_ms,
                            e->opts.gc_batch, &n);
   if (deleted) *deleted = n;
   return rc;

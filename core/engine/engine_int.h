@@ -51,6 +51,11 @@ struct ob_engine_s {
   volatile sig_atomic_t stopping;
   /* The loop driver's hooks (platform/loop; all NULL when detached). */
   ob__engine_hooks_t hooks;
+  /* The observed clock (core/engine/observed.c). */
+  int64_t observed_base;        /* its value at open */
+  int64_t observed_mono_base;   /* clock->monotonic_ms at open */
+  int64_t observed_wall_base;   /* the wall clock at open */
+  int64_t observed_skew_seen;   /* wall - monotonic progress last warned */
   /* Why the last ob_run ended (0: clean stop). */
   int run_result;
   ob__component_t components[OB__MAX_COMPONENTS];
@@ -146,6 +151,14 @@ void ob__fresh_free(ob_engine_t* e);
 const ob__provider_t* ob__provider_find(const ob_engine_t* e,
                                         const char* name);
 void ob__providers_free(ob_engine_t* e);
+
+/* The observed clock (observed.c): read the recorded value at open; the
+** time observed now; what a dedup record is stamped with; record it (at
+** retention sweeps and close) and warn about a wall-clock jump. */
+void ob__observed_init(ob_engine_t* e);
+int64_t ob__observed_now(const ob_engine_t* e);
+int64_t ob__retention_stamp(const ob_engine_t* e);
+int64_t ob__observed_checkpoint(ob_engine_t* e);
 
 /* The retry policy of a queue (the default when none was set). */
 const ob_retry_policy_t* ob__policy_for(const ob_engine_t* e,

@@ -118,9 +118,16 @@ typedef struct ob_clock_s {
   int64_t (*now_ms)(void* ctx);
   /* Fill buf with len random bytes. Used for jitter and UUIDv7 randomness. */
   void (*random)(void* ctx, void* buf, size_t len);
+  /* Milliseconds from an arbitrary start that never jump (the system
+  ** clock: CLOCK_BOOTTIME, which counts suspend too). Retention counts the
+  ** time the engine has seen pass on it, so a wall clock set forward
+  ** (a terminal without NTP, an RTC reset) never deletes dedup records
+  ** early. NULL: now_ms is trusted not to jump. */
+  int64_t (*monotonic_ms)(void* ctx);
 } ob_clock_t;
 
-/* The real clock: CLOCK_REALTIME and getrandom(2). This function can't fail. */
+/* The real clock: CLOCK_REALTIME, CLOCK_BOOTTIME and getrandom(2). This
+** function can't fail. */
 OB_EXTERN const ob_clock_t* ob_system_clock(void);
 
 /* ---------------------------------------------------------------------------
@@ -163,7 +170,11 @@ typedef struct ob_options_s {
   ob_sync_t synchronous;        /* OB_SYNC_FULL */
   int busy_timeout_ms;          /* 5000 */
   int batch_size;               /* messages per transaction (group commit); 1 */
-  int64_t retention_ms;         /* processed_message / published outbox: 30 days */
+  int64_t retention_ms;         /* processed_message / published outbox: 30
+                                ** days of time the engine has observed
+                                ** passing (docs/clocks.md): a wall clock
+                                ** that jumps forward deletes nothing early,
+                                ** a long shutdown only keeps rows longer */
   int gc_interval_ms;           /* retention sweep period on a loop; 1 h */
   int gc_batch;                 /* rows deleted per retention statement; 1000 */
   int poll_interval_ms;         /* idle re-check for rows other processes

@@ -30,7 +30,15 @@ static void system_random(void* ctx, void* buf, size_t len) {
   }
 }
 
-static const ob_clock_t system_clock = {NULL, system_now_ms, system_random};
+static int64_t system_monotonic_ms(void* ctx) {
+  struct timespec ts;
+  (void)ctx;
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static const ob_clock_t system_clock = {NULL, system_now_ms, system_random,
+                                        system_monotonic_ms};
 
 const ob_clock_t* ob_system_clock(void) {
   return &system_clock;

@@ -108,6 +108,7 @@ void camp_clock_init(camp_clock_t* sc, uint64_t seed) {
   sc->clock.ctx = sc;
   sc->clock.now_ms = sc_now;
   sc->clock.random = sc_random;
+  sc->clock.monotonic_ms = NULL;  /* seeded wall time only */
 }
 
 /* ---- events -------------------------------------------------------------- */

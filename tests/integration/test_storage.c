@@ -47,7 +47,7 @@ static void test_pragmas_in_effect(void** state) {
   assert_int_equal(fx_count(f, "SELECT count(*) FROM pragma_journal_mode WHERE"
                                " journal_mode = 'wal'"),
                    1);
-  assert_int_equal(fx_count(f, "PRAGMA user_version"), 3);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), 4);
   assert_int_equal(fx_count(f, "PRAGMA application_id"), 0x4f425831);
   /* STRICT tables refuse a wrong type instead of converting it. */
   assert_int_equal(fx_count(f, "SELECT count(*) FROM pragma_table_list WHERE"
@@ -95,9 +95,10 @@ static void test_migrates_version_2(void** state) {
   fx_enqueue(f, "Nobody", fx_event(2, id), "{}");
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V3 "PRAGMA user_version=2");
+  set_user_version(f->db_path,
+                   "DROP TABLE retention_clock;" UNDO_V3 "PRAGMA user_version=2");
   fx_open(f);
-  assert_int_equal(fx_count(f, "PRAGMA user_version"), 3);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), 4);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM queue WHERE waiting_on"
                                " IS NULL"), 1);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM failed_message WHERE"
@@ -118,12 +119,12 @@ static void test_migrates_version_1(void** state) {
   fx_drain(f);
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V3
+  set_user_version(f->db_path, "DROP TABLE retention_clock;" UNDO_V3
                    "DROP INDEX outbox_unpublished_aggregate;"
                    "DROP TABLE relay_status; PRAGMA user_version=1");
   assert_int_equal(fx_count(f, "PRAGMA user_version"), 1);
   fx_open(f);
-  assert_int_equal(fx_count(f, "PRAGMA user_version"), 3);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), 4);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM relay_status"), 0);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM merchant_payout"), 1);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM sqlite_schema WHERE name ="

@@ -136,8 +136,8 @@ static void all_zero(void* ctx, void* buf, size_t len) {
 
 static void test_backoff_jitter(void** state) {
   fake_clock_t fc;
-  ob_clock_t hi = {NULL, NULL, all_ones};
-  ob_clock_t lo = {NULL, NULL, all_zero};
+  ob_clock_t hi = {NULL, NULL, all_ones, NULL};
+  ob_clock_t lo = {NULL, NULL, all_zero, NULL};
   double sum = 0;
   int64_t mn = INT64_MAX, mx = -1;
   const int n = 20000;

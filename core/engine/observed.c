@@ -1,0 +1,62 @@
+/*
+** The observed clock: the time this engine has seen pass, which retention
+** counts instead of the wall clock (docs/clocks.md).
+**
+** It starts from the value engines recorded before (retention_clock, or the
+** wall clock on a new database) and advances with the clock's monotonic_ms
+** while the engine runs. A wall clock set forward by 40 days (a terminal
+** without NTP, an RTC reset) moves nothing here, so no dedup record goes
+** before it has been kept retention_ms of observed time; the time an engine
+** was off is not observed, so a shutdown only keeps records longer.
+** Dedup records are stamped max(wall, observed): a wall clock set back
+** does not make new records look older than they are.
+*/
+#include <stdlib.h>
+
+#include "core/engine/engine_int.h"
+
+/* A difference between wall and monotonic progress above this is a jump. */
+#define JUMP_WARN_MS 60000
+
+void ob__observed_init(ob_engine_t* e) {
+  int64_t wall = ob__now(e), r;
+  const ob_clock_t* c = e->opts.clock;
+  int rc = ob__observed_clock_load(&e->db, &r);
+  if (rc != 0) r = wall;
+  e->observed_base = r;
+  e->observed_mono_base = c->monotonic_ms ? c->monotonic_ms(c->ctx) : 0;
+  e->observed_wall_base = wall;
+  e->observed_skew_seen = 0;
+  /* Recorded once per database, then at each retention sweep: an open
+  ** (every `oncebox enqueue`) costs no write. */
+  if (rc == OB_ENOTFOUND) (void)ob__observed_clock_store(&e->db, r);
+}
+
+int64_t ob__observed_now(const ob_engine_t* e) {
+  const ob_clock_t* c = e->opts.clock;
+  if (c->monotonic_ms == NULL) return ob__now(e);
+  return e->observed_base + (c->monotonic_ms(c->ctx) - e->observed_mono_base);
+}
+
+int64_t ob__retention_stamp(const ob_engine_t* e) {
+  int64_t wall = ob__now(e), seen = ob__observed_now(e);
+  return wall > seen ? wall : seen;
+}
+
+int64_t ob__observed_checkpoint(ob_engine_t* e) {
+  const ob_clock_t* c = e->opts.clock;
+  int64_t seen = ob__observed_now(e);
+  if (c->monotonic_ms != NULL) {
+    int64_t skew = (ob__now(e) - e->observed_wall_base) -
+                   (c->monotonic_ms(c->ctx) - e->observed_mono_base);
+    if (llabs(skew - e->observed_skew_seen) > JUMP_WARN_MS) {
+      ob__log(e, OB_LOG_WARN, "the wall clock jumped by %+lld s since this "
+              "engine started (or since the last jump); retention counts "
+              "the time observed passing, so no record is deleted early",
+              (long long)((skew - e->observed_skew_seen) / 1000));
+      e->observed_skew_seen = skew;
+    }
+  }
+  (void)ob__observed_clock_store(&e->db, seen);
+  return seen;
+}
