@@ -152,6 +152,13 @@ static const char* const migrations[] = {
     "  message_id TEXT NOT NULL,"
     "  created_at INTEGER NOT NULL"
     ") STRICT;",
+
+    /* 3 -> 4: relay priorities. The relay claims the unpublished rows of
+    ** its priority types first (ob_relay_options_t.priority_types), one
+    ** range of this index per type, oldest first; partial like
+    ** outbox_unpublished, so it is as small as the backlog. */
+    "CREATE INDEX outbox_unpublished_type ON outbox_event(event_type,"
+    "  created_at, id) WHERE published_at IS NULL;",
 };
 
 #define MIGRATION_COUNT ((int)(sizeof migrations / sizeof migrations[0]))
