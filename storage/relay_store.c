@@ -48,21 +48,31 @@ static int row_cmp(const void* a, const void* b) {
   " AND p.id < o.id)))"
 
 /* The priority claim: one branch per priority type (?5 .. ?12; a slot bound
-** to NULL matches nothing), each the oldest max publishable rows of its type
+** to NULL matches nothing), each the oldest publishable rows of its type
 ** read in order from outbox_unpublished_type, then the oldest max of them
-** all. The cost is one short index range per type whatever the backlog
-** holds, and nothing when no row of the type is left. */
-#define PRIORITY_BRANCH(k, extra)                                            \
+** all. Unordered, a branch stops at max rows. Ordered, a branch looks at the
+** oldest ?13 (PRIORITY_WINDOW) publishable rows of its type and keeps those
+** with no earlier unpublished row in their aggregate: without the window a
+** type whose rows all wait behind their aggregates (a receipt before each
+** charge) would be probed row by row, the whole backlog of it, every claim
+** (0.16 s per claim on 100,000 rows here, against 1 ms). A priority row
+** beyond the window waits for the oldest-first fill below, which frees the
+** aggregates in front of it. */
+#define PRIORITY_WINDOW 64
+#define PRIORITY_BRANCH(k)                                                   \
   "SELECT id, created_at FROM (SELECT id, created_at FROM outbox_event o"    \
   " WHERE event_type = ?" k " AND " PUBLISHABLE " AND next_attempt_at <= ?1" \
-  extra " ORDER BY created_at, id LIMIT ?4)"
-#define PRIORITY_SELECT(extra)                                               \
-  PRIORITY_BRANCH("5", extra) " UNION ALL " PRIORITY_BRANCH("6", extra)      \
-  " UNION ALL " PRIORITY_BRANCH("7", extra) " UNION ALL "                    \
-  PRIORITY_BRANCH("8", extra) " UNION ALL " PRIORITY_BRANCH("9", extra)      \
-  " UNION ALL " PRIORITY_BRANCH("10", extra) " UNION ALL "                   \
-  PRIORITY_BRANCH("11", extra) " UNION ALL " PRIORITY_BRANCH("12", extra)    \
-  " ORDER BY created_at, id LIMIT ?4"
+  " ORDER BY created_at, id LIMIT ?4)"
+#define PRIORITY_BRANCH_ORDERED(k)                                           \
+  "SELECT id, created_at FROM (SELECT id, created_at FROM (SELECT id,"       \
+  " created_at, aggregate_id FROM outbox_event WHERE event_type = ?" k       \
+  " AND " PUBLISHABLE " AND next_attempt_at <= ?1 ORDER BY created_at, id"   \
+  " LIMIT ?13) o WHERE 1" NO_EARLIER_OF_AGGREGATE                            \
+  " ORDER BY created_at, id LIMIT ?4)"
+#define PRIORITY_SELECT(B)                                                   \
+  B("5") " UNION ALL " B("6") " UNION ALL " B("7") " UNION ALL " B("8")      \
+  " UNION ALL " B("9") " UNION ALL " B("10") " UNION ALL " B("11")           \
+  " UNION ALL " B("12") " ORDER BY created_at, id LIMIT ?4"
 #define CLAIM_RETURNING                                                      \
   " RETURNING id, causation_id, event_type, aggregate_id, payload,"          \
   " created_at, attempt_count"
@@ -114,11 +124,11 @@ int ob__relay_claim(ob__db_t* db, const char* token, int64_t now,
       " ORDER BY created_at, id LIMIT ?4)" CLAIM_RETURNING};
   static const char* const priority_sql[2] = {
       "UPDATE outbox_event SET claim_token = ?2, claim_until = ?3"
-      " WHERE id IN (SELECT id FROM (" PRIORITY_SELECT("") "))"
+      " WHERE id IN (SELECT id FROM (" PRIORITY_SELECT(PRIORITY_BRANCH) "))"
       CLAIM_RETURNING,
       "UPDATE outbox_event SET claim_token = ?2, claim_until = ?3"
-      " WHERE id IN (SELECT id FROM (" PRIORITY_SELECT(NO_EARLIER_OF_AGGREGATE)
-      "))" CLAIM_RETURNING};
+      " WHERE id IN (SELECT id FROM ("
+      PRIORITY_SELECT(PRIORITY_BRANCH_ORDERED) "))" CLAIM_RETURNING};
   sqlite3_stmt* st;
   int rc, n = 0;
 
@@ -144,6 +154,7 @@ int ob__relay_claim(ob__db_t* db, const char* token, int64_t now,
     sqlite3_bind_int64(st, 3, lease_until);
     for (int i = 0; i < npriority; i++)
       sqlite3_bind_text(st, 5 + i, priority[i], -1, SQLITE_STATIC);
+    if (ordered) sqlite3_bind_int(st, 13, PRIORITY_WINDOW);
     rc = claim_step(st, max, rows, &n);
   }
   if (rc == SQLITE_DONE && n < max) {

@@ -289,7 +289,9 @@ typedef struct ob__relay_row_s {
 ** claimed first, oldest first; the rest of max is filled with the oldest
 ** other publishable rows. A priority row is never publishable ahead of the
 ** ordering rule: with `ordered` it waits behind an earlier unpublished row
-** of its aggregate of any type. rows[] is filled in (created_at, id) order
+** of its aggregate of any type, and only the oldest 64 publishable rows of
+** each priority type are looked at per claim (the cost stays bounded when
+** they all wait; the rest follow in age order as their aggregates free). rows[] is filled in (created_at, id) order
 ** with malloc'd copies (free with ob__relay_row_free). Returns the count or
 ** a negative code.
 */

@@ -24,7 +24,9 @@ static void outbox_usage(FILE* out) {
           "variables) without handling the local queue. It exits 0 once\n"
           "nothing publishable is left (--until-empty: no unpublished row is\n"
           "left except parked ones), 1 on --timeout. Parked rows gave up after\n"
-          "SQS refused them; retry-parked makes them publishable again.\n");
+          "SQS refused them; retry-parked makes them publishable again.\n"
+          "The money events (MerchantPayoutCreated, OrderCharged) go first;\n"
+          "with --ordered, never ahead of an earlier event of their aggregate.\n");
 }
 
 static void iso_time(int64_t ms, char* out, size_t n) {
