@@ -47,42 +47,48 @@ static int row_cmp(const void* a, const void* b) {
   " AND (p.created_at < o.created_at OR (p.created_at = o.created_at"        \
   " AND p.id < o.id)))"
 
-int ob__relay_claim(ob__db_t* db, const char* token, int64_t now,
-                    int64_t lease_until, int max, int ordered,
-                    ob__relay_row_t* rows) {
-  static const char* const sql[2] = {
-      "UPDATE outbox_event SET claim_token = ?2, claim_until = ?3"
-      " WHERE id IN (SELECT id FROM outbox_event o WHERE " PUBLISHABLE
-      " AND next_attempt_at <= ?1 ORDER BY created_at, id LIMIT ?4)"
-      " RETURNING id, causation_id, event_type, aggregate_id, payload,"
-      " created_at, attempt_count",
-      "UPDATE outbox_event SET claim_token = ?2, claim_until = ?3"
-      " WHERE id IN (SELECT id FROM outbox_event o WHERE " PUBLISHABLE
-      " AND next_attempt_at <= ?1" NO_EARLIER_OF_AGGREGATE
-      " ORDER BY created_at, id LIMIT ?4)"
-      " RETURNING id, causation_id, event_type, aggregate_id, payload,"
-      " created_at, attempt_count"};
-  sqlite3_stmt* st;
-  int rc, n = 0;
+/* The priority claim: one branch per priority type (?5 .. ?12; a slot bound
+** to NULL matches nothing), each the oldest publishable rows of its type
+** read in order from outbox_unpublished_type, then the oldest max of them
+** all. Unordered, a branch stops at max rows. Ordered, a branch looks at the
+** oldest ?13 (PRIORITY_WINDOW) publishable rows of its type and keeps those
+** with no earlier unpublished row in their aggregate: without the window a
+** type whose rows all wait behind their aggregates (a receipt before each
+** charge) would be probed row by row, the whole backlog of it, every claim
+** (0.16 s per claim on 100,000 rows here, against 1 ms). A priority row
+** beyond the window waits for the oldest-first fill below, which frees the
+** aggregates in front of it. */
+#define PRIORITY_WINDOW 64
+#define PRIORITY_BRANCH(k)                                                   \
+  "SELECT id, created_at FROM (SELECT id, created_at FROM outbox_event o"    \
+  " WHERE event_type = ?" k " AND " PUBLISHABLE " AND next_attempt_at <= ?1" \
+  " ORDER BY created_at, id LIMIT ?4)"
+#define PRIORITY_BRANCH_ORDERED(k)                                           \
+  "SELECT id, created_at FROM (SELECT id, created_at FROM (SELECT id,"       \
+  " created_at, aggregate_id FROM outbox_event WHERE event_type = ?" k       \
+  " AND " PUBLISHABLE " AND next_attempt_at <= ?1 ORDER BY created_at, id"   \
+  " LIMIT ?13) o WHERE 1" NO_EARLIER_OF_AGGREGATE                            \
+  " ORDER BY created_at, id LIMIT ?4)"
+#define PRIORITY_SELECT(B)                                                   \
+  B("5") " UNION ALL " B("6") " UNION ALL " B("7") " UNION ALL " B("8")      \
+  " UNION ALL " B("9") " UNION ALL " B("10") " UNION ALL " B("11")           \
+  " UNION ALL " B("12") " ORDER BY created_at, id LIMIT ?4"
+#define CLAIM_RETURNING                                                      \
+  " RETURNING id, causation_id, event_type, aggregate_id, payload,"          \
+  " created_at, attempt_count"
 
-  /* A lost claim only delays a row until its lease would have expired. */
-  rc = ob__db_begin_relaxed(db);
-  if (rc < 0) return rc;
-  st = ob__db_stmt(db, ordered ? OB__R_CLAIM_ORDERED : OB__R_CLAIM,
-                   sql[ordered ? 1 : 0]);
-  if (st == NULL) {
-    int code = db->last_err;
-    ob__db_rollback(db);
-    return code;
-  }
-  sqlite3_bind_int64(st, 1, now);
-  sqlite3_bind_text(st, 2, token, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 3, lease_until);
-  sqlite3_bind_int(st, 4, max);
+_Static_assert(OB__RELAY_MAX_PRIORITY == 8, "one branch per priority slot");
+
+/* Step one claim statement (bound but for ?4), appending to rows[*n..max).
+** Returns SQLITE_DONE or the failing SQLite code. */
+static int claim_step(sqlite3_stmt* st, int max, ob__relay_row_t* rows,
+                      int* n) {
+  int rc, first = *n;
+  sqlite3_bind_int(st, 4, max - first);
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     ob__relay_row_t* r;
-    OB__ASSERT(n < max);  /* LIMIT ?4 */
-    r = &rows[n];
+    OB__ASSERT(*n < max);  /* LIMIT ?4 */
+    r = &rows[*n];
     memset(r, 0, sizeof *r);
     r->id = dup_text(st, 0, NULL);
     r->causation_id = dup_text(st, 1, NULL);
@@ -91,7 +97,7 @@ int ob__relay_claim(ob__db_t* db, const char* token, int64_t now,
     r->payload = dup_text(st, 4, &r->payload_len);
     r->created_at = sqlite3_column_int64(st, 5);
     r->attempt_count = sqlite3_column_int(st, 6);
-    n++;
+    (*n)++;
     if (!r->id || !r->causation_id || !r->event_type || !r->aggregate_id ||
         !r->payload) {
       rc = SQLITE_NOMEM;
@@ -100,6 +106,71 @@ int ob__relay_claim(ob__db_t* db, const char* token, int64_t now,
   }
   sqlite3_reset(st);
   sqlite3_clear_bindings(st);
+  return rc;
+}
+
+int ob__relay_claim(ob__db_t* db, const char* token, int64_t now,
+                    int64_t lease_until, int max, int ordered,
+                    const char* const* priority, int npriority,
+                    ob__relay_row_t* rows) {
+  static const char* const sql[2] = {
+      "UPDATE outbox_event SET claim_token = ?2, claim_until = ?3"
+      " WHERE id IN (SELECT id FROM outbox_event o WHERE " PUBLISHABLE
+      " AND next_attempt_at <= ?1 ORDER BY created_at, id LIMIT ?4)"
+      CLAIM_RETURNING,
+      "UPDATE outbox_event SET claim_token = ?2, claim_until = ?3"
+      " WHERE id IN (SELECT id FROM outbox_event o WHERE " PUBLISHABLE
+      " AND next_attempt_at <= ?1" NO_EARLIER_OF_AGGREGATE
+      " ORDER BY created_at, id LIMIT ?4)" CLAIM_RETURNING};
+  static const char* const priority_sql[2] = {
+      "UPDATE outbox_event SET claim_token = ?2, claim_until = ?3"
+      " WHERE id IN (SELECT id FROM (" PRIORITY_SELECT(PRIORITY_BRANCH) "))"
+      CLAIM_RETURNING,
+      "UPDATE outbox_event SET claim_token = ?2, claim_until = ?3"
+      " WHERE id IN (SELECT id FROM ("
+      PRIORITY_SELECT(PRIORITY_BRANCH_ORDERED) "))" CLAIM_RETURNING};
+  sqlite3_stmt* st;
+  int rc, n = 0;
+
+  OB__ASSERT(npriority >= 0 && npriority <= OB__RELAY_MAX_PRIORITY);
+  /* A lost claim only delays a row until its lease would have expired. */
+  rc = ob__db_begin_relaxed(db);
+  if (rc < 0) return rc;
+  rc = SQLITE_DONE;
+  if (npriority > 0) {
+    /* The priority rows first. Whatever they leave of max goes to the
+    ** oldest rows of any type below: every publishable priority row is in
+    ** hand by then, so that claim cannot pass one over. */
+    st = ob__db_stmt(db, ordered ? OB__R_CLAIM_PRIORITY_ORDERED
+                                 : OB__R_CLAIM_PRIORITY,
+                     priority_sql[ordered ? 1 : 0]);
+    if (st == NULL) {
+      int code = db->last_err;
+      ob__db_rollback(db);
+      return code;
+    }
+    sqlite3_bind_int64(st, 1, now);
+    sqlite3_bind_text(st, 2, token, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, lease_until);
+    for (int i = 0; i < npriority; i++)
+      sqlite3_bind_text(st, 5 + i, priority[i], -1, SQLITE_STATIC);
+    if (ordered) sqlite3_bind_int(st, 13, PRIORITY_WINDOW);
+    rc = claim_step(st, max, rows, &n);
+  }
+  if (rc == SQLITE_DONE && n < max) {
+    st = ob__db_stmt(db, ordered ? OB__R_CLAIM_ORDERED : OB__R_CLAIM,
+                     sql[ordered ? 1 : 0]);
+    if (st == NULL) {
+      int code = db->last_err;
+      for (int i = 0; i < n; i++) ob__relay_row_free(&rows[i]);
+      ob__db_rollback(db);
+      return code;
+    }
+    sqlite3_bind_int64(st, 1, now);
+    sqlite3_bind_text(st, 2, token, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, lease_until);
+    rc = claim_step(st, max, rows, &n);
+  }
   if (rc != SQLITE_DONE) {
     for (int i = 0; i < n; i++) ob__relay_row_free(&rows[i]);
     rc = ob__db_fail(db, rc, "relay claim");
@@ -111,7 +182,8 @@ int ob__relay_claim(ob__db_t* db, const char* token, int64_t now,
     for (int i = 0; i < n; i++) ob__relay_row_free(&rows[i]);
     return rc;
   }
-  /* RETURNING gives no order guarantee. */
+  /* RETURNING gives no order guarantee; a batch goes out oldest first
+  ** (what a FIFO queue keeps per message group). */
   qsort(rows, (size_t)n, sizeof *rows, row_cmp);
   return n;
 }
@@ -188,6 +260,43 @@ int ob__relay_retry_parked(ob__db_t* db, int64_t now) {
                      " attempt_count = 0, next_attempt_at = ?1"
                      " WHERE parked_at IS NOT NULL AND published_at IS NULL",
                      NULL, now, "outbox retry-parked");
+}
+
+int ob__relay_backlog(ob__db_t* db, int64_t* unpublished, int64_t* parked) {
+  sqlite3_stmt* st = ob__db_stmt(
+      db, OB__R_BACKLOG,
+      "SELECT count(*), count(parked_at) FROM outbox_event"
+      " WHERE published_at IS NULL");
+  int rc;
+  if (st == NULL) return db->last_err;
+  rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    *unpublished = sqlite3_column_int64(st, 0);
+    *parked = sqlite3_column_int64(st, 1);
+    sqlite3_reset(st);
+    return 0;
+  }
+  sqlite3_reset(st);
+  return ob__db_fail(db, rc, "outbox backlog");
+}
+
+int ob__relay_pending(ob__db_t* db, int64_t now, int due_only) {
+  sqlite3_stmt* st = ob__db_stmt(
+      db, OB__R_PENDING,
+      "SELECT EXISTS (SELECT 1 FROM outbox_event WHERE published_at IS NULL"
+      " AND parked_at IS NULL AND (?2 = 0 OR next_attempt_at <= ?1))");
+  int rc;
+  if (st == NULL) return db->last_err;
+  sqlite3_bind_int64(st, 1, now);
+  sqlite3_bind_int(st, 2, due_only != 0);
+  rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    int v = sqlite3_column_int(st, 0);
+    sqlite3_reset(st);
+    return v;
+  }
+  sqlite3_reset(st);
+  return ob__db_fail(db, rc, "outbox pending");
 }
 
 int ob__relay_next_due(ob__db_t* db, int64_t now, int ordered, int64_t* at) {

@@ -153,7 +153,14 @@ static const char* const migrations[] = {
     "  created_at INTEGER NOT NULL"
     ") STRICT;",
 
-    /* 3 -> 4: the clock retention counts on: the time engines have observed
+    /* 3 -> 4: relay priorities. The relay claims the unpublished rows of
+    ** its priority types first (ob_relay_options_t.priority_types), one
+    ** range of this index per type, oldest first; partial like
+    ** outbox_unpublished, so it is as small as the backlog. */
+    "CREATE INDEX outbox_unpublished_type ON outbox_event(event_type,"
+    "  created_at, id) WHERE published_at IS NULL;",
+
+    /* 4 -> 5: the clock retention counts on: the time engines have observed
     ** passing (monotonic while they run), never the wall clock's jumps. */
     "CREATE TABLE retention_clock ("
     "  id INTEGER PRIMARY KEY CHECK (id = 1),"

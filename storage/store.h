@@ -43,6 +43,10 @@ typedef enum {
   OB__R_NEXT_DUE,
   OB__R_NEXT_DUE_ORDERED,
   OB__R_STATUS,
+  OB__R_CLAIM_PRIORITY,
+  OB__R_CLAIM_PRIORITY_ORDERED,
+  OB__R_BACKLOG,
+  OB__R_PENDING,
   OB__E_GET,
   OB__E_INSERT,
   OB__E_DUE,
@@ -83,7 +87,7 @@ typedef struct ob__db_s {
 } ob__db_t;
 
 /* Current schema version (PRAGMA user_version). */
-#define OB__SCHEMA_VERSION 4
+#define OB__SCHEMA_VERSION 5
 /* PRAGMA application_id: "OBX1". */
 #define OB__APPLICATION_ID 0x4f425831
 
@@ -305,18 +309,30 @@ typedef struct ob__relay_row_s {
   int attempt_count;
 } ob__relay_row_t;
 
+/* Most event types a relay claims first (ob_relay_options_t.priority_types):
+** the priority claim is one index range per type. */
+#define OB__RELAY_MAX_PRIORITY 8
+
 /*
 ** Claim up to max publishable rows for relay `token` until lease_until, in
 ** ONE short write transaction of its own. Publishable: unpublished, not
 ** parked, due (next_attempt_at <= now), not claimed by a live lease. With
 ** `ordered`, a row is publishable only if no earlier unpublished row of its
 ** aggregate exists (so a parked row holds back its aggregate, and at most
-** one row per aggregate is in flight). rows[] is filled in (created_at, id)
-** order with malloc'd copies (free with ob__relay_row_free). Returns the
-** count or a negative code.
+** one row per aggregate is in flight). Publishable rows whose event_type is
+** one of priority[0..npriority) (npriority <= OB__RELAY_MAX_PRIORITY) are
+** claimed first, oldest first; the rest of max is filled with the oldest
+** other publishable rows. A priority row is never publishable ahead of the
+** ordering rule: with `ordered` it waits behind an earlier unpublished row
+** of its aggregate of any type, and only the oldest 64 publishable rows of
+** each priority type are looked at per claim (the cost stays bounded when
+** they all wait; the rest follow in age order as their aggregates free). rows[] is filled in (created_at, id) order
+** with malloc'd copies (free with ob__relay_row_free). Returns the count or
+** a negative code.
 */
 int ob__relay_claim(ob__db_t* db, const char* token, int64_t now,
                     int64_t lease_until, int max, int ordered,
+                    const char* const* priority, int npriority,
                     ob__relay_row_t* rows);
 void ob__relay_row_free(ob__relay_row_t* r);
 
@@ -334,6 +350,14 @@ int ob__relay_release(ob__db_t* db, const char* token);
 /* Parked rows become publishable again, attempts reset. Own transaction.
 ** Returns the number of rows. */
 int ob__relay_retry_parked(ob__db_t* db, int64_t now);
+/* The unpublished rows, counted over the partial index that holds only
+** them (as small as the backlog, never the history): all of them in
+** *unpublished, the parked ones among them in *parked. Autocommit read. */
+int ob__relay_backlog(ob__db_t* db, int64_t* unpublished, int64_t* parked);
+/* 1 if an unpublished row that is not parked exists (due_only: one due at
+** now, claimed rows included), 0 if none, < 0 on error. One index probe
+** while such a row is near the head of the backlog. Autocommit read. */
+int ob__relay_pending(ob__db_t* db, int64_t now, int due_only);
 /* When a row becomes publishable next (OB_ENOTFOUND: nothing waiting). */
 int ob__relay_next_due(ob__db_t* db, int64_t now, int ordered, int64_t* at);
 /* Record connectivity and the last successful publication. Caller's

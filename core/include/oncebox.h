@@ -528,6 +528,24 @@ typedef struct ob_relay_options_s {
   int64_t backoff_cap_ms;      /* ... doubling up to: 300000 */
   ob_probe_options_t probe;    /* offline probing: 1000 .. 300000 */
   int64_t lease_ms;            /* claim lease of a batch in flight: 60000 */
+  const char* const* priority_types;
+                               /* event types claimed first, a NULL-terminated
+                               ** list of at most 8 distinct, non-empty names
+                               ** (copied; else OB_EINVAL);
+                               ** their publishable rows go out, oldest
+                               ** first, before any other row, e.g. the money
+                               ** of a terminal back online after weeks. Never
+                               ** past the ordering rule: with ordered, a
+                               ** priority row still waits behind an earlier
+                               ** unpublished row of its aggregate (and only
+                               ** the oldest 64 publishable rows of a type are
+                               ** looked at per claim; the rest follow in age
+                               ** order as their aggregates free). NULL (the
+                               ** default): the built-in money events,
+                               ** "MerchantPayoutCreated" and "OrderCharged"
+                               ** (OB_PAYOUT_EVENT_TYPE, OB_CHARGE_EVENT_TYPE);
+                               ** an empty list ({NULL}): no priorities, the
+                               ** oldest rows first */
 } ob_relay_options_t;
 
 /* Fill o with the defaults above (queue_url NULL). This function can't

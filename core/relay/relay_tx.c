@@ -11,12 +11,13 @@ static int outside_tx(ob_engine_t* e, const char* what) {
 }
 
 int ob__relay_take(ob_engine_t* e, const char* token, int64_t lease_ms,
-                   size_t max, int ordered, ob__relay_row_t* rows) {
+                   size_t max, int ordered, const char* const* priority,
+                   int npriority, ob__relay_row_t* rows) {
   int64_t now = ob__now(e);
   int rc = outside_tx(e, "claim");
   if (rc < 0) return rc;
-  rc = ob__relay_claim(&e->db, token, now, now + lease_ms, max, ordered,
-                       rows);
+  rc = ob__relay_claim(&e->db, token, now, now + lease_ms, (int)max, ordered,
+                       priority, npriority, rows);
 #ifdef OB_MUTANT_PUBLISH_BEFORE_2XX
   /* MUTANT for tests/integration/relay only: the claimed rows are marked
   ** published before SQS answered. Built into a separate test library;
@@ -29,6 +30,19 @@ int ob__relay_take(ob_engine_t* e, const char* token, int64_t lease_ms,
 
 int ob__relay_due_at(ob_engine_t* e, int ordered, int64_t* at) {
   return ob__relay_next_due(&e->db, ob__now(e), ordered, at);
+}
+
+int ob__relay_backlog_count(ob_engine_t* e, int64_t* unpublished,
+                            int64_t* parked) {
+  int rc = outside_tx(e, "backlog count");
+  if (rc < 0) return rc;
+  return ob__relay_backlog(&e->db, unpublished, parked);
+}
+
+int ob__relay_has_pending(ob_engine_t* e, int due_only) {
+  int rc = outside_tx(e, "pending check");
+  if (rc < 0) return rc;
+  return ob__relay_pending(&e->db, ob__now(e), due_only);
 }
 
 int ob__relay_give_back(ob_engine_t* e, const char* token) {
@@ -50,7 +64,7 @@ int ob__relay_settle(ob_engine_t* e, const char* token,
                      int park_after, int64_t backoff_base_ms,
                      int64_t backoff_cap_ms, ob__relay_settled_t* out) {
   int64_t now = ob__now(e);
-  int rc, published = 0, lost = 0;
+  int rc, published = 0, parked = 0, lost = 0;
 
   memset(out, 0, sizeof *out);
   rc = outside_tx(e, "settle");
@@ -69,9 +83,11 @@ int ob__relay_settle(ob_engine_t* e, const char* token,
       rc = ob__relay_mark_failed(&e->db, row->id, token, now + d, r->error,
                                  r->park ? park_after : 0, now);
       if (rc == 1 && r->park && park_after > 0 &&
-          row->attempt_count + 1 >= park_after)
+          row->attempt_count + 1 >= park_after) {
+        parked++;
         ob__log(e, OB_LOG_WARN, "relay: event %s parked after %d "
                 "attempts: %s", row->id, row->attempt_count + 1, r->error);
+      }
     }
     if (rc == 0) {
       lost++;
@@ -84,6 +100,7 @@ int ob__relay_settle(ob_engine_t* e, const char* token,
   else ob__db_rollback(&e->db);
   if (rc < 0) return rc;
   out->published = published;
+  out->parked = parked;
   out->lost_leases = lost;
   return 0;
 }

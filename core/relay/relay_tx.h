@@ -14,13 +14,23 @@
 #include "storage/store.h" /* ob__relay_row_t, ob__relay_row_free */
 
 /* Claim up to max publishable rows until now + lease_ms (oldest first;
-** ordered: per aggregate). Returns how many, 0 when none, < 0 on error
-** (ob_errmsg says why). */
+** ordered: per aggregate), the rows of priority[0..npriority) types before
+** any other (npriority <= OB__RELAY_MAX_PRIORITY). Returns how many, 0 when
+** none, < 0 on error (ob_errmsg says why). */
 int ob__relay_take(ob_engine_t* e, const char* token, int64_t lease_ms,
-                   size_t max, int ordered, ob__relay_row_t* rows);
+                   size_t max, int ordered, const char* const* priority,
+                   int npriority, ob__relay_row_t* rows);
 /* When the next row becomes publishable: 0 and *at, OB_ENOTFOUND when the
 ** outbox holds nothing to publish. */
 int ob__relay_due_at(ob_engine_t* e, int ordered, int64_t* at);
+/* The backlog for `oncebox outbox drain`, read over the unpublished rows
+** only (never the history): how many are unpublished and how many of those
+** are parked. Returns 0 or < 0. */
+int ob__relay_backlog_count(ob_engine_t* e, int64_t* unpublished,
+                            int64_t* parked);
+/* 1 while an unpublished row that is not parked exists (due_only: one that
+** is due now, a batch in flight included), 0 when none, < 0 on error. */
+int ob__relay_has_pending(ob_engine_t* e, int due_only);
 /* Give back every row token holds (they are published later, with the same
 ** ids). Returns 0 or < 0. */
 int ob__relay_give_back(ob_engine_t* e, const char* token);
@@ -39,6 +49,7 @@ typedef struct ob__relay_result_s {
 /* What a settle did. */
 typedef struct ob__relay_settled_s {
   int published;       /* rows marked published */
+  int parked;          /* rows parked by this settle */
   int lost_leases;     /* rows whose lease another relay holds now */
 } ob__relay_settled_t;
 

@@ -27,6 +27,7 @@
 #include "core/relay/relay_tx.h"
 #include "platform/aws/aws_config.h"
 #include "platform/loop/worker.h"
+#include "platform/relay/relay.h"
 #include "platform/sqs/sqs_client.h"
 
 #define MAX_CLAIM OB__SQS_MAX_BATCH_ENTRIES
@@ -49,7 +50,14 @@ typedef struct relay_s {
   size_t nrows;      /* rows claimed */
   size_t sent_from;  /* first row of the sub-batch in flight */
   size_t sent_n;     /* rows in the sub-batch in flight */
+
+  /* The event types claimed first (copies; NULL-terminated). */
+  char* priority[OB__RELAY_MAX_PRIORITY + 1];
+  int npriority;
+
+  /* Since ob_relay_enable (ob__relay_progress). */
   int64_t published;
+  int64_t parked;
 } relay_t;
 
 #define ENGINE(r) ((r)->w.e)
@@ -108,6 +116,7 @@ static void settle(relay_t* r, const int* ok, const char* const* error,
     return;
   }
   r->published += out.published;
+  r->parked += out.parked;
 }
 
 static void on_sent(ob__sqs_req_t* req, int status) {
@@ -284,7 +293,8 @@ static void relay_run(ob__worker_t* w) {
   if (r->in_flight) return;
   if (ob__worker_wait_for_probe(w)) return;
   n = ob__relay_take(e, r->token, r->opts.lease_ms, MAX_CLAIM,
-                     r->opts.ordered, r->rows);
+                     r->opts.ordered, (const char* const*)r->priority,
+                     r->npriority, r->rows);
   if (n < 0) {
     ob__log(e, OB_LOG_ERROR, "relay: claim failed: %s", ob_errmsg(e));
     arm(r, ob__worker_storage_failed(w));
@@ -379,6 +389,7 @@ static int relay_drain(ob__worker_t* w) {
 static void relay_destroy(void* self) {
   relay_t* r = self;
   free_rows(r);
+  for (int i = 0; i < r->npriority; i++) free(r->priority[i]);
   ob__aws_config_free(&r->aws);
   free(r->queue_url);
   free(r->source);
@@ -397,6 +408,49 @@ static const ob__worker_ops_t relay_ops = {
     .destroy = relay_destroy,
 };
 
+int ob__relay_progress(ob_engine_t* e, ob__relay_progress_t* out) {
+  memset(out, 0, sizeof *out);
+  for (size_t i = 0; e != NULL && i < ob__engine_ncomponents(e); i++) {
+    const ob__component_t* c = ob__engine_component(e, i);
+    const ob__worker_t* w = c->self;
+    const relay_t* r;
+    /* "relay" is this file's component (ob_relay_enable registers it, at
+    ** most once per engine); its self is the worker embedded in relay_t. */
+    if (strcmp(c->name, "relay") != 0 || w == NULL) continue;
+    r = w->self;
+    out->published = r->published;
+    out->parked = r->parked;
+    out->busy = r->in_flight || r->nrows > 0;
+    out->online = w->link.online;
+    return 0;
+  }
+  return OB_ENOTFOUND;
+}
+
+/* The built-in money events: what a terminal back online publishes first
+** unless told otherwise (ob_relay_options_t.priority_types NULL). */
+static const char* const default_priority[] = {OB_PAYOUT_EVENT_TYPE,
+                                               OB_CHARGE_EVENT_TYPE, NULL};
+
+/* At most OB__RELAY_MAX_PRIORITY distinct non-empty names. */
+static int check_priority(const char* const* types, char* errbuf,
+                          size_t errlen) {
+  int n = 0;
+  for (; types[n] != NULL; n++) {
+    if (n == OB__RELAY_MAX_PRIORITY)
+      return ob__errbuf_set(errbuf, errlen, OB_EINVAL, "more than %d "
+                            "priority event types", OB__RELAY_MAX_PRIORITY);
+    if (types[n][0] == '\0')
+      return ob__errbuf_set(errbuf, errlen, OB_EINVAL, "priority event type "
+                            "%d is empty", n + 1);
+    for (int k = 0; k < n; k++)
+      if (strcmp(types[k], types[n]) == 0)
+        return ob__errbuf_set(errbuf, errlen, OB_EINVAL, "priority event "
+                              "type \"%.64s\" is listed twice", types[n]);
+  }
+  return n;
+}
+
 void ob_relay_options_init(ob_relay_options_t* o) {
   memset(o, 0, sizeof *o);
   o->park_after = 10;
@@ -411,7 +465,7 @@ int ob_relay_enable(ob_engine_t* e, const ob_relay_options_t* o, char* errbuf,
   relay_t* r;
   char host[128], source[200];
   const char* why;
-  int rc;
+  int rc, npriority;
 
   if (errbuf && errlen) errbuf[0] = '\0';
   if (o == NULL) return OB_EINVAL;
@@ -427,9 +481,23 @@ int ob_relay_enable(ob_engine_t* e, const ob_relay_options_t* o, char* errbuf,
     return ob__errbuf_set(errbuf, errlen, OB_EINVAL, "relay options out of "
                           "range (backoffs >= 1 ms, lease >= 1 s, "
                           "park_after >= 0)");
+  npriority = check_priority(o->priority_types ? o->priority_types
+                                               : default_priority,
+                             errbuf, errlen);
+  if (npriority < 0) return npriority;
   r = calloc(1, sizeof *r);
   if (r == NULL) return OB_ENOMEM;
   r->opts = *o;
+  r->opts.priority_types = NULL;  /* the caller's; r->priority is ours */
+  for (int i = 0; i < npriority; i++) {
+    const char* t = o->priority_types ? o->priority_types[i]
+                                      : default_priority[i];
+    if ((r->priority[i] = strdup(t)) == NULL) {
+      relay_destroy(r);
+      return OB_ENOMEM;
+    }
+    r->npriority = i + 1;
+  }
   if (o->source == NULL) {
     if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "terminal");
     host[sizeof host - 1] = '\0';

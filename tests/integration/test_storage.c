@@ -47,7 +47,7 @@ static void test_pragmas_in_effect(void** state) {
   assert_int_equal(fx_count(f, "SELECT count(*) FROM pragma_journal_mode WHERE"
                                " journal_mode = 'wal'"),
                    1);
-  assert_int_equal(fx_count(f, "PRAGMA user_version"), 4);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), 5);
   assert_int_equal(fx_count(f, "PRAGMA application_id"), 0x4f425831);
   /* STRICT tables refuse a wrong type instead of converting it. */
   assert_int_equal(fx_count(f, "SELECT count(*) FROM pragma_table_list WHERE"
@@ -77,6 +77,36 @@ static void test_newer_schema_refused(void** state) {
   fx_free(f);
 }
 
+/* What migration 3 -> 4 (relay priorities) added, undone. */
+#define UNDO_V4 "DROP INDEX outbox_unpublished_type;"
+#define UNDO_V5 "DROP TABLE retention_clock;"
+
+/* A version-3 database (before relay priorities) gains the index the
+** priority claim reads, its outbox rows kept. */
+static void test_migrates_version_3(void** state) {
+  fixture_t* f = fx_new(1);
+  char id[OB_UUID_BUFLEN], body[256];
+  (void)state;
+  ob_register_payout(f->e);
+  fx_enqueue(f, PAY, fx_event(1, id), fx_payment(1, body));
+  fx_drain(f);
+  ob_close(f->e);
+  f->e = NULL;
+  set_user_version(f->db_path, UNDO_V5 UNDO_V4 "PRAGMA user_version=3");
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM sqlite_schema WHERE name ="
+                               " 'outbox_unpublished_type'"),
+                   0);
+  fx_open(f);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), 5);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM sqlite_schema WHERE name ="
+                               " 'outbox_unpublished_type'"),
+                   1);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event WHERE"
+                               " published_at IS NULL"),
+                   1);
+  fx_free(f);
+}
+
 /* What migration 2 -> 3 (the fence) added, undone. */
 #define UNDO_V3                                                           \
   "DROP TABLE effect; DROP TABLE charge; DROP INDEX queue_waiting;"       \
@@ -95,10 +125,9 @@ static void test_migrates_version_2(void** state) {
   fx_enqueue(f, "Nobody", fx_event(2, id), "{}");
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path,
-                   "DROP TABLE retention_clock;" UNDO_V3 "PRAGMA user_version=2");
+  set_user_version(f->db_path, UNDO_V5 UNDO_V4 UNDO_V3 "PRAGMA user_version=2");
   fx_open(f);
-  assert_int_equal(fx_count(f, "PRAGMA user_version"), 4);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), 5);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM queue WHERE waiting_on"
                                " IS NULL"), 1);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM failed_message WHERE"
@@ -119,12 +148,12 @@ static void test_migrates_version_1(void** state) {
   fx_drain(f);
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, "DROP TABLE retention_clock;" UNDO_V3
+  set_user_version(f->db_path, UNDO_V5 UNDO_V4 UNDO_V3
                    "DROP INDEX outbox_unpublished_aggregate;"
                    "DROP TABLE relay_status; PRAGMA user_version=1");
   assert_int_equal(fx_count(f, "PRAGMA user_version"), 1);
   fx_open(f);
-  assert_int_equal(fx_count(f, "PRAGMA user_version"), 4);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), 5);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM relay_status"), 0);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM merchant_payout"), 1);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM sqlite_schema WHERE name ="
@@ -362,6 +391,7 @@ int main(void) {
       cmocka_unit_test(test_pragmas_in_effect),
       cmocka_unit_test(test_newer_schema_refused),
       cmocka_unit_test(test_migrates_version_1),
+      cmocka_unit_test(test_migrates_version_3),
       cmocka_unit_test(test_migrates_version_2),
       cmocka_unit_test(test_not_a_database),
       cmocka_unit_test(test_full_disk_then_resume),

@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "core/relay/relay_tx.h"
 #include "tests/integration/relay/relay_fixture.h"
 #include "oncebox_payout.h"
 
@@ -379,6 +380,290 @@ static void test_parking(void** state) {
   run_parking(1);
 }
 
+/* ---- priorities: the money first when a terminal comes back online ------- */
+
+/* A handler that emits one event of the type in arg, its aggregate the
+** message body. */
+static int emit_typed(ob_tx_t* tx, const ob_message_t* m, void* arg) {
+  return ob_tx_emit(tx, (const char*)arg, m->body, "{\"ok\":1}", 8, NULL) < 0
+             ? OB_EIO : OB_DONE;
+}
+
+#define RECEIPT "ReceiptIssued"
+
+static void register_emitters(fixture_t* f) {
+  assert_int_equal(ob_register(f->e, "EmitReceipt", "receipt", emit_typed,
+                               (void*)RECEIPT), 0);
+  assert_int_equal(ob_register(f->e, "EmitPayout", "payout-ev", emit_typed,
+                               (void*)OB_PAYOUT_EVENT_TYPE), 0);
+  assert_int_equal(ob_register(f->e, "EmitCharge", "charge-ev", emit_typed,
+                               (void*)OB_CHARGE_EVENT_TYPE), 0);
+}
+
+/* One outbox row of kind ("EmitReceipt", ...) for aggregate agg, handled at
+** once; with a fake clock, one millisecond after the previous row. */
+static void emit_row(fixture_t* f, const char* kind, const char* agg, int n) {
+  char id[OB_UUID_BUFLEN];
+  assert_int_equal(fx_enqueue(f, kind, fx_event(n, id), agg), 0);
+  assert_int_equal(fx_drain(f).handled, 1);
+  if (f->opts.clock != NULL) fake_clock_advance(&f->clock, 1);
+}
+
+static int is_money(const char* type) {
+  return strcmp(type, OB_PAYOUT_EVENT_TYPE) == 0 ||
+         strcmp(type, OB_CHARGE_EVENT_TYPE) == 0;
+}
+
+static const char* const money[] = {OB_PAYOUT_EVENT_TYPE, OB_CHARGE_EVENT_TYPE,
+                                    NULL};
+
+static int take(fixture_t* f, const char* token, int ordered,
+                const char* const* prio, int nprio, ob__relay_row_t* rows) {
+  int n = ob__relay_take(f->e, token, 60000, 10, ordered, prio, nprio, rows);
+  if (n < 0) fail_msg("ob__relay_take: %s", ob_errmsg(f->e));
+  return n;
+}
+
+static void free_taken(ob__relay_row_t* rows, int n) {
+  for (int i = 0; i < n; i++) ob__relay_row_free(&rows[i]);
+}
+
+/* Mark rows[0..n) published, as the relay does after SQS accepted them. */
+static void settle_ok(fixture_t* f, const char* token, ob__relay_row_t* rows,
+                      int n) {
+  ob__relay_result_t res[10];
+  ob__relay_settled_t out;
+  memset(res, 0, sizeof res);
+  for (int i = 0; i < n; i++) res[i].ok = 1;
+  assert_int_equal(ob__relay_settle(f->e, token, rows, res, (size_t)n, 10, 50,
+                                    200, &out), 0);
+  assert_int_equal(out.published, n);
+}
+
+/* The claim itself, on a real file with a fake clock: 30 receipts, then 12
+** money events (newer). The first batch is the 10 oldest money events; the
+** second the 2 left and the 8 oldest receipts; without priorities the
+** oldest rows go first as before. */
+static void test_priority_claim(void** state) {
+  (void)state;
+  fixture_t* f = fx_new(1);
+  ob__relay_row_t rows[10];
+  char agg[32];
+  int n;
+  register_emitters(f);
+  for (int i = 0; i < 30; i++) {
+    snprintf(agg, sizeof agg, "R%02d", i);
+    emit_row(f, "EmitReceipt", agg, i);
+  }
+  for (int i = 0; i < 12; i++) {
+    snprintf(agg, sizeof agg, "M%02d", i);
+    emit_row(f, i % 2 ? "EmitCharge" : "EmitPayout", agg, 100 + i);
+  }
+  /* Without priorities: the oldest, all receipts. Given back. */
+  n = take(f, "t0", 0, NULL, 0, rows);
+  assert_int_equal(n, 10);
+  for (int i = 0; i < n; i++) assert_string_equal(rows[i].event_type, RECEIPT);
+  free_taken(rows, n);
+  assert_true(ob__relay_give_back(f->e, "t0") >= 0);
+
+  n = take(f, "t1", 0, money, 2, rows);
+  assert_int_equal(n, 10);
+  for (int i = 0; i < n; i++) {
+    snprintf(agg, sizeof agg, "M%02d", i);  /* the oldest first */
+    assert_true(is_money(rows[i].event_type));
+    assert_string_equal(rows[i].aggregate_id, agg);
+  }
+  free_taken(rows, n);
+  n = take(f, "t2", 0, money, 2, rows);
+  assert_int_equal(n, 10);
+  {
+    int m = 0;
+    for (int i = 0; i < n; i++) m += is_money(rows[i].event_type);
+    assert_int_equal(m, 2);  /* M10, M11 */
+  }
+  /* The batch goes out in (created_at, id) order: receipts R00..R07 first. */
+  assert_string_equal(rows[0].aggregate_id, "R00");
+  assert_string_equal(rows[7].aggregate_id, "R07");
+  assert_string_equal(rows[8].aggregate_id, "M10");
+  free_taken(rows, n);
+  fx_free(f);
+}
+
+/* With ordered = 1 a money event never overtakes an earlier unpublished row
+** of its aggregate: aggregates A00..A14 each have a receipt and, later, a
+** payout; B00..B04 only a payout, the newest rows of all. */
+static void test_priority_claim_ordered(void** state) {
+  (void)state;
+  fixture_t* f = fx_new(1);
+  ob__relay_row_t rows[10];
+  char agg[32], want[32];
+  int n, k = 0;
+  register_emitters(f);
+  for (int i = 0; i < 15; i++) {
+    snprintf(agg, sizeof agg, "A%02d", i);
+    emit_row(f, "EmitReceipt", agg, k++);
+  }
+  for (int i = 0; i < 15; i++) {
+    snprintf(agg, sizeof agg, "A%02d", i);
+    emit_row(f, "EmitPayout", agg, k++);
+  }
+  for (int i = 0; i < 5; i++) {
+    snprintf(agg, sizeof agg, "B%02d", i);
+    emit_row(f, "EmitPayout", agg, k++);
+  }
+  /* Batch 1: B00..B04 (money, publishable), then the oldest rows that may
+  ** go: the receipts of A00..A04. No payout of an A: each waits behind its
+  ** receipt. */
+  n = take(f, "t1", 1, money, 2, rows);
+  assert_int_equal(n, 10);
+  for (int i = 0; i < 5; i++) {
+    snprintf(want, sizeof want, "A%02d", i);
+    assert_string_equal(rows[i].aggregate_id, want);
+    assert_string_equal(rows[i].event_type, RECEIPT);
+    snprintf(want, sizeof want, "B%02d", i);
+    assert_string_equal(rows[5 + i].aggregate_id, want);
+    assert_string_equal(rows[5 + i].event_type, OB_PAYOUT_EVENT_TYPE);
+  }
+  settle_ok(f, "t1", rows, n);
+  free_taken(rows, n);
+  /* Batch 2: the payouts of A00..A04, free now, before the receipts of
+  ** A05..A09. */
+  n = take(f, "t2", 1, money, 2, rows);
+  assert_int_equal(n, 10);
+  for (int i = 0; i < 5; i++) {
+    snprintf(want, sizeof want, "A%02d", 5 + i);
+    assert_string_equal(rows[i].aggregate_id, want);
+    assert_string_equal(rows[i].event_type, RECEIPT);
+    snprintf(want, sizeof want, "A%02d", i);
+    assert_string_equal(rows[5 + i].aggregate_id, want);
+    assert_string_equal(rows[5 + i].event_type, OB_PAYOUT_EVENT_TYPE);
+  }
+  settle_ok(f, "t2", rows, n);
+  free_taken(rows, n);
+  /* Never two rows of one aggregate in hand, never a later one published
+  ** before an earlier one. */
+  for (;;) {
+    n = take(f, "t3", 1, money, 2, rows);
+    if (n == 0) break;
+    for (int i = 0; i < n; i++)
+      for (int j = i + 1; j < n; j++)
+        assert_string_not_equal(rows[i].aggregate_id, rows[j].aggregate_id);
+    settle_ok(f, "t3", rows, n);
+    free_taken(rows, n);
+  }
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event WHERE"
+                               " published_at IS NULL"), 0);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event a JOIN"
+                               " outbox_event b ON a.aggregate_id ="
+                               " b.aggregate_id AND (a.created_at <"
+                               " b.created_at OR (a.created_at = b.created_at"
+                               " AND a.id < b.id)) WHERE b.published_at <"
+                               " a.published_at"), 0);
+  fx_free(f);
+}
+
+/* The real relay with its defaults, to fauxqs: a backlog of 25 receipts and
+** then 20 money events. The money goes out first; with ordered = 1 no row
+** overtakes an earlier row of its aggregate (each money event here has a
+** receipt before it in the same aggregate for half of them). */
+static void run_priority_relay(int ordered) {
+  char name[32], agg[32];
+  snprintf(name, sizeof name, "relay-priority-%d", ordered);
+  char* q = sq_create_queue(&g_srv, name, NULL);
+  fixture_t* f = rf_terminal();
+  int k = 0;
+  rf_set_endpoint(g_srv.port);
+  register_emitters(f);
+  for (int i = 0; i < 25; i++) {
+    snprintf(agg, sizeof agg, "agg-%02d", i);
+    emit_row(f, "EmitReceipt", agg, k++);
+  }
+  usleep(2000);  /* the money events are newer */
+  for (int i = 0; i < 20; i++) {
+    /* agg-00..agg-09 have a receipt before; agg-25..agg-34 do not. */
+    snprintf(agg, sizeof agg, "agg-%02d", i < 10 ? i : 15 + i);
+    emit_row(f, i % 2 ? "EmitCharge" : "EmitPayout", agg, k++);
+  }
+  assert_int_equal(enable(f, q, 10, ordered), 0);
+  assert_int_equal(ob_run(f->e, OB_RUN_UNTIL_IDLE, 0), 0);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event WHERE"
+                               " published_at IS NULL"), 0);
+  /* What was published in the first batch (one settle, one published_at):
+  ** no receipt. */
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event WHERE"
+                               " published_at = (SELECT min(published_at)"
+                               " FROM outbox_event) AND event_type ="
+                               " 'ReceiptIssued'"), 0);
+  if (!ordered) {
+    /* Every money event went out no later than the first receipt. */
+    assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event WHERE"
+                                 " event_type <> 'ReceiptIssued' AND"
+                                 " published_at > (SELECT min(published_at)"
+                                 " FROM outbox_event WHERE event_type ="
+                                 " 'ReceiptIssued')"), 0);
+  } else {
+    /* The 10 money events with no receipt before them went first... */
+    assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event WHERE"
+                                 " event_type <> 'ReceiptIssued' AND"
+                                 " aggregate_id >= 'agg-25' AND published_at >"
+                                 " (SELECT min(published_at) FROM"
+                                 " outbox_event WHERE event_type ="
+                                 " 'ReceiptIssued')"), 0);
+    /* ... and no row overtook an earlier one of its aggregate. */
+    assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event a JOIN"
+                                 " outbox_event b ON a.aggregate_id ="
+                                 " b.aggregate_id AND (a.created_at <"
+                                 " b.created_at OR (a.created_at ="
+                                 " b.created_at AND a.id < b.id)) WHERE"
+                                 " b.published_at < a.published_at"), 0);
+  }
+  fx_free(f);
+  free(q);
+}
+
+static void test_priority_relay(void** state) {
+  (void)state;
+  if (g_skip) skip();
+  run_priority_relay(0);
+  run_priority_relay(1);
+}
+
+/* priority_types: at most 8 distinct non-empty names; {NULL} is allowed (no
+** priorities). */
+static void test_priority_options(void** state) {
+  (void)state;
+  if (g_skip) skip();
+  static const char* const nine[] = {"a", "b", "c", "d", "e", "f", "g", "h",
+                                     "i", NULL};
+  static const char* const eight[] = {"a", "b", "c", "d", "e", "f", "g", "h",
+                                      NULL};
+  static const char* const empty_name[] = {"a", "", NULL};
+  static const char* const twice[] = {"a", "b", "a", NULL};
+  static const char* const none[] = {NULL};
+  const char* const* bad[] = {nine, empty_name, twice};
+  const char* const* good[] = {eight, none};
+  ob_relay_options_t o;
+  char err[256];
+  rf_set_endpoint(g_srv.port);
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    fixture_t* f = rf_terminal();
+    ob_relay_options_init(&o);
+    o.queue_url = "https://sqs.eu-west-1.amazonaws.com/123456789012/q";
+    o.priority_types = bad[i];
+    assert_int_equal(ob_relay_enable(f->e, &o, err, sizeof err), OB_EINVAL);
+    assert_non_null(strstr(err, "priority"));
+    fx_free(f);
+  }
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    fixture_t* f = rf_terminal();
+    ob_relay_options_init(&o);
+    o.queue_url = "https://sqs.eu-west-1.amazonaws.com/123456789012/q";
+    o.priority_types = good[i];
+    assert_int_equal(ob_relay_enable(f->e, &o, err, sizeof err), 0);
+    fx_free(f);
+  }
+}
+
 /* The operator's view: run with --outbox-queue-url, outbox show/drain,
 ** stats, through the real binary and its environment variables. */
 static int sh(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -457,6 +742,10 @@ int main(void) {
       cmocka_unit_test(test_faults_lose_nothing),
       cmocka_unit_test(test_parking),
       cmocka_unit_test(test_cli_sync),
+      cmocka_unit_test(test_priority_claim),
+      cmocka_unit_test(test_priority_claim_ordered),
+      cmocka_unit_test(test_priority_relay),
+      cmocka_unit_test(test_priority_options),
   };
   /* The mutant build runs one case (OB_TEST_FILTER, a cmocka glob). */
   const char* only = getenv("OB_TEST_FILTER");
