@@ -444,7 +444,7 @@ static void executor_run(ob__worker_t* w) {
   }
   if (!w->link.online && x->in_flight == 0) {
     /* The probe failed before it was sent: wait for the next probe. */
-    arm(x, w->link.next_probe_at - ob__worker_now(w));
+    arm(x, w->link.next_probe_at - ob__worker_link_now(w));
     return;
   }
   /* Every slot busy: a completion runs the next round. */

@@ -101,7 +101,7 @@ static void w_kick(void* self) {
 static void w_network(void* self) {
   ob__worker_t* w = self;
   if (w->state != OB__WORKER_RUNNING) return;
-  ob__link_nudge(&w->link, ob__worker_now(w));
+  ob__link_nudge(&w->link, ob__worker_link_now(w));
   if (w->ops->network) w->ops->network(w);
   else ob__worker_arm(w, 0);
 }
@@ -225,7 +225,7 @@ void ob__worker_disarm(ob__worker_t* w) {
 }
 
 int ob__worker_wait_for_probe(ob__worker_t* w) {
-  int64_t now = ob__worker_now(w);
+  int64_t now = ob__worker_link_now(w);
   if (w->link.online || now >= w->link.next_probe_at) return 0;
   ob__worker_arm(w, w->link.next_probe_at - now);
   return 1;
@@ -236,7 +236,7 @@ int ob__worker_link_ok(ob__worker_t* w) {
 }
 
 int64_t ob__worker_link_failed(ob__worker_t* w) {
-  return ob__link_failed(&w->link, ob__worker_now(w),
+  return ob__link_failed(&w->link, ob__worker_link_now(w),
                          ob__engine_clock(w->e));
 }
 
@@ -251,6 +251,10 @@ void ob__worker_storage_ok(ob__worker_t* w) {
 
 void ob__worker_kick_others(ob__worker_t* w) {
   ob__engine_kick_components(w->e, w);
+}
+
+int64_t ob__worker_link_now(const ob__worker_t* w) {
+  return (int64_t)uv_now(w->loop);
 }
 
 int64_t ob__worker_now(const ob__worker_t* w) {

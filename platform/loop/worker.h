@@ -151,8 +151,11 @@ void ob__worker_storage_ok(ob__worker_t* w);
 /* The other components may have work (this one committed outbox rows). */
 void ob__worker_kick_others(ob__worker_t* w);
 
-/* The engine's wall clock. */
+/* The engine's wall clock (for stored deadlines), and the loop's monotonic
+** one that the link's probe times use: a wall clock set back a day must not
+** hold a probe back a day. */
 int64_t ob__worker_now(const ob__worker_t* w);
+int64_t ob__worker_link_now(const ob__worker_t* w);
 
 /* Around a call that may run handlers (which may call ob_detach): a close
 ** requested inside waits until ob__worker_leave. Returns 1 from leave when
