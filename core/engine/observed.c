@@ -1,6 +1,6 @@
 /*
 ** The observed clock: the time this engine has seen pass, which retention
-** counts instead of the wall clock (docs/clocks.md).
+** counts instead of the wall clock (docs/field.md).
 **
 ** It starts from the value engines recorded before (retention_clock, or the
 ** wall clock on a new database) and advances with the clock's monotonic_ms

@@ -172,7 +172,7 @@ typedef struct ob_options_s {
   int batch_size;               /* messages per transaction (group commit); 1 */
   int64_t retention_ms;         /* processed_message / published outbox: 30
                                 ** days of time the engine has observed
-                                ** passing (docs/clocks.md): a wall clock
+                                ** passing (docs/field.md): a wall clock
                                 ** that jumps forward deletes nothing early,
                                 ** a long shutdown only keeps rows longer */
   int gc_interval_ms;           /* retention sweep period on a loop; 1 h */

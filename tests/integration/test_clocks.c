@@ -1,5 +1,5 @@
 /* Clocks that jump: retention counts the time the engine observed passing,
-** not the wall clock (docs/clocks.md). A real SQLite file; the wall and the
+** not the wall clock (docs/field.md). A real SQLite file; the wall and the
 ** monotonic clock are driven separately through ob_clock_t, as a terminal
 ** without NTP sees them (its RTC reset or set forward, its uptime steady),
 ** and once through the real program under libfaketime. */
