@@ -55,6 +55,7 @@
 
 #include "core/util/errbuf.h"
 #include "tests/crash/faultalloc.h"
+#include "storage/store.h" /* OB__SCHEMA_VERSION */
 #include "tests/crash/faultvfs.h"
 #include "tests/integration/engine_fixture.h"
 #include "oncebox_payout.h"
@@ -502,7 +503,8 @@ static void check_files(ctx_t* c, run_t* r, int final) {
     return;
   }
   version = (int)q_int(db, "PRAGMA user_version", &ok);
-  if (!ok || (version != 0 && version != 3) || (r->golden && version != 3)) {
+  if (!ok || (version != 0 && version != OB__SCHEMA_VERSION) ||
+      (r->golden && version != OB__SCHEMA_VERSION)) {
     viol(V_INTEGRITY, "%s: user_version %d", when, version);
     sqlite3_close(db);
     return;
