@@ -1,5 +1,5 @@
 /*
-** SQS retry rules (SQS-PROTOCOL.md §B.4, §C): classification of real error
+** SQS retry rules (docs/sqs-protocol.md): classification of real error
 ** responses, full-jitter backoff, server hints, the 500-token retry quota,
 ** the per-call decision including long polling, HTTP dates and clock-skew
 ** correction. Randomness from the seeded fake clock of tests/support.

@@ -1,5 +1,5 @@
 /*
-** The SQS consumer end to end (issue 4, items 6 and 9): real engines on real
+** The SQS consumer end to end: real engines on real
 ** SQLite files, ob_consumer_enable configured only through the AWS
 ** environment variables, against fauxqs behind the TLS terminator that
 ** verifies every SigV4 signature (tests/integration/sqs/sqs_server.mjs),
