@@ -36,22 +36,35 @@
 #
 # The slow tests (OB_MUTANT_SLOW, a ctest -R regex: fence_kill,
 # fault_oom_loop, fault_io_loop, fault_io_loop_mutant_split_claim, kill9,
-# consumer, provider_sim) run in a second pass, after every other test passed.
+# consumer, provider_sim, hostile_cli, canary) run in a second pass, after
+# every other test passed.
+#
+# The script runs from a copy of itself (so that editing it during a run
+# cannot break the run: bash reads a script as it goes).
 #
 # Takes long (a full suite run per surviving mutant): run it with nice,
 # in the background, e.g.
 #   nice tests/mutants/run.sh > /tmp/mutants.out 2>&1 &
 set -uo pipefail
+if [ -z "${OB_MUTANT_COPY:-}" ]; then
+  self=$(mktemp "${TMPDIR:-/tmp}/oncebox-mutants-run.XXXXXX") || exit 2
+  cp "$0" "$self" || exit 2
+  OB_MUTANT_COPY=1 OB_MUTANT_REPO=$(cd "$(dirname "$0")/../.." && pwd) \
+    bash "$self" "$@"
+  rc=$?
+  rm -f "$self"
+  exit $rc
+fi
 
-here=$(cd "$(dirname "$0")" && pwd)
-repo=$(cd "$here/../.." && pwd)
+repo=$OB_MUTANT_REPO
+here=$repo/tests/mutants
 list=$here/mutants.txt
 work=${TMPDIR:-/tmp}/oncebox-mutants-$(id -u)
 jobs=2
 baseline=1
 exclude=${OB_MUTANT_EXCLUDE:-'^crash_(campaign_mixed|campaign_exhaustive|relay_campaign|mutant_.*|relay_mutant_.*)$'}
 # The slow tests (a minute or more here), run in the second pass.
-slow=${OB_MUTANT_SLOW:-'^(fence_kill|fault_oom_loop|fault_io_loop|fault_io_loop_mutant_split_claim|kill9|consumer|provider_sim)$'}
+slow=${OB_MUTANT_SLOW:-'^(fence_kill|fault_oom_loop|fault_io_loop|fault_io_loop_mutant_split_claim|kill9|consumer|provider_sim|hostile_cli|canary)$'}
 only=()
 while [ $# -gt 0 ]; do
   case $1 in
@@ -59,7 +72,7 @@ while [ $# -gt 0 ]; do
     --work) work=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --no-baseline) baseline=0; shift ;;
-    -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,48p' "$0"; exit 0 ;;
     -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     *) only+=("$1"); shift ;;
   esac
