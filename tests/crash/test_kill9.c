@@ -1,6 +1,6 @@
 /* The process-crash loop (T1 in docs/reliability.md): a worker killed with
-** SIGKILL at random moments while it handles thousands of messages with duplicates,
-** restarted each time. Invariants I1, I2, I3 and I5 hold after every kill,
+** SIGKILL at random moments while it handles thousands of messages with
+** duplicates, restarted each time. Invariants I1, I2, I3 and I5 hold after every kill,
 ** and nothing is lost.
 **
 ** The parent enqueues BASE_EVENTS PaymentCaptured events up front, a quarter

@@ -1,8 +1,8 @@
 /*
-** The SQS consumer end to end: real engines on real
-** SQLite files, ob_consumer_enable configured only through the AWS
-** environment variables, against fauxqs behind the TLS terminator that
-** verifies every SigV4 signature (tests/integration/sqs/sqs_server.mjs),
+** The SQS consumer end to end: real engines on real SQLite files,
+** ob_consumer_enable configured only through the AWS environment variables,
+** against fauxqs behind the TLS terminator that verifies every SigV4
+** signature (tests/integration/sqs/sqs_server.mjs),
 ** reached as https://localhost:PORT (the test certificate's other name).
 **
 ** Every test ends by checking that the queue is empty: each message was
