@@ -397,6 +397,50 @@ static void test_relay_claim_taken_over(void** state) {
   fx_free(f);
 }
 
+/* A parked outbox event (a relay gave up on it) is not handed to a sink by
+** ob_outbox_drain until an operator retries it; then it is, once. */
+static void test_parked_event_not_drained(void** state) {
+  fixture_t* f = fx_new(1);
+  char id[OB_UUID_BUFLEN], body[256];
+  ob__db_t db;
+  ob__relay_row_t rows[2];
+  int seen = 0;
+  size_t n;
+  (void)state;
+  ob_register_payout(f->e);
+  fx_enqueue(f, PAY, fx_event(1, id), fx_payment(1, body));
+  fx_drain(f);
+  memset(&db, 0, sizeof db);
+  assert_int_equal(ob__db_open(&db, f->db_path, OB_SYNC_FULL, 5000, 0), 0);
+  assert_int_equal(ob__relay_claim(&db, "relay", FX_T0, FX_T0 + 30000, 2, 0,
+                                   rows),
+                   1);
+  assert_int_equal(ob__db_begin(&db), 0);
+  assert_int_equal(ob__relay_mark_failed(&db, rows[0].id, "relay", FX_T0,
+                                         "refused", 1, FX_T0),
+                   1);
+  assert_int_equal(ob__db_commit(&db), 0);
+  ob__relay_row_free(&rows[0]);
+  ob__db_close(&db);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event"
+                               " WHERE parked_at IS NOT NULL"),
+                   1);
+  /* Due (next_attempt_at is now) but parked: nothing for the sink. */
+  assert_int_equal(ob_outbox_drain(f->e, accept_all, &seen, 10, &n), 0);
+  assert_int_equal(n, 0);
+  assert_int_equal(seen, 0);
+  /* Retried by the operator: drained once, then published. */
+  assert_int_equal(ob_outbox_retry_parked(f->e), 1);
+  assert_int_equal(ob_outbox_drain(f->e, accept_all, &seen, 10, &n), 0);
+  assert_int_equal(n, 1);
+  assert_int_equal(seen, 1);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event"
+                               " WHERE published_at IS NOT NULL"
+                               " AND parked_at IS NULL"),
+                   1);
+  fx_free(f);
+}
+
 static void collect(void* arg, const char* v) {
   int* n = arg;
   (*n)++;
@@ -464,6 +508,7 @@ int main(void) {
       cmocka_unit_test(test_retention),
       cmocka_unit_test(test_retention_boundary),
       cmocka_unit_test(test_relay_claim_taken_over),
+      cmocka_unit_test(test_parked_event_not_drained),
       cmocka_unit_test(test_check_reports_violations),
       cmocka_unit_test(test_stats),
   };
