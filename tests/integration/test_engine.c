@@ -210,6 +210,17 @@ static void test_retry_budget_then_failure_store(void** state) {
   assert_int_equal(fx_count(f, "SELECT count(*) FROM sqlite_schema WHERE name ="
                                " 'effect_log'"),
                    0);
+  /* The operator retries it: back in the queue with its attempts reset, so
+  ** the next failure is a retry again, not straight back to the store. */
+  assert_int_equal(ob_failed_retry(f->e, 0), 1);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM failed_message"), 0);
+  assert_int_equal(fx_count(f, "SELECT attempts FROM queue"), 0);
+  assert_int_equal(ob_run_once(f->e, &r), 0);
+  assert_int_equal(r.retried, 1);
+  assert_int_equal(r.failed, 0);
+  assert_int_equal(s.calls, 5);
+  assert_int_equal(fx_count(f, "SELECT attempts FROM queue"), 1);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM failed_message"), 0);
   fx_free(f);
 }
 
