@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The ctest suite of a normal (non-sanitizer) build under valgrind memcheck
-# (issue 6 item 6; ../shared/RELIABILITY.md T14). Not part of CI: it takes
+# (T14; docs/reliability.md, "valgrind"). Not part of CI: it takes
 # far longer than the ASan+UBSan pass of tests/run-all.sh.
 #
 #   bash tests/valgrind.sh [-B BUILD_DIR] [-R REGEX] [-E REGEX] [-j N]

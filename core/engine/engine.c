@@ -330,9 +330,9 @@ static int run_handlers(ob_engine_t* e, const ob__queue_row_t* r, int64_t now,
     if (strcmp(h->type, r->type) != 0) continue;
     found = 1;
 #ifdef OB_MUTANT_SPLIT_CLAIM
-    /* MUTANT for the crash campaign only (tests/crash, issue 6 item 2): the
-    ** dedup claim commits in a transaction of its own before the handler
-    ** runs. Built into a separate test library; never define it elsewhere. */
+    /* MUTANT for the crash campaign only (tests/crash; docs/reliability.md,
+    ** "Mutants"): the dedup claim commits in a transaction of its own before
+    ** the handler runs. Built into a separate test library; never define it elsewhere. */
     if ((claimed = ob__db_release(&e->db)) < 0 ||
         (claimed = ob__db_commit(&e->db)) < 0 ||
         (claimed = ob__processed_claim(&e->db, h->consumer, r->message_id,

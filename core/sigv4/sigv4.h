@@ -8,7 +8,8 @@
 **
 ** Reference: https://docs.aws.amazon.com/IAM/latest/UserGuide/create-signed-request.html
 ** Checked against the 38 cases of the AWS SigV4 test suite (aws-c-auth copy,
-** ../shared/testdata/sigv4) and against @smithy/signature-v4 (tests/interop).
+** read by tests/unit/test_sigv4.c from $OB_SHARED_DIR/testdata/sigv4) and
+** against @smithy/signature-v4 (tests/interop).
 **
 ** Secrets: the secret access key is read during a call and never copied into
 ** anything that outlives the call; every buffer that held it or a key derived

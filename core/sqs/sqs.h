@@ -10,7 +10,7 @@
 **     X-Amz-Target: ob__sqs_target(op)
 ** with the body built here, signs it with core/sigv4 (service "sqs"), and
 ** hands the response status, body and the x-amzn-query-error header back.
-** Wire facts: ../shared/SQS-PROTOCOL.md §B.
+** Wire facts: docs/sqs-protocol.md.
 **
 ** Building: request bodies are written by a small streaming JSON writer, not
 ** through a cJSON tree: a batch of ten 1 MiB bodies would otherwise exist
@@ -35,7 +35,7 @@
 
 #define OB__SQS_CONTENT_TYPE "application/x-amz-json-1.0"
 
-/* Limits from the service model (SQS-PROTOCOL.md §B.5). */
+/* Limits from the service model (docs/sqs-protocol.md, "Limits"). */
 #define OB__SQS_MAX_MESSAGE_BYTES 1048576   /* body + attribute names/types/values */
 #define OB__SQS_MAX_BATCH_BYTES 1048576     /* sum over the entries */
 #define OB__SQS_MAX_BATCH_ENTRIES 10
@@ -375,7 +375,7 @@ int ob__sqs_parse_error(int http_status, const char* body, size_t len,
 int ob__sqs_error_is(const ob__sqs_error_t* e, const char* name);
 
 /* ---------------------------------------------------------------------------
-** MD5 (SQS-PROTOCOL.md §B.7).
+** MD5 (docs/sqs-protocol.md, "Checksums").
 */
 
 /* The buffer of a lowercase hex MD5: 32 digits and the NUL. */

@@ -1,5 +1,5 @@
 /*
-** SQS message checksums (SQS-PROTOCOL.md §B.7).
+** SQS message checksums (docs/sqs-protocol.md, "Checksums").
 **
 ** MD5OfMessageBody / MD5OfBody: hex MD5 of the body's UTF-8 bytes.
 ** MD5OfMessageAttributes: the encoding of the AWS SDK for Java v2

@@ -1,9 +1,10 @@
 /*
 ** SQS request bodies (AWS JSON 1.0). Members are written in the service
-** model's order, which is what the SDKs send (SQS-PROTOCOL.md §B.1-B.2);
-** SQS does not care, but it keeps captures comparable.
+** model's order, which is what the SDKs send (docs/sqs-protocol.md, "Wire
+** format"); SQS does not care, but it keeps captures comparable.
 **
-** Everything is validated before writing, with the limits of §B.5, so a
+** Everything is validated before writing, with the limits of
+** docs/sqs-protocol.md ("Limits"), so a
 ** request SQS would refuse (InvalidMessageContents, BatchRequestTooLong,
 ** TooManyEntriesInBatchRequest, ...) fails here with a specific diagnosis
 ** instead of costing a round trip and a retry budget.

@@ -646,7 +646,7 @@ const char* ob__sqs_attr_get(const ob__sqs_attrs_result_t* r,
 }
 
 /* ---------------------------------------------------------------------------
-** Errors (SQS-PROTOCOL.md §B.3; @smithy/core loadJsonRpcErrorCode and
+** Errors (docs/sqs-protocol.md, "Errors"; @smithy/core loadJsonRpcErrorCode and
 ** sanitizeErrorCode, @aws-sdk/core setQueryCompatError).
 */
 static void copy_trunc(char* dst, size_t cap, const char* s, size_t n) {

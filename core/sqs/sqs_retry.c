@@ -3,7 +3,7 @@
 ** submodules/retry (error lists, StandardRetryStrategy,
 ** DefaultRetryBackoffStrategy), botocore retries/standard.py (mode 2.1,
 ** RetryQuotaChecker, _LONG_POLLING_OPERATIONS), @aws-sdk/core
-** AwsSdkSigV4Signer (clock skew); summarised in SQS-PROTOCOL.md §B.4, §C.
+** AwsSdkSigV4Signer (clock skew); summarised in docs/sqs-protocol.md.
 */
 #include "core/sqs/sqs_retry.h"
 

@@ -1,7 +1,7 @@
 /*
 ** Retries for SQS calls, the AWS SDKs' "standard" mode as of the 2026
-** update (SQS-PROTOCOL.md §C.1, §C.3, §C.4; @smithy/core StandardRetryStrategy,
-** botocore retries/standard.py): classification, backoff with full jitter,
+** update (docs/sqs-protocol.md, "Standard retry mode" and "Clock skew";
+** @smithy/core StandardRetryStrategy, botocore retries/standard.py): classification, backoff with full jitter,
 ** the retry-quota token bucket, server retry hints and clock-skew
 ** correction.
 **

@@ -1,4 +1,4 @@
-/* Helpers shared by the issue 7 benchmarks; see bench_common.h. The raw
+/* Helpers shared by the benchmarks; see bench_common.h. The raw
 ** SQLite loop is the one of bench_engine.c (same statements, same order). */
 #include "tests/bench/bench_common.h"
 

@@ -1,4 +1,5 @@
-/* ob-bench-engine: oncebox against the raw SQLite limit (issue 2, Benchmark).
+/* ob-bench-engine: oncebox against the raw SQLite limit (docs/performance.md,
+** "Handling against the raw SQLite limit").
 **
 **   ob-bench-engine [-n N] [-g N] [-b B] [-r R] [-s SEED]
 **

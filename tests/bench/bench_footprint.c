@@ -1,5 +1,5 @@
-/* ob-bench-footprint: what the oncebox program costs a terminal (issue 7,
-** items 3 and 4).
+/* ob-bench-footprint: what the oncebox program costs a terminal
+** (docs/performance.md, "Footprint" and "Cost per message").
 **
 **   ob-bench-footprint [-x ONCEBOX] [-n N] [-f N] [-b B] [-i SECONDS]
 **                      [-k RUNS] [-s SEED] [-o CSV]

@@ -1,5 +1,5 @@
 /* ob-bench-latency: latency from enqueue to durable commit under a steady
-** load (issue 7, item 3).
+** load (docs/performance.md, "Latency, from enqueue to durable commit").
 **
 **   ob-bench-latency [-R LIST] [-b LIST] [-t SECONDS] [-s SEED] [-o CSV]
 **

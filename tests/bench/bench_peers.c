@@ -1,5 +1,5 @@
 /* ob-bench-peers: oncebox against the queues people would pick instead, on
-** the same workload and durability (issue 7, item 2).
+** the same workload and durability (docs/performance.md, "Peers").
 **
 **   ob-bench-peers [-n N] [-r R] [-g B] [-s SEED] [-o CSV] [-S]
 **

@@ -1,5 +1,5 @@
 /* ob-bench-relay: the outbox relay against the AWS SDK for JavaScript
-** (issue 4, item 10).
+** (docs/performance.md, "The relay: requests per event").
 **
 **   ob-bench-relay [-n N] [-r R] [-c K] [-w W] [-s SEED] [-x]
 **

@@ -1,6 +1,7 @@
 /* ob-bench-sweep: handling throughput against batch size and durability
 ** setting, oncebox beside the raw SQLite limit of the same statements, and
-** the cost of each message (issue 7, items 3 and 6).
+** the cost of each message (docs/performance.md, "Throughput against batch
+** size and durability" and "Cost per message").
 **
 **   ob-bench-sweep [-b LIST] [-m F] [-r R] [-s SEED] [-o CSV] [-O CSV]
 **

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Build oncebox (Release) and run every benchmark of docs/performance.md
-# (issue 7): the raw data go to CSV files under build-bench/results/, the
+# Build oncebox (Release) and run every benchmark of docs/performance.md:
+# the raw data go to CSV files under build-bench/results/, the
 # tables to build-bench/results/tables.md, the plot to
 # docs/performance-batch.png.
 #
@@ -88,7 +88,7 @@ fi
 
 # ---- the benchmarks ------------------------------------------------------
 if want engine; then
-  say "engine: oncebox against the raw SQLite limit (issue 7 item 1)"
+  say "engine: oncebox against the raw SQLite limit "
   "$bin/ob-bench-engine" "${engine_args[@]}" | tee "$res/engine.txt"
   # variant,messages,msg_per_s,fsync_per_msg,kib_per_msg,peak_rss_mib
   awk '/^end to end/ {exit}
@@ -103,22 +103,22 @@ if want engine; then
     "$res/engine.txt" > "$res/engine.csv"
 fi
 if want sweep; then
-  say "sweep: batch size x durability (items 3, 6)"
+  say "sweep: batch size x durability"
   "$bin/ob-bench-sweep" "${sweep_args[@]}" -o "$res/sweep.csv" \
     -O "$res/sweep-runs.csv" | tee "$res/sweep.txt"
 fi
 if want latency; then
-  say "latency: enqueue -> durable commit under a steady load (item 3)"
+  say "latency: enqueue -> durable commit under a steady load"
   "$bin/ob-bench-latency" "${latency_args[@]}" -o "$res/latency.csv" \
     | tee "$res/latency.txt"
 fi
 if want peers; then
-  say "peers: plainjob, Symfony Messenger (item 2)"
+  say "peers: plainjob, Symfony Messenger"
   "$bin/ob-bench-peers" "${peers_args[@]}" -o "$res/peers.csv" \
     | tee "$res/peers.txt"
 fi
 if want relay; then
-  say "relay: against the AWS SDK for JavaScript (items 3, 4)"
+  say "relay: against the AWS SDK for JavaScript"
   "$bin/ob-bench-relay" "${relay_args[@]}" | tee "$res/relay.txt"
   awk 'BEGIN { print "variant,events_per_s,peak_rss_mib" }
        /^  \((a|b|b.)\) / {
@@ -129,7 +129,7 @@ if want relay; then
        }' "$res/relay.txt" > "$res/relay.csv"
 fi
 if want footprint; then
-  say "footprint: size, RSS, idle, start-up, fsyncs of the CLI (items 3, 4)"
+  say "footprint: size, RSS, idle, start-up, fsyncs of the CLI"
   "$bin/ob-bench-footprint" -x "$build/oncebox" "${fp_args[@]}" \
     -o "$res/footprint.csv" | tee "$res/footprint.txt"
 fi

@@ -1,5 +1,6 @@
-/* ob-crash-campaign: the crash and power-loss campaign (issue 6 items 1, 2
-** and 7; RELIABILITY.md T1-T4, invariants I1-I5). See docs/reliability.md.
+/* ob-crash-campaign: the crash and power-loss campaign (T1-T4, invariants
+** I1-I5: the list at the top of docs/reliability.md). See
+** docs/reliability.md.
 **
 **   ob-crash-campaign --seed S --cycles N
 **                     [--mode kill|power|torn|mixed|exhaustive]

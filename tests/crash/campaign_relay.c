@@ -1,6 +1,8 @@
 /* ob-crash-campaign-relay: the crash and power-loss campaign of the outbox
-** relay (issue 6, RELIABILITY.md I4 and T4d). See docs/reliability.md,
-** "The relay under kill -9 and power loss".
+** relay: every committed outbox row reaches SQS at least once (invariant I4),
+** and the publish-before-2xx mutant is caught (T4d; both in the list at the
+** top of docs/reliability.md). See docs/reliability.md, "The relay under
+** kill -9 and power loss".
 **
 **   ob-crash-campaign-relay --seed S --cycles N
 **                           [--mode kill|power|torn|mixed]

@@ -1,7 +1,8 @@
 /* faultalloc: out-of-memory injection, in the manner of SQLite's malloc
 ** tests (test_malloc.c, faultsim): fail the k-th allocation, once (only
 ** allocation k fails) or persistently (k and every later one fail until
-** disarmed). Issue 6 item 3; RELIABILITY.md T6. Two allocators:
+** disarmed): out-of-memory injection (T6 in docs/reliability.md). Two
+** allocators:
 **
 **   FA_SQLITE  every allocation SQLite makes: a countdown wrapper around
 **              SQLite's default allocator, installed with

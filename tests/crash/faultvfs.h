@@ -3,7 +3,8 @@
 ** count the VFS operations and make the N-th one fail with the error the
 ** unix VFS itself returns for that operation, either once (only op N
 ** fails) or persistently (op N and every later op fail until disarmed).
-** Issue 6 item 3; RELIABILITY.md T5. Used by tests/crash/test_faults.c.
+** I/O-error injection (T5 in docs/reliability.md). Used by
+** tests/crash/test_faults.c.
 **
 ** Counted operations (each returns, when it is made to fail):
 **   xOpen              SQLITE_CANTOPEN (what unixOpen returns when open(2)

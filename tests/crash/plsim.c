@@ -1,4 +1,5 @@
-/* plsim: the power-loss simulator VFS shim (see plsim.h, RELIABILITY.md §2).
+/* plsim: the power-loss simulator VFS shim (see plsim.h and
+** docs/reliability.md, "The power-loss simulator (plsim)").
 **
 ** Bookkeeping per tracked file F, all in F's directory:
 **   F.pending      records {i64 off; i32 len; bytes} appended after each

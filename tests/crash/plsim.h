@@ -1,5 +1,5 @@
 /* plsim: a power-loss simulator for SQLite, as a VFS shim over "unix"
-** (RELIABILITY.md §2; issue 6 item 1).
+** (docs/reliability.md, "The power-loss simulator (plsim)").
 **
 ** In the process that installs it (a crash-campaign worker, never the
 ** supervisor), every file SQLite opens as a main database, WAL or rollback
@@ -26,7 +26,7 @@
 ** are deleted (shared memory does not survive a power loss). Then the
 ** database is opened with the stock VFS and checked.
 **
-** Limitation (as in RELIABILITY.md): an unlink (the WAL deleted at close) is
+** Limitation (docs/reliability.md, "Limits"): an unlink (the WAL deleted at close) is
 ** durable at once; a file resurrected by a power loss is not modelled.
 */
 #ifndef OB_TESTS_CRASH_PLSIM_H

@@ -1,5 +1,5 @@
-/* Issue 2, test (b): two processes handle the same events at the same time
-** on one database file, and each event has exactly one effect.
+/* Two processes handle the same events at the same time on one database
+** file, and each event has exactly one effect.
 **
 ** The parent creates the database and enqueues EVENTS PaymentCaptured
 ** events, each delivered two or three times (the same event id enqueued

@@ -1,6 +1,5 @@
-/* Issue 6 item 3: I/O errors, out-of-memory and a real full disk
-** (RELIABILITY.md T5, T6; docs/reliability.md, "I/O errors, out of memory,
-** full disk").
+/* I/O errors, out-of-memory and a real full disk (T5, T6;
+** docs/reliability.md, "I/O errors, out of memory, full disk").
 **
 **   ob-test-faults io        the I/O-error loop (faultvfs.c): for N = 1.. until
 **                            a run sees no injection, fail VFS operation N

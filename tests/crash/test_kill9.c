@@ -1,6 +1,6 @@
-/* Issue 2, test (c) / RELIABILITY.md T1: a worker killed with SIGKILL at
-** random moments while it handles thousands of messages with duplicates,
-** restarted each time. Invariants I1, I2, I3 and I5 hold after every kill,
+/* The process-crash loop (T1 in docs/reliability.md): a worker killed with
+** SIGKILL at random moments while it handles thousands of messages with
+** duplicates, restarted each time. Invariants I1, I2, I3 and I5 hold after every kill,
 ** and nothing is lost.
 **
 ** The parent enqueues BASE_EVENTS PaymentCaptured events up front, a quarter

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The hostile-input matrix through the `oncebox` binary (issue 6 item 4;
-# ../shared/RELIABILITY.md T17, T18, T19). Its twin through the library is
+# The hostile-input matrix through the `oncebox` binary (T17 file modes, T18
+# SQL injection, T19 bad input: docs/reliability.md, "The hostile-input
+# matrix"). Its twin through the library is
 # tests/hostile/test_hostile_lib.c; HTTP and SQS responses have their own
 # matrix (tests/integration/http/test_http_hostile.c) and fuzzers
 # (tests/fuzz). What test_cli.sh already covers (a newer schema, `check`

@@ -1,7 +1,7 @@
 /*
-** The hostile-input matrix through the library (issue 6 item 4;
-** ../shared/RELIABILITY.md T18, T19). Its twin through the `oncebox` binary
-** is tests/hostile/test_hostile_cli.sh; HTTP and SQS responses have their own
+** The hostile-input matrix through the library (T18 SQL injection, T19 bad
+** input: docs/reliability.md, "The hostile-input matrix"). Its twin through
+** the `oncebox` binary is tests/hostile/test_hostile_cli.sh; HTTP and SQS responses have their own
 ** matrix (tests/integration/http/test_http_hostile.c) and fuzzers
 ** (tests/fuzz).
 **

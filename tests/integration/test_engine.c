@@ -211,6 +211,17 @@ static void test_retry_budget_then_failure_store(void** state) {
   assert_int_equal(fx_count(f, "SELECT count(*) FROM sqlite_schema WHERE name ="
                                " 'effect_log'"),
                    0);
+  /* The operator retries it: back in the queue with its attempts reset, so
+  ** the next failure is a retry again, not straight back to the store. */
+  assert_int_equal(ob_failed_retry(f->e, 0), 1);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM failed_message"), 0);
+  assert_int_equal(fx_count(f, "SELECT attempts FROM queue"), 0);
+  assert_int_equal(ob_run_once(f->e, &r), 0);
+  assert_int_equal(r.retried, 1);
+  assert_int_equal(r.failed, 0);
+  assert_int_equal(s.calls, 5);
+  assert_int_equal(fx_count(f, "SELECT attempts FROM queue"), 1);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM failed_message"), 0);
   fx_free(f);
 }
 
@@ -350,6 +361,57 @@ static void test_two_consumers(void** state) {
   assert_int_equal(a.calls, 1);
   assert_int_equal(b.calls, 1);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM processed_message"), 2);
+  fx_free(f);
+}
+
+/* A consumer added after a message was handled: the message redelivered
+** (the same id enqueued again) runs the new consumer exactly once, and not
+** the first one again. The first consumer's dedup record comes first in the
+** handler list, so a loop that stopped at the first duplicate would never
+** reach the second consumer. Then once more after a restart with both
+** registered: nobody runs. */
+static void test_consumer_added_after_handling(void** state) {
+  fixture_t* f = fx_new(1);
+  script_t a = {0}, b = {0};
+  char id[OB_UUID_BUFLEN];
+  ob_batch_result_t r;
+  (void)state;
+  assert_int_equal(ob_register(f->e, "Charge", "ledger", scripted_handler, &a), 0);
+  fx_event(1, id);
+  assert_int_equal(fx_enqueue(f, "Charge", id, "{}"), 0);
+  r = fx_drain(f);
+  assert_int_equal(r.handled, 1);
+  assert_int_equal(a.calls, 1);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM processed_message"), 1);
+
+  /* The new consumer joins the running engine; the message comes back. */
+  assert_int_equal(ob_register(f->e, "Charge", "mailer", scripted_handler, &b), 0);
+  assert_int_equal(fx_enqueue(f, "Charge", id, "{}"), 0);
+  r = fx_drain(f);
+  assert_int_equal(r.claimed, 1);
+  assert_int_equal(r.handled, 1);
+  assert_int_equal(r.duplicates, 0);
+  assert_int_equal(a.calls, 1);
+  assert_int_equal(b.calls, 1);
+  assert_int_equal(
+      fx_count(f, "SELECT count(*) FROM processed_message WHERE consumer_name"
+                  " = 'mailer' AND message_id ="
+                  " '0190b6d8-3ae7-7ca2-a653-000000000001'"),
+      1);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM processed_message"), 2);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM effect_log"), 2);
+
+  /* After a restart, both registered (the first one first): a duplicate. */
+  fx_reopen(f);
+  assert_int_equal(ob_register(f->e, "Charge", "ledger", scripted_handler, &a), 0);
+  assert_int_equal(ob_register(f->e, "Charge", "mailer", scripted_handler, &b), 0);
+  assert_int_equal(fx_enqueue(f, "Charge", id, "{}"), 0);
+  r = fx_drain(f);
+  assert_int_equal(r.handled, 0);
+  assert_int_equal(r.duplicates, 1);
+  assert_int_equal(a.calls, 1);
+  assert_int_equal(b.calls, 1);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM queue"), 0);
   fx_free(f);
 }
 
@@ -614,6 +676,7 @@ int main(void) {
       cmocka_unit_test(test_failed_retry_passes_dedup_guard),
       cmocka_unit_test(test_failed_remove_and_list),
       cmocka_unit_test(test_two_consumers),
+      cmocka_unit_test(test_consumer_added_after_handling),
       cmocka_unit_test(test_group_commit_savepoints),
       cmocka_unit_test(test_handler_sql_rules),
       cmocka_unit_test(test_enqueue_validation),

@@ -4,6 +4,8 @@
 #include "oncebox_charge.h"
 #include "oncebox_payout.h"
 
+#include "storage/store.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -288,6 +290,189 @@ static void test_retention(void** state) {
   fx_free(f);
 }
 
+/* The retention window's edge: "older than the window" is strict. A dedup
+** record and a published event exactly retention_ms old are kept; one
+** millisecond older, both are deleted. */
+static void test_retention_boundary(void** state) {
+  fixture_t* f = fx_new(1);
+  char id[OB_UUID_BUFLEN], body[256];
+  int published = 0;
+  size_t n;
+  int64_t deleted;
+  const int64_t window = 3600LL * 1000;
+  (void)state;
+  ob_close(f->e);
+  f->opts.retention_ms = window;
+  fx_open(f);
+  ob_register_payout(f->e);
+  fx_enqueue(f, PAY, fx_event(1, id), fx_payment(1, body));
+  fx_drain(f);
+  assert_int_equal(ob_outbox_drain(f->e, accept_all, &published, 10, &n), 0);
+  assert_int_equal(n, 1);
+  /* Both rows carry the fake clock's time, to the millisecond. */
+  assert_int_equal(fx_count(f, "SELECT processed_at - 1796083200000"
+                               " FROM processed_message"),
+                   0);
+  assert_int_equal(fx_count(f, "SELECT published_at - 1796083200000"
+                               " FROM outbox_event"),
+                   0);
+
+  /* window - 1 ms old: kept. */
+  fake_clock_advance(&f->clock, window - 1);
+  assert_int_equal(ob_gc(f->e, &deleted), 0);
+  assert_int_equal(deleted, 0);
+  /* Exactly window old: still kept. */
+  fake_clock_advance(&f->clock, 1);
+  assert_int_equal(ob_gc(f->e, &deleted), 0);
+  assert_int_equal(deleted, 0);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM processed_message"), 1);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event"), 1);
+  /* window + 1 ms old: both deleted. */
+  fake_clock_advance(&f->clock, 1);
+  assert_int_equal(ob_gc(f->e, &deleted), 0);
+  assert_int_equal(deleted, 2);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM processed_message"), 0);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event"), 0);
+  fx_free(f);
+}
+
+/* Two relays on one database (storage/relay_store.c through storage/store.h,
+** on two real connections to the same file). Relay A claims the rows, its
+** lease runs out, relay B claims them with its own token. A's late marks,
+** published or failed, change nothing; B's take effect. */
+static void test_relay_claim_taken_over(void** state) {
+  fixture_t* f = fx_new(1);
+  char id[OB_UUID_BUFLEN], body[256];
+  ob__db_t a, b;
+  ob__relay_row_t rows_a[4], rows_b[4];
+  const int64_t lease = 30000;
+  int64_t now = FX_T0 + 1000;
+  int na, nb;
+  (void)state;
+  ob_register_payout(f->e);
+  for (int i = 1; i <= 2; i++)
+    fx_enqueue(f, PAY, fx_event(i, id), fx_payment(i, body));
+  fx_drain(f);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event"), 2);
+  memset(&a, 0, sizeof a);
+  memset(&b, 0, sizeof b);
+  assert_int_equal(ob__db_open(&a, f->db_path, OB_SYNC_FULL, 5000, 0), 0);
+  assert_int_equal(ob__db_open(&b, f->db_path, OB_SYNC_FULL, 5000, 0), 0);
+
+  na = ob__relay_claim(&a, "relay-a", now, now + lease, 4, 0, NULL, 0, rows_a);
+  assert_int_equal(na, 2);
+  /* While A's lease runs, B gets nothing. */
+  assert_int_equal(ob__relay_claim(&b, "relay-b", now + lease - 1,
+                                   now + 2 * lease, 4, 0, NULL, 0, rows_b),
+                   0);
+  /* A's lease expired: B takes both rows over. */
+  nb = ob__relay_claim(&b, "relay-b", now + lease, now + 2 * lease, 4, 0,
+                       NULL, 0, rows_b);
+  assert_int_equal(nb, 2);
+  assert_string_equal(rows_a[0].id, rows_b[0].id);
+  assert_string_equal(rows_a[1].id, rows_b[1].id);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event"
+                               " WHERE claim_token = 'relay-b'"),
+                   2);
+
+  /* A, late, with its old token: nothing changes. */
+  assert_int_equal(ob__db_begin(&a), 0);
+  assert_int_equal(ob__relay_mark_published(&a, rows_a[0].id, "relay-a",
+                                            now + lease + 1),
+                   0);
+  assert_int_equal(ob__relay_mark_failed(&a, rows_a[1].id, "relay-a",
+                                         now + lease + 5000, "late A", 1,
+                                         now + lease + 1),
+                   0);
+  assert_int_equal(ob__db_commit(&a), 0);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event WHERE"
+                               " published_at IS NULL AND parked_at IS NULL"
+                               " AND attempt_count = 0 AND last_error IS NULL"
+                               " AND claim_token = 'relay-b'"),
+                   2);
+
+  /* B's marks work: one published, one failed and parked (park_after 1). */
+  assert_int_equal(ob__db_begin(&b), 0);
+  assert_int_equal(ob__relay_mark_published(&b, rows_b[0].id, "relay-b",
+                                            now + lease + 2),
+                   1);
+  assert_int_equal(ob__relay_mark_failed(&b, rows_b[1].id, "relay-b",
+                                         now + lease + 5000, "B failed", 1,
+                                         now + lease + 2),
+                   1);
+  assert_int_equal(ob__db_commit(&b), 0);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event WHERE"
+                               " published_at = 1796083231002"
+                               " AND claim_token IS NULL"),
+                   1);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event WHERE"
+                               " published_at IS NULL AND attempt_count = 1"
+                               " AND last_error = 'B failed'"
+                               " AND parked_at = 1796083231002"
+                               " AND claim_token IS NULL"),
+                   1);
+  /* A cannot undo B's publication with its old token either. */
+  assert_int_equal(ob__db_begin(&a), 0);
+  assert_int_equal(ob__relay_mark_failed(&a, rows_a[0].id, "relay-a",
+                                         now + lease + 9000, "late A", 0,
+                                         now + lease + 3),
+                   0);
+  assert_int_equal(ob__db_commit(&a), 0);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event WHERE"
+                               " published_at IS NOT NULL AND attempt_count = 0"),
+                   1);
+  for (int i = 0; i < na; i++) ob__relay_row_free(&rows_a[i]);
+  for (int i = 0; i < nb; i++) ob__relay_row_free(&rows_b[i]);
+  ob__db_close(&a);
+  ob__db_close(&b);
+  assert_int_equal(ob_check(f->e, NULL, NULL), 0);
+  fx_free(f);
+}
+
+/* A parked outbox event (a relay gave up on it) is not handed to a sink by
+** ob_outbox_drain until an operator retries it; then it is, once. */
+static void test_parked_event_not_drained(void** state) {
+  fixture_t* f = fx_new(1);
+  char id[OB_UUID_BUFLEN], body[256];
+  ob__db_t db;
+  ob__relay_row_t rows[2];
+  int seen = 0;
+  size_t n;
+  (void)state;
+  ob_register_payout(f->e);
+  fx_enqueue(f, PAY, fx_event(1, id), fx_payment(1, body));
+  fx_drain(f);
+  memset(&db, 0, sizeof db);
+  assert_int_equal(ob__db_open(&db, f->db_path, OB_SYNC_FULL, 5000, 0), 0);
+  assert_int_equal(ob__relay_claim(&db, "relay", FX_T0, FX_T0 + 30000, 2, 0,
+                                   NULL, 0, rows),
+                   1);
+  assert_int_equal(ob__db_begin(&db), 0);
+  assert_int_equal(ob__relay_mark_failed(&db, rows[0].id, "relay", FX_T0,
+                                         "refused", 1, FX_T0),
+                   1);
+  assert_int_equal(ob__db_commit(&db), 0);
+  ob__relay_row_free(&rows[0]);
+  ob__db_close(&db);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event"
+                               " WHERE parked_at IS NOT NULL"),
+                   1);
+  /* Due (next_attempt_at is now) but parked: nothing for the sink. */
+  assert_int_equal(ob_outbox_drain(f->e, accept_all, &seen, 10, &n), 0);
+  assert_int_equal(n, 0);
+  assert_int_equal(seen, 0);
+  /* Retried by the operator: drained once, then published. */
+  assert_int_equal(ob_outbox_retry_parked(f->e), 1);
+  assert_int_equal(ob_outbox_drain(f->e, accept_all, &seen, 10, &n), 0);
+  assert_int_equal(n, 1);
+  assert_int_equal(seen, 1);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event"
+                               " WHERE published_at IS NOT NULL"
+                               " AND parked_at IS NULL"),
+                   1);
+  fx_free(f);
+}
+
 static void collect(void* arg, const char* v) {
   int* n = arg;
   (*n)++;
@@ -396,6 +581,9 @@ int main(void) {
       cmocka_unit_test(test_not_a_database),
       cmocka_unit_test(test_full_disk_then_resume),
       cmocka_unit_test(test_retention),
+      cmocka_unit_test(test_retention_boundary),
+      cmocka_unit_test(test_relay_claim_taken_over),
+      cmocka_unit_test(test_parked_event_not_drained),
       cmocka_unit_test(test_check_reports_violations),
       cmocka_unit_test(test_module_checks_and_stats),
       cmocka_unit_test(test_stats),

@@ -1,5 +1,5 @@
-// The AWS SDK for JavaScript side of tests/bench/bench_relay.c (issue 4,
-// item 10): publish the same CloudEvents the oncebox relay publishes, with
+// The AWS SDK for JavaScript side of tests/bench/bench_relay.c
+// (docs/performance.md, "The relay: requests per event"): publish the same CloudEvents the oncebox relay publishes, with
 // the same message attributes, in SendMessageBatch calls of 10 over one
 // keep-alive HTTPS connection, and report the rate.
 //

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <string.h>
 
 #include "core/sqs/sqs.h"
@@ -107,6 +108,45 @@ static void test_refusals(void** state) {
           "\"headers\" must be an object");
 }
 
+/* The type's length limit, at its edges: 1 and 128 characters are accepted,
+** 0 and 129 refused (the reason names the range). */
+static void test_type_length_edges(void** state) {
+  static const size_t lens[] = {1, 127, 128, 129};
+  (void)state;
+  for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+    char type[130];
+    char line[256];
+    ob__ndjson_envelope_t env;
+    memset(type, 'T', lens[i]);
+    type[lens[i]] = '\0';
+    snprintf(line, sizeof line,
+             "{\"id\":\"" ID "\",\"type\":\"%s\",\"body\":1}", type);
+    if (lens[i] <= 128) {
+      accepted(line, &env);
+      assert_int_equal(strlen(env.type), lens[i]);
+      assert_string_equal(env.type, type);
+      ob__ndjson_envelope_free(&env);
+    } else {
+      refused(line, "\"type\" must be 1..128 characters");
+    }
+  }
+  /* Escapes count as the characters they decode to: 128 of them as \u0054
+  ** are 128 characters, one more is too many. */
+  {
+    char line[1024];
+    size_t w = (size_t)snprintf(line, sizeof line,
+                                "{\"id\":\"" ID "\",\"type\":\"");
+    ob__ndjson_envelope_t env;
+    for (int k = 0; k < 128; k++) w += (size_t)snprintf(line + w, sizeof line - w, "\\u0054");
+    snprintf(line + w, sizeof line - w, "\",\"body\":1}");
+    accepted(line, &env);
+    assert_int_equal(strlen(env.type), 128);
+    ob__ndjson_envelope_free(&env);
+    snprintf(line + w, sizeof line - w, "\\u0054\",\"body\":1}");
+    refused(line, "1..128");
+  }
+}
+
 static void test_queue_url_rule(void** state) {
   (void)state;
   assert_null(ob__sqs_queue_url_problem(
@@ -139,6 +179,7 @@ int main(void) {
       cmocka_unit_test(test_string_body_decoded),
       cmocka_unit_test(test_whitespace_around_values),
       cmocka_unit_test(test_refusals),
+      cmocka_unit_test(test_type_length_edges),
       cmocka_unit_test(test_queue_url_rule),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

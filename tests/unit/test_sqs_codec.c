@@ -1,6 +1,6 @@
 /*
 ** SQS JSON-1.0 codec: request bodies (exact bytes, limits, validation),
-** response parsing with the shapes of SQS-PROTOCOL.md §B, MD5 checks, error
+** response parsing with the shapes of docs/sqs-protocol.md, MD5 checks, error
 ** parsing, and hostile responses (deep nesting, wrong types, huge strings,
 ** missing members, random corruption) giving specific errors.
 */
@@ -66,7 +66,7 @@ static void test_targets(void** state) {
 }
 
 static void test_receive_matches_sdk_capture(void** state) {
-  /* SQS-PROTOCOL.md §B.1: the body @aws-sdk/client-sqs sent. */
+  /* The body @aws-sdk/client-sqs sent (docs/sqs-protocol.md). */
   static const char* const sys[] = {"ApproximateReceiveCount", "SentTimestamp"};
   static const char* const all[] = {"All"};
   ob__sqs_receive_t r;
@@ -452,7 +452,8 @@ static void test_md5_vectors(void** state) {
   char h[33];
   static const unsigned char b3[] = {1, 2, 3};
   static const unsigned char b2[] = {0, 255};
-  /* SQS-PROTOCOL.md §B.7, fauxqs-verified; given unsorted on purpose. */
+  /* fauxqs-verified (docs/sqs-protocol.md, "Checksums"); given unsorted on
+  ** purpose. */
   const ob__sqs_attr_t fx[3] = {{"traceId", "String", "abc", 3},
                                 {"n", "Number", "42", 2},
                                 {"b", "Binary", b3, 3}};
@@ -615,7 +616,8 @@ static void test_parse_receive_md5_mismatch(void** state) {
 
 static void test_parse_batch(void** state) {
   /* SendMessageBatch on a FIFO queue, one entry without a dedup id: HTTP
-  ** 200 with one Successful and one Failed entry (SQS-PROTOCOL.md §D.3). */
+  ** 200 with one Successful and one Failed entry (what fauxqs answers:
+  ** docs/sqs-protocol.md). */
   static const char mixed[] =
       "{\"Successful\":[{\"Id\":\"m0\",\"MessageId\":\"x-1\","
       "\"MD5OfMessageBody\":\"5d41402abc4b2a76b9719d911017c592\","
@@ -771,7 +773,7 @@ static void test_parse_small(void** state) {
 ** Errors.
 */
 static void test_parse_error_verbatim(void** state) {
-  /* The AWS documentation's example (SQS-PROTOCOL.md §B.3). */
+  /* The AWS documentation's example (docs/sqs-protocol.md, "Errors"). */
   static const char body[] =
       "{\"__type\": \"com.amazonaws.sqs#QueueDoesNotExist\", \"message\": "
       "\"The specified queue does not exist.\"}";

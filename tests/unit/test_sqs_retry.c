@@ -1,5 +1,5 @@
 /*
-** SQS retry rules (SQS-PROTOCOL.md §B.4, §C): classification of real error
+** SQS retry rules (docs/sqs-protocol.md): classification of real error
 ** responses, full-jitter backoff, server hints, the 500-token retry quota,
 ** the per-call decision including long polling, HTTP dates and clock-skew
 ** correction. Randomness from the seeded fake clock of tests/support.
@@ -206,6 +206,17 @@ static void test_bucket(void** state) {
   assert_int_equal(b.tokens, 500);  /* capped */
   ob__sqs_bucket_success(&b, 14);
   assert_int_equal(b.tokens, 500);
+  /* The edge: no retry only when fewer tokens are left than it costs, so
+  ** exactly the cost is still granted, and leaves 0. */
+  b.tokens = 14;
+  assert_int_equal(ob__sqs_bucket_acquire(&b, OB__SQS_RETRY_TRANSIENT), 14);
+  assert_int_equal(b.tokens, 0);
+  b.tokens = 13;
+  assert_int_equal(ob__sqs_bucket_acquire(&b, OB__SQS_RETRY_TRANSIENT), 0);
+  assert_int_equal(b.tokens, 13);
+  b.tokens = 5;
+  assert_int_equal(ob__sqs_bucket_acquire(&b, OB__SQS_RETRY_THROTTLING), 5);
+  assert_int_equal(b.tokens, 0);
 }
 
 static void test_decide(void** state) {

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install the peers of tests/bench/bench_peers.c (issue 7, item 2), on
+# Install the peers of tests/bench/bench_peers.c (docs/performance.md,
+# "Peers"), on
 # Debian 12 as root. Safe to run twice; tests/bench/run-all.sh runs it.
 # Not part of CI: the benchmarks are run by hand.
 #   - Symfony Messenger with its Doctrine transport, from Debian:

@@ -1,5 +1,5 @@
 // plainjob (npm) on better-sqlite3 doing oncebox's payout work, for
-// tests/bench/bench_peers.c (issue 7, item 2).
+// tests/bench/bench_peers.c (docs/performance.md, "Peers").
 //
 //   node plainjob_bench.mjs DB NDJSON N
 //

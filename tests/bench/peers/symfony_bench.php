@@ -1,8 +1,8 @@
 <?php
 // Symfony Messenger's Doctrine transport on SQLite (Debian 12's
 // php-symfony-messenger and php-symfony-doctrine-messenger 5.4, DBAL 3)
-// doing oncebox's payout work, for tests/bench/bench_peers.c (issue 7,
-// item 2).
+// doing oncebox's payout work, for tests/bench/bench_peers.c
+// (docs/performance.md, "Peers").
 //
 //   php symfony_bench.php DB NDJSON N
 //

@@ -1,8 +1,8 @@
 /*
-** The SQS consumer end to end (issue 4, items 6 and 9): real engines on real
-** SQLite files, ob_consumer_enable configured only through the AWS
-** environment variables, against fauxqs behind the TLS terminator that
-** verifies every SigV4 signature (tests/integration/sqs/sqs_server.mjs),
+** The SQS consumer end to end: real engines on real SQLite files,
+** ob_consumer_enable configured only through the AWS environment variables,
+** against fauxqs behind the TLS terminator that verifies every SigV4
+** signature (tests/integration/sqs/sqs_server.mjs),
 ** reached as https://localhost:PORT (the test certificate's other name).
 **
 ** Every test ends by checking that the queue is empty: each message was
@@ -456,12 +456,13 @@ static int group_teardown(void** state) {
 ** another source: one payout; every copy deleted. */
 static void test_same_event_many_times(void** state) {
   char* url;
-  char* db = new_db();
+  char* db;
   char* bodies[20];
   size_t n = 0;
   eng_t g;
   (void)state;
   SKIP_WITHOUT_SERVER();
+  db = new_db();
   url = new_queue(NULL);
   for (int copy = 0; copy < 4; copy++)
     for (int p = 1; p <= 5; p++) {
@@ -499,13 +500,14 @@ static void test_same_event_many_times(void** state) {
 ** them are deleted. */
 static void test_invalid_bodies(void** state) {
   char* url;
-  char* db = new_db();
+  char* db;
   char ids[8][80];
   char id[OB_UUID_BUFLEN];
   char* bodies[8];
   eng_t g;
   (void)state;
   SKIP_WITHOUT_SERVER();
+  db = new_db();
   url = new_queue(NULL);
   bodies[0] = strdup("this is not json");
   bodies[1] = cloudevent("payment-42", PAY, "urn:x", "{}");
@@ -581,10 +583,11 @@ static void test_invalid_bodies(void** state) {
 ** duplicate, not a second failure row. */
 static void test_invalid_redelivered_once_in_store(void** state) {
   char* url;
-  char* db = new_db();
+  char* db;
   eng_t g;
   (void)state;
   SKIP_WITHOUT_SERVER();
+  db = new_db();
   url = new_queue(NULL);
   send_one(url, strdup("{not json"));
   /* Every attempt of the first DeleteMessageBatch is reset before fauxqs
@@ -613,8 +616,8 @@ static void test_invalid_redelivered_once_in_store(void** state) {
 ** The message comes back, is a duplicate, and is deleted: one payout. */
 static void test_kill_between_commit_and_delete(void** state) {
   char* url;
-  char* db = new_db();
-  char* log_path = ts_path(g_dir, "kill-worker.log");
+  char* db;
+  char* log_path;
   int fds[2];
   int deletes_before;
   long hidden = 0;
@@ -626,6 +629,8 @@ static void test_kill_between_commit_and_delete(void** state) {
   eng_t g;
   (void)state;
   SKIP_WITHOUT_SERVER();
+  db = new_db();
+  log_path = ts_path(g_dir, "kill-worker.log");
   url = new_queue(NULL);
   send_one(url, payment_event(201));
   assert_int_equal(pipe(fds), 0);
@@ -678,11 +683,12 @@ static void test_kill_between_commit_and_delete(void** state) {
 ** (not applied): no second payout, nothing left in the queue. */
 static void test_lost_and_failed_deletes(void** state) {
   char* url;
-  char* db = new_db();
+  char* db;
   char* bodies[2];
   eng_t g;
   (void)state;
   SKIP_WITHOUT_SERVER();
+  db = new_db();
   url = new_queue(NULL);
   bodies[0] = payment_event(301);
   bodies[1] = payment_event(302);
@@ -721,7 +727,7 @@ static void test_lost_and_failed_deletes(void** state) {
 ** also closes their consumers gracefully. */
 static void test_visibility_shorter_than_handler(void** state) {
   char* url;
-  char* db = new_db();
+  char* db;
   char* logs[2];
   char* texts[2];
   char* bodies[2];
@@ -730,6 +736,7 @@ static void test_visibility_shorter_than_handler(void** state) {
   eng_t g;
   (void)state;
   SKIP_WITHOUT_SERVER();
+  db = new_db();
   url = new_queue("{\"VisibilityTimeout\":\"1\"}");
   /* Create the schema before two processes race to. */
   eng_open(&g, db, -1, -1);
@@ -819,12 +826,13 @@ static void test_visibility_shorter_than_handler(void** state) {
 static void test_keepalive_prefetch_buffer(void** state) {
   static const int slow = 600;
   char* url;
-  char* db = new_db();
+  char* db;
   char* bodies[5];
   int cmv_before;
   eng_t g;
   (void)state;
   SKIP_WITHOUT_SERVER();
+  db = new_db();
   url = new_queue("{\"VisibilityTimeout\":\"1\"}");
   for (int i = 0; i < 5; i++) bodies[i] = payment_event(501 + i);
   send_bodies(url, bodies, 5, NULL);
@@ -873,11 +881,12 @@ static int flaky_handler(ob_tx_t* tx, const ob_message_t* m, void* arg) {
 
 static void test_retry_comes_back_after_delay(void** state) {
   char* url;
-  char* db = new_db();
+  char* db;
   int64_t gap;
   eng_t g;
   (void)state;
   SKIP_WITHOUT_SERVER();
+  db = new_db();
   url = new_queue(NULL);
   send_one(url, payment_event(601));
   g_flaky_calls = 0;
@@ -912,12 +921,13 @@ static int busy_handler(ob_tx_t* tx, const ob_message_t* m, void* arg) {
 
 static void test_retries_exhausted(void** state) {
   char* url;
-  char* db = new_db();
+  char* db;
   char id[OB_UUID_BUFLEN];
   ob_retry_policy_t p;
   eng_t g;
   (void)state;
   SKIP_WITHOUT_SERVER();
+  db = new_db();
   url = new_queue(NULL);
   send_one(url, cloudevent(event_id(701, id), "Busy", "urn:x", "{\"n\":1}"));
   eng_open(&g, db, -1, -1);
@@ -968,7 +978,7 @@ static int detach_handler(ob_tx_t* tx, const ob_message_t* m, void* arg) {
 
 static void test_detach_in_handler_releases_prefetched(void** state) {
   char* url;
-  char* db = new_db();
+  char* db;
   char* bodies[3];
   long visible = -1, hidden = -1;
   uv_loop_t loop;
@@ -976,6 +986,7 @@ static void test_detach_in_handler_releases_prefetched(void** state) {
   eng_t g;
   (void)state;
   SKIP_WITHOUT_SERVER();
+  db = new_db();
   url = new_queue(NULL);
   for (int i = 0; i < 3; i++) bodies[i] = payment_event(801 + i);
   send_bodies(url, bodies, 3, NULL);
@@ -1036,12 +1047,13 @@ static void detach_tick(uv_timer_t* t) {
 
 static void test_detach_cancels_long_poll(void** state) {
   char* url;
-  char* db = new_db();
+  char* db;
   uv_loop_t loop;
   detach_ctx_t d;
   eng_t g;
   (void)state;
   SKIP_WITHOUT_SERVER();
+  db = new_db();
   url = new_queue(NULL);
   eng_open(&g, db, -1, -1);
   eng_consume(&g, url, 1, 30, 20);
@@ -1097,7 +1109,7 @@ static void net_tick(uv_timer_t* t) {
 
 static void test_offline_then_network_changed(void** state) {
   char* url;
-  char* db = new_db();
+  char* db;
   ob_consumer_options_t o;
   char err[512];
   uv_loop_t loop;
@@ -1105,6 +1117,7 @@ static void test_offline_then_network_changed(void** state) {
   eng_t g;
   (void)state;
   SKIP_WITHOUT_SERVER();
+  db = new_db();
   url = new_queue(NULL);
   send_one(url, payment_event(901));
   sq_fault(&g_srv, "{\"count\":3,\"mode\":\"reset\","

@@ -1,4 +1,4 @@
-/* Issue 5, item 5: the fence under SIGKILL, against the provider simulator
+/* The fence under SIGKILL, against the provider simulator
 ** over real HTTPS (certificates generated now, verified by name).
 **
 ** A worker is a forked child running the real engine with the HTTPS

@@ -1,5 +1,5 @@
 /*
-** Issue 4, item 7: offline-first sync seen by a real AWS SDK consumer.
+** Offline-first sync seen by a real AWS SDK consumer.
 **
 ** A terminal (an engine with the payout module and the outbox relay) handles
 ** 60 payments while SQS cannot be reached: every payment is handled, the

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The canary-credential run (issue 6 item 6; ../shared/RELIABILITY.md T16):
-# canary AWS credentials go through every command that uses them, against
+# The canary-credential run (docs/reliability.md, "Secrets: the
+# canary-credential run"): canary AWS credentials go through every command
+# that uses them, against
 # fauxqs behind the SigV4-verifying TLS terminator
 # (tests/integration/sqs/sqs_server.mjs), and then every artifact is
 # searched for them.
 #
-#   bash tests/canary.sh [PATH/TO/oncebox]   (default $OB_BINARY_DIR/oncebox,
+#   bash tests/hostile/canary.sh [PATH/TO/oncebox]   (default $OB_BINARY_DIR/oncebox,
 #                                             else build/oncebox)
 #   exit 0: no leak; 1: a leak (or a command failed); 77: skipped (no node
 #   >= 20, tests/interop/node_modules, openssl or faketime)
@@ -25,11 +26,13 @@
 # with a newline (a configuration error).
 #
 # Searched: every stdout and stderr; the SQLite files (db, and -wal and -shm
-# copied while a process holds them open); every file created under /tmp,
-# /var/tmp and /dev/shm during the run; core files of a running `oncebox
-# run` that has signed requests, once with the credentials in the
-# environment and once from ~/.aws/credentials only: gcore (gdb) of the live
-# process, then the kernel's core on SIGABRT with `ulimit -c` 4 GiB when
+# copied while a process holds them open); every other file the run wrote
+# in its own work folder, which holds the commands' private TMPDIR (SQLite's
+# temporary files and oncebox's go there) and HOME (files of other programs
+# in /tmp are not this run's business, and are not read); core files of a
+# running `oncebox run` that has signed requests, once with the credentials
+# in the environment and once from ~/.aws/credentials only: gcore (gdb) of
+# the live process, then the kernel's core on SIGABRT with `ulimit -c` 4 GiB when
 # core_pattern is a plain file name (it is read, never written). An ASan
 # build dumps no core and maps terabytes, so it gets neither (said so).
 # Patterns: the secret and the token
@@ -46,7 +49,7 @@
 # Ends with:
 #   canary: N artifacts (...): secret 0, token 0, signatures 0, auth headers 0
 set -uo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
+here=$(cd "$(dirname "$0")/../.." && pwd)
 OB=${1:-${OB_BINARY_DIR:-$here/build}/oncebox}
 [ -x "$OB" ] || { echo "canary: $OB not found (build first)" >&2; exit 2; }
 OB=$(cd "$(dirname "$OB")" && pwd)/$(basename "$OB")
@@ -57,7 +60,7 @@ command -v node >/dev/null || skip "node not found (Node.js >= 20)"
 [ -f "$here/tests/interop/node_modules/fauxqs/dist/app.js" ] || skip "tests/interop/node_modules missing (cd tests/interop && npm ci)"
 for t in openssl faketime curl; do command -v $t >/dev/null || skip "$t not found"; done
 
-W=$(mktemp -d /tmp/oncebox-canary-XXXXXX)
+W=$(mktemp -d "${TMPDIR:-/tmp}/oncebox-canary-XXXXXX")
 SERVER=
 BG=
 cleanup() {
@@ -70,7 +73,7 @@ cleanup() {
 trap cleanup EXIT
 touch "$W/.start"
 sleep 1   # so that "newer than .start" is strict
-mkdir -p "$W/out" "$W/home"
+mkdir -p "$W/out" "$W/home" "$W/tmp"
 fail=0
 note_fail() { echo "FAIL: $*"; fail=1; }
 
@@ -103,7 +106,9 @@ Q=$(create_queue canary)
 Q2=$(create_queue canary-relay)
 [ -n "$Q" ] && [ -n "$Q2" ] || { echo "canary: CreateQueue failed"; exit 1; }
 
-export HOME="$W/home"
+# The commands' home and temporary directory: inside the work folder, so
+# that everything they write is searched below.
+export HOME="$W/home" TMPDIR="$W/tmp"
 unset ONCEBOX_DB ONCEBOX_OUTBOX_QUEUE_URL ONCEBOX_CONSUME_QUEUE_URL ONCEBOX_PROVIDER_URL \
   AWS_PROFILE AWS_DEFAULT_REGION AWS_ENDPOINT_URL AWS_SHARED_CREDENTIALS_FILE \
   AWS_CONFIG_FILE AWS_MAX_ATTEMPTS
@@ -156,9 +161,10 @@ consumed=$(sqlite3 -readonly "$DB2" "SELECT (SELECT count(*) FROM failed_message
 enqueue_n "$DB" 101 3
 step wrong-sqs 1 env AWS_SECRET_ACCESS_KEY="$WRONG" "$OB" sqs attributes --queue-url "$Q"
 step wrong-sqs-json 1 env AWS_SECRET_ACCESS_KEY="$WRONG" "$OB" sqs send --queue-url "$Q" --body x --json
-step wrong-relay 0 env AWS_SECRET_ACCESS_KEY="$WRONG" "$OB" --log-level debug --db "$DB" run --until-idle --outbox-queue-url "$Q2"
+# Wrong credentials leave the work for SQS: until-idle stops stalled (exit 5).
+step wrong-relay 5 env AWS_SECRET_ACCESS_KEY="$WRONG" "$OB" --log-level debug --db "$DB" run --until-idle --outbox-queue-url "$Q2"
 step wrong-drain 1 env AWS_SECRET_ACCESS_KEY="$WRONG" "$OB" --log-level debug --db "$DB" outbox drain --until-empty --timeout 3 --outbox-queue-url "$Q2"
-step wrong-consume 0 env AWS_SECRET_ACCESS_KEY="$WRONG" "$OB" --log-level debug --db "$DB2" run --until-idle --consume-queue-url "$Q2"
+step wrong-consume 5 env AWS_SECRET_ACCESS_KEY="$WRONG" "$OB" --log-level debug --db "$DB2" run --until-idle --consume-queue-url "$Q2"
 grep -q 'SignatureDoesNotMatch' "$W"/out/*-wrong-sqs.err || note_fail "the wrong secret was not refused by the server"
 step wrong-outbox-show 0 "$OB" --db "$DB" outbox show --json
 # A secret with a newline: a configuration error that must not echo it.
@@ -248,15 +254,16 @@ done
 b64_variants "$TOKEN_MARK" >>"$W/patterns.token"
 sed -i '/^$/d' "$W/patterns.secret" "$W/patterns.token"
 
-# Artifacts: everything oncebox wrote or printed, the databases, and the
-# files created under /tmp, /var/tmp and /dev/shm since the start (other
-# than this run's test infrastructure: the server's log, its PKI, the
-# credentials file the test wrote and the search patterns).
+# Artifacts: everything oncebox wrote or printed, the databases, and every
+# other file created in the work folder since the start, its TMPDIR and
+# HOME included (other than this run's test infrastructure: the server's
+# log, its PKI, the credentials file the test wrote and the search
+# patterns; the core files are judged apart, below).
 arts="$W/artifacts"
 {
   find "$W/out" -type f
   find "$W" -maxdepth 2 -type f \( -name '*.db' -o -name '*.db-wal' -o -name '*.db-shm' -o -name 'run.out' -o -name 'run.err' \)
-  find /tmp /var/tmp /dev/shm -xdev -type f -newer "$W/.start" 2>/dev/null |
+  find "$W" -xdev -type f -newer "$W/.start" 2>/dev/null |
     grep -v -e "^$W/pki/" -e "^$W/server.out$" -e "^$W/home/.aws/credentials$" \
       -e "^$W/patterns\." -e "^$W/artifacts" -e "^$W/core-" -e "^$W/\.start$" -e "^$W/out/"
 } | sort -u >"$arts"
@@ -282,7 +289,7 @@ s=$(count "$W/patterns.secret" F "${files[@]}")
 t=$(count "$W/patterns.token" F "${files[@]}")
 g=$(count 'Signature=[0-9a-f]{64}' E "${files[@]}")
 h=$(count 'AWS4-HMAC-SHA256 Credential|[Xx]-[Aa]mz-[Ss]ecurity-[Tt]oken:' E "${files[@]}")
-echo "canary: $nart artifacts ($nout stdout/stderr files of $n commands, $ndb database files, $ntmp other files under /tmp, /var/tmp, /dev/shm): secret $s, token $t, signatures $g, auth headers $h"
+echo "canary: $nart artifacts ($nout stdout/stderr files of $n commands, $ndb database files, $ntmp other files in its work folder, TMPDIR and HOME): secret $s, token $t, signatures $g, auth headers $h"
 [ $((s + t + g + h)) -eq 0 ] || note_fail "a secret, token, signature or auth header reached an artifact (listed above)"
 # Self-check: the search finds what it looks for.
 printf 'x%sx\n' "$SECRET_MARK" >"$W/selfcheck"
