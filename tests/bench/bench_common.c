@@ -530,3 +530,33 @@ void bc_run_raw(const char* path, int64_t n, int batch, int synchronous,
   sqlite3_close(db);
   free(rows);
 }
+
+int bc_copy_file(const char* from, const char* to) {
+  FILE *a = fopen(from, "rb"), *b = fopen(to, "wb");
+  char buf[1 << 16];
+  size_t n;
+  int rc = 0;
+  if (a == NULL || b == NULL) rc = -1;
+  while (rc == 0 && (n = fread(buf, 1, sizeof buf, a)) > 0)
+    if (fwrite(buf, 1, n, b) != n) rc = -1;
+  if (a) fclose(a);
+  if (b && fclose(b) != 0) rc = -1;
+  return rc;
+}
+
+void bc_point_aws_at(int port, const char* ca, const char* akid,
+                     const char* secret, const char* region) {
+  char url[64];
+  snprintf(url, sizeof url, "https://localhost:%d", port);
+  setenv("AWS_ENDPOINT_URL_SQS", url, 1);
+  setenv("AWS_ACCESS_KEY_ID", akid, 1);
+  setenv("AWS_SECRET_ACCESS_KEY", secret, 1);
+  setenv("AWS_REGION", region, 1);
+  setenv("AWS_CA_BUNDLE", ca, 1);
+  setenv("ONCEBOX_SOURCE", "urn:oncebox:bench-terminal", 1);
+  unsetenv("AWS_PROFILE");
+  unsetenv("AWS_SESSION_TOKEN");
+  unsetenv("AWS_CONFIG_FILE");
+  unsetenv("AWS_SHARED_CREDENTIALS_FILE");
+  unsetenv("ONCEBOX_OUTBOX_QUEUE_URL");
+}

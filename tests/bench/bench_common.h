@@ -101,6 +101,17 @@ int bc_write_ndjson(const char* path, int64_t n, uint64_t seed);
 /* rm DB, DB-wal, DB-shm. */
 void bc_remove_db(const char* path);
 
+/* Copy a file byte for byte (a pristine database to a run's copy). 0 or
+** -1. */
+int bc_copy_file(const char* from, const char* to);
+
+/* Point this process and the oncebox processes it starts at a local SQS
+** server on 127.0.0.1:port over TLS (ca: its CA bundle) with these test
+** credentials, and clear every AWS and oncebox variable that could point
+** elsewhere. */
+void bc_point_aws_at(int port, const char* ca, const char* akid,
+                     const char* secret, const char* region);
+
 /* 1 if path is on tmpfs (fsync costs nothing there). */
 int bc_is_tmpfs(const char* path);
 

@@ -39,6 +39,7 @@
 #include <sqlite3.h>
 
 #include "oncebox.h"
+#include "tests/bench/bench_common.h"
 #include "tests/integration/sqs/sqs_test_util.h"
 #include "tests/support/payment_gen.h"
 #include "tests/support/testsupport.h"
@@ -151,27 +152,6 @@ static int64_t count_published(const char* path) {
   return v;
 }
 
-static int copy_file(const char* from, const char* to) {
-  FILE *a = fopen(from, "rb"), *b = fopen(to, "wb");
-  char buf[1 << 16];
-  size_t k;
-  int rc = 0;
-  if (a == NULL || b == NULL) rc = -1;
-  while (rc == 0 && (k = fread(buf, 1, sizeof buf, a)) > 0)
-    if (fwrite(buf, 1, k, b) != k) rc = -1;
-  if (a) fclose(a);
-  if (b && fclose(b) != 0) rc = -1;
-  return rc;
-}
-
-static void remove_db(const char* path) {
-  char p[4200];
-  static const char* const sfx[] = {"", "-wal", "-shm"};
-  for (int i = 0; i < 3; i++) {
-    snprintf(p, sizeof p, "%s%s", path, sfx[i]);
-    unlink(p);
-  }
-}
 
 /* ---- one run ------------------------------------------------------------------ */
 
@@ -356,21 +336,7 @@ int main(int argc, char** argv) {
     ts_rmdir(dir);
     return 1;
   }
-  {
-    char url[64];
-    snprintf(url, sizeof url, "https://localhost:%d", srv.port);
-    setenv("AWS_ENDPOINT_URL_SQS", url, 1);
-  }
-  setenv("AWS_ACCESS_KEY_ID", SQ_AKID, 1);
-  setenv("AWS_SECRET_ACCESS_KEY", SQ_SECRET, 1);
-  setenv("AWS_REGION", SQ_REGION, 1);
-  setenv("AWS_CA_BUNDLE", srv.ca_file, 1);
-  setenv("ONCEBOX_SOURCE", "urn:oncebox:bench-terminal", 1);
-  unsetenv("AWS_PROFILE");
-  unsetenv("AWS_SESSION_TOKEN");
-  unsetenv("AWS_CONFIG_FILE");
-  unsetenv("AWS_SHARED_CREDENTIALS_FILE");
-  unsetenv("ONCEBOX_OUTBOX_QUEUE_URL");
+  bc_point_aws_at(srv.port, srv.ca_file, SQ_AKID, SQ_SECRET, SQ_REGION);
 
   for (int r = 0; r < reps && !failed; r++) {
     for (int k = 0; k < NV && !failed; k++) {
@@ -381,8 +347,8 @@ int main(int argc, char** argv) {
       long long depth;
       snprintf(name, sizeof name, "bench-drain-%d-%d", v, r);
       q = sq_create_queue(&srv, name, NULL);
-      remove_db(run_db);
-      if (q == NULL || copy_file(pristine, run_db) != 0 ||
+      bc_remove_db(run_db);
+      if (q == NULL || bc_copy_file(pristine, run_db) != 0 ||
           run_variant(ob, v, run_db, q, ordered, cap_s, log_path, s) != 0) {
         fprintf(stderr, "bench: %s could not run\n", vname[v]);
         free(q);
@@ -409,7 +375,7 @@ int main(int argc, char** argv) {
         failed = 1;
       }
       free(q);
-      remove_db(run_db);
+      bc_remove_db(run_db);
     }
   }
   sq_server_stop(&srv);

@@ -368,21 +368,7 @@ int main(int argc, char** argv) {
     failed = 1;
     goto done;
   }
-  {
-    char url[64];
-    snprintf(url, sizeof url, "https://localhost:%d", srv.port);
-    setenv("AWS_ENDPOINT_URL_SQS", url, 1);
-  }
-  setenv("AWS_ACCESS_KEY_ID", SQ_AKID, 1);
-  setenv("AWS_SECRET_ACCESS_KEY", SQ_SECRET, 1);
-  setenv("AWS_REGION", SQ_REGION, 1);
-  setenv("AWS_CA_BUNDLE", srv.ca_file, 1);
-  setenv("ONCEBOX_SOURCE", "urn:oncebox:bench-terminal", 1);
-  unsetenv("AWS_PROFILE");
-  unsetenv("AWS_SESSION_TOKEN");
-  unsetenv("AWS_CONFIG_FILE");
-  unsetenv("AWS_SHARED_CREDENTIALS_FILE");
-  unsetenv("ONCEBOX_OUTBOX_QUEUE_URL");
+  bc_point_aws_at(srv.port, srv.ca_file, SQ_AKID, SQ_SECRET, SQ_REGION);
   unsetenv("ONCEBOX_PROVIDER_URL");
   if ((qurl = sq_create_queue(&srv, "bench-footprint", NULL)) == NULL) {
     failed = 1;

@@ -242,27 +242,6 @@ typedef struct sample_s {
   long self_kib;     /* what the process says: VmHWM / resourceUsage().maxRSS */
 } sample_t;
 
-static int copy_file(const char* from, const char* to) {
-  FILE *a = fopen(from, "rb"), *b = fopen(to, "wb");
-  char buf[1 << 16];
-  size_t n;
-  int rc = 0;
-  if (a == NULL || b == NULL) rc = -1;
-  while (rc == 0 && (n = fread(buf, 1, sizeof buf, a)) > 0)
-    if (fwrite(buf, 1, n, b) != n) rc = -1;
-  if (a) fclose(a);
-  if (b && fclose(b) != 0) rc = -1;
-  return rc;
-}
-
-static void remove_db(const char* path) {
-  char p[4200];
-  static const char* const sfx[] = {"", "-wal", "-shm"};
-  for (int i = 0; i < 3; i++) {
-    snprintf(p, sizeof p, "%s%s", path, sfx[i]);
-    unlink(p);
-  }
-}
 
 /* fork + exec argv (argv[0] looked up in PATH unless it has a '/'), stdout
 ** to out_fd if >= 0; returns the pid or -1. */
@@ -655,10 +634,10 @@ int main(int argc, char** argv) {
         failed = run_sdk(&srv, queues[r][v], jsonl, in_flight, 0, n,
                          &samples[v][r]) != 0;
       } else {
-        remove_db(run_db[v]);
-        failed = copy_file(pristine, run_db[v]) != 0 ||
+        bc_remove_db(run_db[v]);
+        failed = bc_copy_file(pristine, run_db[v]) != 0 ||
                  run_relay(run_db[v], queues[r][v], n, &samples[v][r]) != 0;
-        remove_db(run_db[v]);
+        bc_remove_db(run_db[v]);
       }
     }
     if (!failed) {
@@ -756,7 +735,7 @@ out:
   for (int r = 0; r < reps; r++)
     for (int v = 0; v < NV; v++) free(queues[r][v]);
   for (int v = 0; v < NV; v++) {
-    if (run_db[v]) remove_db(run_db[v]);
+    if (run_db[v]) bc_remove_db(run_db[v]);
     free(run_db[v]);
   }
   if (shm_dir[0]) rmdir(shm_dir);
