@@ -11,10 +11,14 @@
 #include "storage/private_file.h"
 #include "storage/store.h"
 
+int ob__db_vseterr(ob__db_t* db, int code, const char* fmt, va_list ap) {
+  return ob__errbuf_vset(db->errmsg, sizeof db->errmsg, code, fmt, ap);
+}
+
 int ob__db_seterr(ob__db_t* db, int code, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  ob__errbuf_vset(db->errmsg, sizeof db->errmsg, code, fmt, ap);
+  ob__db_vseterr(db, code, fmt, ap);
   va_end(ap);
   return code;
 }

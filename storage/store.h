@@ -11,6 +11,7 @@
 #ifndef OB_STORAGE_STORE_H
 #define OB_STORAGE_STORE_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -110,6 +111,9 @@ int ob__db_fail(ob__db_t* db, int rc, const char* what);
 /* printf-style errmsg with an explicit code; returns code. */
 int ob__db_seterr(ob__db_t* db, int code, const char* fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The same with a va_list (for wrappers that take their own ...). */
+int ob__db_vseterr(ob__db_t* db, int code, const char* fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 /* The cached statement for id, prepared from sql on first use (the SQL text
 ** lives next to the code that runs it). Returned reset and unbound; the

@@ -31,12 +31,11 @@ int ob__engine_in_tx(const ob_engine_t* e) {
 }
 
 int ob__engine_seterr(ob_engine_t* e, int code, const char* fmt, ...) {
-  char buf[OB__REASON_LEN];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
+  ob__db_vseterr(&e->db, code, fmt, ap);
   va_end(ap);
-  return ob__db_seterr(&e->db, code, "%s", buf);
+  return code;
 }
 
 const ob_options_t* ob__engine_opts(const ob_engine_t* e) {
