@@ -72,7 +72,9 @@ static const char* const charge_checks[] = {
     "SELECT 'charge of order ' || c.order_id || ' has ' || count(o.id) ||"
     " ' OrderCharged outbox rows' FROM charge c LEFT JOIN outbox_event o"
     " ON o.event_type = 'OrderCharged' AND o.aggregate_id = c.order_id"
-    " GROUP BY c.order_id HAVING count(o.id) <> 1",
+    " GROUP BY c.order_id HAVING count(o.id) > 1 OR (count(o.id) = 0 AND"
+    " c.created_at > (SELECT coalesce(max(outbox_created_before_ms), -1)"
+    " FROM retention_swept))",
 };
 
 int ob__charge_check(ob__db_t* db, void (*cb)(void* arg, const char* v),

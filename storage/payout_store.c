@@ -81,18 +81,24 @@ static const char* const payout_checks[] = {
     " ON o.event_type = 'MerchantPayoutCreated'"
     " AND o.causation_id = p.source_event_id"
     " AND o.aggregate_id = p.source_payment_id"
-    " GROUP BY p.id HAVING count(o.id) <> 1",
+    /* None is fine where a sweep may have deleted it once published. */
+    " GROUP BY p.id HAVING count(o.id) > 1 OR (count(o.id) = 0 AND"
+    " p.created_at > (SELECT coalesce(max(outbox_created_before_ms), -1)"
+    " FROM retention_swept))",
     "SELECT 'outbox event ' || o.id || ' (MerchantPayoutCreated, cause ' ||"
     " o.causation_id || ') has no payout' FROM outbox_event o"
     " WHERE o.event_type = 'MerchantPayoutCreated' AND NOT EXISTS"
     " (SELECT 1 FROM merchant_payout p WHERE p.source_event_id ="
     " o.causation_id AND p.source_payment_id = o.aggregate_id)",
-    /* A payout whose dedup record was already swept by retention is fine;
-    ** one created inside the window without its record is not. */
+    /* A payout whose dedup record was already swept by retention is fine
+    ** (older than every record left, or inside what a sweep recorded it
+    ** deleted); one created inside the window without its record is not. */
     "SELECT 'payout ' || p.id || ' has no processed_message record for"
     " event ' || p.source_event_id FROM merchant_payout p"
-    " WHERE p.created_at >= (SELECT coalesce(min(processed_at), 0)"
-    " FROM processed_message) AND NOT EXISTS (SELECT 1 FROM"
+    " WHERE p.created_at >= (SELECT coalesce(min(processed_at), -1)"
+    " FROM processed_message) AND p.created_at > (SELECT"
+    " coalesce(max(processed_before_ms), -1) FROM retention_swept)"
+    " AND NOT EXISTS (SELECT 1 FROM"
     " processed_message m WHERE m.consumer_name = 'create-merchant-payout-v1'"
     " AND m.message_id = p.source_event_id)",
 };

@@ -5,18 +5,34 @@
 
 #include "storage/store.h"
 
-static int sweep_one(ob__db_t* db, const char* sql, int64_t cutoff, int batch,
-                     int64_t* deleted) {
+/* mark_sql (may be NULL) runs first in each batch's transaction, with the
+** same parameters: it records what the DELETE is about to remove. */
+static int sweep_one(ob__db_t* db, const char* mark_sql, const char* sql,
+                     int64_t cutoff, int batch, int64_t* deleted) {
   sqlite3_stmt* st = NULL;
+  sqlite3_stmt* mark = NULL;
   int rc = sqlite3_prepare_v2(db->db, sql, -1, &st, NULL);
   if (rc != SQLITE_OK) return ob__db_fail(db, rc, "retention");
+  if (mark_sql != NULL &&
+      (rc = sqlite3_prepare_v2(db->db, mark_sql, -1, &mark, NULL)) !=
+          SQLITE_OK) {
+    sqlite3_finalize(st);
+    return ob__db_fail(db, rc, "retention");
+  }
   for (;;) {
-    int n;
+    int n = 0;
     rc = ob__db_begin(db);
     if (rc < 0) break;
-    sqlite3_bind_int64(st, 1, cutoff);
-    sqlite3_bind_int(st, 2, batch);
-    n = ob__db_step_done(db, st, "retention");
+    if (mark != NULL) {
+      sqlite3_bind_int64(mark, 1, cutoff);
+      sqlite3_bind_int(mark, 2, batch);
+      n = ob__db_step_done(db, mark, "retention");
+    }
+    if (n >= 0) {
+      sqlite3_bind_int64(st, 1, cutoff);
+      sqlite3_bind_int(st, 2, batch);
+      n = ob__db_step_done(db, st, "retention");
+    }
     if (n < 0) {
       rc = n;
       ob__db_rollback(db);
@@ -28,6 +44,7 @@ static int sweep_one(ob__db_t* db, const char* sql, int64_t cutoff, int batch,
     if (n < batch) break;
   }
   sqlite3_finalize(st);
+  sqlite3_finalize(mark);
   return rc;
 }
 
@@ -38,6 +55,12 @@ int ob__retention_sweep(ob__db_t* db, int64_t cutoff, int batch,
   if (batch <= 0) batch = 1000;
   /* processed_message is WITHOUT ROWID: select keys through the age index. */
   rc = sweep_one(db,
+                 "INSERT INTO retention_swept(id, processed_before_ms)"
+                 " SELECT 1, m FROM (SELECT max(processed_at) AS m FROM"
+                 " processed_message WHERE processed_at < ?1 AND ?2 > 0)"
+                 " WHERE m IS NOT NULL ON CONFLICT(id) DO UPDATE SET"
+                 " processed_before_ms = max(processed_before_ms,"
+                 " excluded.processed_before_ms)",
                  "DELETE FROM processed_message WHERE (consumer_name,"
                  " message_id) IN (SELECT consumer_name, message_id FROM"
                  " processed_message WHERE processed_at < ?1 LIMIT ?2)",
@@ -45,6 +68,14 @@ int ob__retention_sweep(ob__db_t* db, int64_t cutoff, int batch,
   if (rc < 0) return rc;
   /* Only published rows: an unpublished outbox row is never deleted. */
   return sweep_one(db,
+                   /* All the rows this sweep will delete (?2 unused). */
+                   "INSERT INTO retention_swept(id, outbox_created_before_ms)"
+                   " SELECT 1, m FROM (SELECT max(created_at) AS m FROM"
+                   " outbox_event WHERE published_at IS NOT NULL AND"
+                   " published_at < ?1 AND ?2 > 0) WHERE m IS NOT NULL"
+                   " ON CONFLICT(id) DO UPDATE SET outbox_created_before_ms ="
+                   " max(outbox_created_before_ms,"
+                   " excluded.outbox_created_before_ms)",
                    "DELETE FROM outbox_event WHERE id IN (SELECT id FROM"
                    " outbox_event WHERE published_at IS NOT NULL AND"
                    " published_at < ?1 LIMIT ?2)",

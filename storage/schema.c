@@ -166,6 +166,17 @@ static const char* const migrations[] = {
     "  id INTEGER PRIMARY KEY CHECK (id = 1),"
     "  observed_ms INTEGER NOT NULL"
     ") STRICT;",
+
+    /* 5 -> 6: how far retention (or the reserve, early) may have deleted:
+    ** every published outbox row created at or before
+    ** outbox_created_before_ms, every dedup record processed at or before
+    ** processed_before_ms may be gone, so the modules' checks do not count
+    ** a missing one as lost. -1: nothing deleted yet. */
+    "CREATE TABLE retention_swept ("
+    "  id INTEGER PRIMARY KEY CHECK (id = 1),"
+    "  outbox_created_before_ms INTEGER NOT NULL DEFAULT -1,"
+    "  processed_before_ms INTEGER NOT NULL DEFAULT -1"
+    ") STRICT;",
 };
 
 #define MIGRATION_COUNT ((int)(sizeof migrations / sizeof migrations[0]))

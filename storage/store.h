@@ -62,6 +62,9 @@ typedef enum {
   OB__S_RELEASE,
   OB__S_ROLLBACK_TO,
   OB__D_DATA_VERSION,
+  OB__D_USED_BYTES,
+  OB__D_DELETE_PUBLISHED,
+  OB__D_MARK_SWEPT,
   OB__STMT_COUNT
 } ob__stmt_id_t;
 
@@ -88,7 +91,7 @@ typedef struct ob__db_s {
 } ob__db_t;
 
 /* Current schema version (PRAGMA user_version). */
-#define OB__SCHEMA_VERSION 5
+#define OB__SCHEMA_VERSION 6
 /* PRAGMA application_id: "OBX1". */
 #define OB__APPLICATION_ID 0x4f425831
 
@@ -292,6 +295,18 @@ int ob__stats_table_exists(ob__db_t* db, const char* table);
 ** prepare or step (a check that cannot run is an error, never "ok"). */
 int ob__check_queries(ob__db_t* db, const char* const* sqls, size_t n,
                       void (*cb)(void* arg, const char* v), void* arg);
+
+/* ---- space.c: the disk-full policy's reads and deletes ------------------- */
+
+/* Bytes of the pages in use: (page_count - freelist_count) * page_size of
+** the connection's current view. Returns 0 and *used, or < 0. */
+int ob__space_used_bytes(ob__db_t* db, int64_t* used);
+/* Delete up to batch published outbox rows, oldest publication first, in
+** one transaction of its own. Unpublished rows are never touched. */
+int ob__space_delete_published(ob__db_t* db, int batch, int64_t* deleted);
+/* wal_checkpoint: PASSIVE (never waits), or TRUNCATE (gives the WAL's
+** blocks back; may wait busy_timeout for readers). */
+int ob__space_checkpoint(ob__db_t* db, int truncate);
 
 /* ---- retention.c -------------------------------------------------------- */
 

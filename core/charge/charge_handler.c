@@ -71,6 +71,9 @@ int ob_register_charge_order(ob_engine_t* e) {
   if (e == NULL) return OB_EINVAL;
   rc = ob__engine_add_check(e, "charge", charge_check);
   if (rc < 0 && rc != OB_EEXIST) return rc;
+  /* Money: it may still enter a database at its cap's reserve. */
+  rc = ob_mark_critical(e, OB_CHARGE_MESSAGE_TYPE);
+  if (rc < 0) return rc;
   return ob_register(e, OB_CHARGE_MESSAGE_TYPE, OB_CHARGE_CONSUMER,
                      charge_handle, NULL);
 }

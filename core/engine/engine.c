@@ -28,6 +28,7 @@ void ob_options_init(ob_options_t* o) {
   o->gc_batch = 1000;
   o->poll_interval_ms = 1000;
   o->max_body_bytes = 1024 * 1024;
+  o->reserve_db_bytes = OB_RESERVE_AUTO;
   ob_retry_policy_init(&o->retry);
   o->log_level = OB_LOG_INFO;
 }
@@ -66,13 +67,18 @@ int ob__engine_open(ob_engine_t** out, const ob_options_t* opts,
       opts->gc_batch < 1 || opts->poll_interval_ms < 1 ||
       opts->gc_interval_ms < 1 || opts->max_body_bytes == 0 ||
       opts->max_db_bytes < 0 ||
+      (opts->reserve_db_bytes != OB_RESERVE_AUTO &&
+       (opts->reserve_db_bytes < 0 ||
+        (opts->max_db_bytes > 0 &&
+         opts->reserve_db_bytes > opts->max_db_bytes / 2))) ||
       ob__retry_policy_check(&opts->retry) != 0 ||
       (opts->synchronous != OB_SYNC_FULL &&
        opts->synchronous != OB_SYNC_NORMAL)) {
     return ob__errbuf_set(errbuf, errlen, OB_EINVAL,
                           "options: batch_size must be 1..10000, timeouts, "
-                          "intervals and retention non-negative, retry policy "
-                          "valid");
+                          "intervals and retention non-negative, "
+                          "reserve_db_bytes at most half of max_db_bytes, "
+                          "retry policy valid");
   }
   e = calloc(1, sizeof *e);
   if (e == NULL) {
@@ -124,6 +130,7 @@ void ob_close(ob_engine_t* e) {
   ob__fresh_free(e);
   ob__providers_free(e);
   ob__engine_modules_free(e);
+  ob__space_free(e);
   for (size_t i = 0; i < e->nhandlers; i++) {
     free(e->handlers[i].type);
     free(e->handlers[i].consumer);
@@ -255,6 +262,10 @@ static int insert_envelope(ob_engine_t* e, const ob_envelope_t* env,
                           now + env->delay_ms, now);
 }
 
+static size_t envelope_bytes(const ob_envelope_t* env) {
+  return env->body_len + (env->headers ? strlen(env->headers) : 0);
+}
+
 int ob_enqueue(ob_engine_t* e, const ob_envelope_t* env) {
   char id[OB_UUID_BUFLEN];
   int rc;
@@ -264,8 +275,11 @@ int ob_enqueue(ob_engine_t* e, const ob_envelope_t* env) {
   if (rc < 0) return rc;
   now = ob__now(e);
   /* Inside a handler the message joins the handling transaction, so a
-  ** follow-up message commits (or not) with the effect that caused it. */
+  ** follow-up message commits (or not) with the effect that caused it;
+  ** that is handling, which the disk-full policy lets run longer. */
   if (e->db.in_tx) return insert_envelope(e, env, id, now);
+  rc = ob__space_admit(e, env->type, envelope_bytes(env));
+  if (rc < 0) return rc;
   rc = insert_envelope(e, env, id, now);  /* autocommit: one transaction */
   if (rc == 0 && e->hooks.wake) e->hooks.wake(e);
   return rc;
@@ -283,12 +297,27 @@ int ob_enqueue_many(ob_engine_t* e, const ob_envelope_t* envs, size_t n,
   int64_t now;
   if (e == NULL || (envs == NULL && n > 0) || results == NULL) return OB_EINVAL;
   own_tx = !e->db.in_tx;
+  /* Give space back before the transaction if the level calls for it: a
+  ** refusal inside it cannot. */
+  if (own_tx && (rc = (int)ob__space_heal(e)) < 0) return rc;
   if (own_tx && (rc = ob__db_begin(&e->db)) < 0) return rc;
   now = ob__now(e);
   for (size_t i = 0; i < n; i++) {
     char id[OB_UUID_BUFLEN];
     results[i] = validate_envelope(e, &envs[i], id);
     if (results[i] < 0) continue;
+    /* Each one against the pages this transaction has used so far; a
+    ** critical one may still enter after others were refused. */
+    if (own_tx &&
+        (results[i] = ob__space_admit(e, envs[i].type,
+                                      envelope_bytes(&envs[i]))) < 0) {
+      if (results[i] != OB_ENOSPC) {
+        rc = results[i];
+        ob__db_rollback(&e->db);
+        return rc;
+      }
+      continue;
+    }
     rc = insert_envelope(e, &envs[i], id, now);
     if (rc < 0) {
       if (own_tx) ob__db_rollback(&e->db);
@@ -516,8 +545,10 @@ static void recover_after(ob_engine_t* e, int rc) {
       ob__log(e, OB_LOG_ERROR, "I/O error, and reopening failed: %s",
               fresh.errmsg);
     }
-  } else if (rc == OB_ENOSPC && !e->db.in_tx) {
-    (void)ob__db_exec_fixed(&e->db, "PRAGMA wal_checkpoint(TRUNCATE)");
+  } else if (rc == OB_ENOSPC) {
+    ob__space_note_full(e);
+    if (!e->db.in_tx)
+      (void)ob__db_exec_fixed(&e->db, "PRAGMA wal_checkpoint(TRUNCATE)");
   }
   memcpy(e->db.errmsg, msg, sizeof msg);
 }
@@ -548,6 +579,10 @@ int ob__handle_external(ob_engine_t* e, const ob__queue_row_t* r,
   *retry_delay = -1;
   if (e->db.in_tx)
     return ob__db_seterr(&e->db, OB_ESTATE, "handling inside a handler");
+  /* A message from SQS is new work: it stays with its transport while
+  ** the disk-full policy refuses its type. */
+  rc = ob__space_admit(e, r->type, r->body_len);
+  if (rc < 0) return rc;
   rc = ob__db_begin(&e->db);
   if (rc < 0) return rc;
   now = ob__now(e);
@@ -595,6 +630,8 @@ int ob_run_once(ob_engine_t* e, ob_batch_result_t* res_out) {
       goto out;
     }
   }
+  rc = ob__space_may_handle(e);
+  if (rc < 0) goto out;
   rc = ob__db_begin(&e->db);
   if (rc < 0) goto out;
   now = ob__now(e);
@@ -661,8 +698,10 @@ int ob_failed_remove(ob_engine_t* e, int64_t id) {
 }
 
 int ob_stats(ob_engine_t* e, ob_stats_t* s) {
+  int rc;
   if (e == NULL || s == NULL) return OB_EINVAL;
-  return ob__stats(&e->db, ob__now(e), s);
+  rc = ob__stats(&e->db, ob__now(e), s);
+  return rc < 0 ? rc : ob__space_stats(e, s);
 }
 
 int ob_check(ob_engine_t* e, void (*cb)(void* arg, const char* v), void* arg) {

@@ -68,6 +68,12 @@ struct ob_engine_s {
   /* What built-in modules registered besides handlers (core/engine/modules.c);
   ** NULL until the first one. */
   struct ob__modules_s* modules;
+  /* The disk-full policy (core/engine/space.c). */
+  char* critical[OB_MAX_CRITICAL_TYPES];
+  size_t ncritical;
+  int space_pressure;       /* a refusal or OB_ENOSPC since the last heal
+                            ** that brought the level back to OK */
+  int64_t last_heal_ms;     /* observed time of the last heal */
 };
 
 #define OB__EFFECT_KEY_MAX 200
@@ -132,6 +138,32 @@ int ob__process_row(ob_engine_t* e, const ob__queue_row_t* r, int64_t now,
 ** set of fresh claims in step with what is durable). */
 int ob__engine_commit(ob_engine_t* e);
 void ob__engine_rollback(ob_engine_t* e);
+
+/* ---- the disk-full policy (core/engine/space.c) ---------------------------- */
+
+/* The reserve in force (0 without a cap). */
+int64_t ob__space_reserve_of(const ob_engine_t* e);
+/* 1 if type was marked with ob_mark_critical. */
+int ob__space_is_critical(const ob_engine_t* e, const char* type);
+/* May a new message of type, about bytes long, enter? 0, or OB_ENOSPC with
+** the reason in errmsg. Outside a transaction it first gives space back
+** once when refused. Not for a handler's follow-up messages (handling). */
+int ob__space_admit(ob_engine_t* e, const char* type, size_t bytes);
+/* 0 if handling may run now (after giving space back when needed), or
+** OB_ENOSPC (handling paused, reason in errmsg). */
+int ob__space_may_handle(ob_engine_t* e);
+/* Give space back when the level calls for it (or after OB_ENOSPC):
+** expired records, then published events, oldest first, then a WAL
+** checkpoint. At most once a second. Returns the rows deleted, or < 0. */
+int64_t ob__space_heal(ob_engine_t* e);
+/* A write failed with OB_ENOSPC: heal at the next chance. */
+void ob__space_note_full(ob_engine_t* e);
+/* The level (OB__SPACE_*) and the bytes in use now. */
+int ob__space_level_now(ob_engine_t* e, int* level, int64_t* used);
+/* Fill the space fields of s. */
+int ob__space_stats(ob_engine_t* e, ob_stats_t* s);
+/* Free the critical type names (ob_close). */
+void ob__space_free(ob_engine_t* e);
 
 /* ---- the fence, engine side (core/fence) ---------------------------------- */
 

@@ -184,7 +184,21 @@ typedef struct ob_options_s {
   size_t max_body_bytes;        /* enqueue limit; 1 MiB */
   int64_t max_db_bytes;         /* size cap of the database file; 0: none.
                                 ** Writes past it fail with OB_ENOSPC and
-                                ** nothing is half-applied, as on a full disk */
+                                ** nothing is half-applied, as on a full disk.
+                                ** Keep it below the filesystem's free space
+                                ** minus the WAL (up to 4 MiB after a
+                                ** checkpoint): see docs/field.md */
+  int64_t reserve_db_bytes;     /* the last bytes below max_db_bytes that new
+                                ** messages may not use: OB_RESERVE_AUTO
+                                ** (the default) is an eighth of the cap,
+                                ** 64 KiB .. 64 MiB; 0 .. max_db_bytes / 2
+                                ** else. Past cap - reserve, ob_enqueue and
+                                ** the SQS consumer refuse all but critical
+                                ** types (ob_mark_critical) with OB_ENOSPC;
+                                ** past cap - reserve/2 those too; past
+                                ** cap - reserve/4 handling pauses; the rest
+                                ** keeps publish marks and reclaiming going.
+                                ** Ignored without a cap */
   ob_retry_policy_t retry;      /* default policy of every queue */
   const ob_clock_t* clock;      /* NULL: ob_system_clock() */
   ob_log_cb log;                /* NULL: no logging */
@@ -194,6 +208,9 @@ typedef struct ob_options_s {
                                 ** consumes; the local queue is not handled
                                 ** (`oncebox outbox drain`) */
 } ob_options_t;
+
+/* reserve_db_bytes: let the engine size the reserve from the cap. */
+#define OB_RESERVE_AUTO (-1)
 
 /* Fill o with defaults (db_path NULL). This function can't fail. */
 OB_EXTERN void ob_options_init(ob_options_t* o);
@@ -240,6 +257,19 @@ OB_EXTERN const ob_options_t* ob_options(const ob_engine_t* e);
 ** copied. Returns OB_EINVAL for a negative field or a NULL/empty name. */
 OB_EXTERN int ob_set_retry_policy(ob_engine_t* e, const char* queue,
                                   const ob_retry_policy_t* p);
+
+/*
+** Mark messages of `type` critical for the disk-full policy: with a size
+** cap (max_db_bytes), they may still enter the first half of the reserve
+** after other types are refused. The built-in modules mark their money
+** types when they are registered (ob_register_payout: PaymentCaptured,
+** ob_register_charge_order: ChargeOrder); embedders mark their own. The
+** name is copied. Returns 0 (also if already marked), OB_EINVAL for a NULL
+** or invalid name, OB_ENOMEM past OB_MAX_CRITICAL_TYPES types or when out of
+** memory.
+*/
+#define OB_MAX_CRITICAL_TYPES 16
+OB_EXTERN int ob_mark_critical(ob_engine_t* e, const char* type);
 
 /* ---------------------------------------------------------------------------
 ** Messages and handlers.
@@ -971,6 +1001,14 @@ typedef struct ob_stats_s {
   int64_t fence_claims;
   int64_t provider_2xx;
   int64_t provider_replays;
+  /* Space (docs/field.md): bytes of the database's pages in use (free
+  ** pages not counted; the WAL not included), the cap and reserve in force
+  ** (0: no cap), and what new messages meet: 0 accepted, 1 only critical
+  ** types, 2 none, 3 none and handling paused. */
+  int64_t db_bytes;
+  int64_t db_max_bytes;
+  int64_t db_reserve_bytes;
+  int space_level;
 } ob_stats_t;
 
 /* Fill *s from one read transaction: the engine's own tables only (each

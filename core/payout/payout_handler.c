@@ -61,6 +61,9 @@ int ob_register_payout(ob_engine_t* e) {
   if (e == NULL) return OB_EINVAL;
   rc = ob__engine_add_check(e, "payout", payout_check);
   if (rc < 0 && rc != OB_EEXIST) return rc;
+  /* Money: it may still enter a database at its cap's reserve. */
+  rc = ob_mark_critical(e, OB_PAYOUT_MESSAGE_TYPE);
+  if (rc < 0) return rc;
   return ob_register(e, OB_PAYOUT_MESSAGE_TYPE, OB_PAYOUT_CONSUMER,
                      payout_handle, NULL);
 }

@@ -99,6 +99,8 @@ int ob__relay_settle(ob_engine_t* e, const char* token,
   if (rc >= 0) rc = ob__db_commit(&e->db);
   else ob__db_rollback(&e->db);
   if (rc < 0) return rc;
+  /* Published rows are what a database at its cap can give back. */
+  if (published > 0) (void)ob__space_heal(e);
   out->published = published;
   out->parked = parked;
   out->lost_leases = lost;

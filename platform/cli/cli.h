@@ -16,6 +16,9 @@
 #define EXIT_DB 4         /* the database cannot be opened or used */
 #define EXIT_STALLED 5    /* run --until-idle stopped with work left that
                           ** waits for a peer (SQS, a provider) */
+#define EXIT_FULL 6       /* enqueue refused for space (the size cap's
+                          ** reserve, or a full disk): nothing of the
+                          ** refused input was committed; retry later */
 
 /* The errbuf the commands hand to ob_open and the enable calls. */
 #define CLI_ERRLEN 512
@@ -26,6 +29,11 @@ typedef struct cli_s {
   int sync_normal;           /* --unsafe-sync-normal */
   int json;                  /* --json (per command) */
   int stdin_closed;          /* fd 0 was closed at start (now /dev/null) */
+  long long max_db_bytes;    /* --max-db-bytes or $ONCEBOX_MAX_DB_BYTES; 0 */
+  long long reserve_db_bytes;  /* --reserve-db-bytes or
+                               ** $ONCEBOX_RESERVE_DB_BYTES; -1: auto */
+  const char* critical_types;  /* --critical-types or
+                               ** $ONCEBOX_CRITICAL_TYPES: a comma list */
 } cli_t;
 
 typedef int (*cli_cmd_fn)(cli_t* cli, int argc, char** argv);
@@ -103,6 +111,13 @@ int cli_enable_provider(ob_engine_t* e, cli_provider_t* p, const char* cmd);
 int cli_wants_help(int argc, char** argv);
 /* Parse a non-negative integer option value; -1 on error. */
 long long cli_parse_count(const char* s);
+/* Parse a size: digits with an optional K, M or G (powers of 1024; KiB,
+** MiB, GiB and a trailing B are accepted too); -1 on error or overflow. */
+long long cli_parse_size(const char* s);
+/* "512 KiB", "7.5 MiB" ("0" for 0). */
+void cli_format_bytes(long long b, char* out, size_t n);
+/* What new messages meet at ob_stats_t.space_level. */
+const char* cli_space_words(int level);
 /* Human age: "3.2s", "5m12s", "2h03m", "4d02h". */
 void cli_format_age(int64_t ms, char* out, size_t n);
 /* A one-line progress bar on stderr when it is a terminal. */

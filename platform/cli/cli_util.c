@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +74,31 @@ int cli_enable_consumer(ob_engine_t* e, const char* url, int prefetch,
   return 0;
 }
 
+/* A comma-separated list of message types, each marked critical. */
+static int mark_critical(ob_engine_t* e, const char* list) {
+  const char* p = list;
+  while (*p != '\0') {
+    char name[129];
+    size_t n = strcspn(p, ",");
+    int rc;
+    if (n == 0 || n >= sizeof name) {
+      fprintf(stderr, "oncebox: --critical-types: empty or over 128-byte "
+              "type name in '%.200s'\n", list);
+      return -1;
+    }
+    memcpy(name, p, n);
+    name[n] = '\0';
+    if ((rc = ob_mark_critical(e, name)) < 0) {
+      fprintf(stderr, "oncebox: --critical-types: '%s': %s\n", name,
+              ob_strerror(rc));
+      return -1;
+    }
+    p += n;
+    if (*p == ',') p++;
+  }
+  return 0;
+}
+
 static ob_engine_t* open_with(cli_t* cli, int batch, int no_handling,
                               int* exit_code) {
   ob_options_t o;
@@ -92,6 +118,8 @@ static ob_engine_t* open_with(cli_t* cli, int batch, int no_handling,
   if (batch > 0) o.batch_size = batch;
   o.no_handling = no_handling;
   if (cli->sync_normal) o.synchronous = OB_SYNC_NORMAL;
+  o.max_db_bytes = cli->max_db_bytes;
+  o.reserve_db_bytes = cli->reserve_db_bytes;
   rc = ob_open(&e, &o, err, sizeof err);
   if (rc < 0) {
     fprintf(stderr, "oncebox: cannot open %s: %s (%s)\n", cli->db_path, err,
@@ -105,6 +133,12 @@ static ob_engine_t* open_with(cli_t* cli, int batch, int no_handling,
     fprintf(stderr, "oncebox: %s\n", ob_strerror(rc));
     ob_close(e);
     *exit_code = EXIT_FAIL;
+    return NULL;
+  }
+  if (cli->critical_types != NULL &&
+      mark_critical(e, cli->critical_types) < 0) {
+    ob_close(e);
+    *exit_code = EXIT_USAGE;
     return NULL;
   }
   *exit_code = EXIT_OK;
@@ -127,6 +161,44 @@ long long cli_parse_count(const char* s) {
   v = strtoll(s, &end, 10);
   if (errno != 0 || *end != '\0' || v < 0) return -1;
   return v;
+}
+
+long long cli_parse_size(const char* s) {
+  char* end;
+  long long v, mult = 1;
+  if (s == NULL || *s < '0' || *s > '9') return -1;
+  errno = 0;
+  v = strtoll(s, &end, 10);
+  if (errno != 0 || v < 0) return -1;
+  switch (*end) {
+    case 'k': case 'K': mult = 1024LL; end++; break;
+    case 'm': case 'M': mult = 1024LL * 1024; end++; break;
+    case 'g': case 'G': mult = 1024LL * 1024 * 1024; end++; break;
+    default: break;
+  }
+  if (mult > 1 && *end == 'i') end++;
+  if (*end == 'B' || (*end == 'b' && mult == 1)) end++;
+  if (*end != '\0') return -1;
+  if (v > INT64_MAX / mult) return -1;
+  return v * mult;
+}
+
+void cli_format_bytes(long long b, char* out, size_t n) {
+  if (b >= 1024LL * 1024)
+    snprintf(out, n, "%.1f MiB", (double)b / (1024.0 * 1024.0));
+  else if (b >= 1024)
+    snprintf(out, n, "%lld KiB", b / 1024);
+  else
+    snprintf(out, n, "%lld B", b);
+}
+
+const char* cli_space_words(int level) {
+  switch (level) {
+    case 0: return "new messages accepted";
+    case 1: return "only critical types accepted (in the reserve)";
+    case 2: return "new messages refused";
+    default: return "new messages refused, handling paused";
+  }
 }
 
 void cli_format_age(int64_t ms, char* out, size_t n) {

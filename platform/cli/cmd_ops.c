@@ -105,6 +105,13 @@ int cmd_stats(cli_t* cli, int argc, char** argv) {
     if (has_charge)
       cJSON_AddNumberToObject(fe, "unfencedSuccesses",
                               (double)cs.unfenced_successes);
+    cJSON* sp = cJSON_AddObjectToObject(o, "space");
+    cJSON_AddNumberToObject(sp, "usedBytes", (double)s.db_bytes);
+    cJSON_AddNumberToObject(sp, "maxBytes", (double)s.db_max_bytes);
+    cJSON_AddNumberToObject(sp, "reserveBytes", (double)s.db_reserve_bytes);
+    cJSON_AddNumberToObject(sp, "level", s.space_level);
+    cJSON_AddStringToObject(sp, "enqueues", cli_space_words(s.space_level));
+    cJSON_AddBoolToObject(sp, "refusing", s.space_level > 0);
     char* t = cJSON_Print(o);
     printf("%s\n", t);
     free(t);
@@ -143,6 +150,17 @@ int cmd_stats(cli_t* cli, int argc, char** argv) {
     if (s.effects_parked > 0)
       printf("           %lld parked effect(s) wait for a person: oncebox "
              "effects show --state parked\n", (long long)s.effects_parked);
+    {
+      char used[32], cap[32], res[32];
+      cli_format_bytes(s.db_bytes, used, sizeof used);
+      cli_format_bytes(s.db_max_bytes, cap, sizeof cap);
+      cli_format_bytes(s.db_reserve_bytes, res, sizeof res);
+      if (s.db_max_bytes > 0)
+        printf("space:     %s of a %s cap in use (reserve %s): %s\n", used,
+               cap, res, cli_space_words(s.space_level));
+      else
+        printf("space:     %s in use, no cap (--max-db-bytes)\n", used);
+    }
   }
   /* On stdout with the report; beside --json, on stderr. */
   if (has_charge && cs.unfenced_successes > 0)

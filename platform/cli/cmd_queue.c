@@ -42,7 +42,9 @@ static void enqueue_usage(FILE* out) {
           "NDJSON: one {\"id\",\"type\",\"body\"[,\"queue\",\"headers\"]} "
           "object a line;\n"
           "a bad line is reported with its number and rejected alone, every\n"
-          "good line is committed. Exit 3 if any line was rejected.\n");
+          "good line is committed. Exit 3 if any line was rejected; exit 6\n"
+          "if any was refused for space (the size cap's reserve, or a full\n"
+          "disk: see --max-db-bytes), which is worth retrying later.\n");
 }
 
 #define NDJSON_CHUNK 1000
@@ -54,7 +56,9 @@ typedef struct pending_line_s {
 } pending_line_t;
 
 static int flush_chunk(ob_engine_t* e, pending_line_t* lines, size_t n,
-                       long long* committed, long long* rejected) {
+                       long long* committed, long long* rejected,
+                       long long* refused) {
+  char space_reason[512] = "";
   ob_envelope_t envs[NDJSON_CHUNK];
   int results[NDJSON_CHUNK];
   int rc;
@@ -68,13 +72,25 @@ static int flush_chunk(ob_engine_t* e, pending_line_t* lines, size_t n,
     envs[i].body_len = lines[i].env.body_len;
   }
   rc = ob_enqueue_many(e, envs, n, results);
+  snprintf(space_reason, sizeof space_reason, "%s", ob_errmsg(e));
   if (rc < 0) {
     fprintf(stderr, "oncebox enqueue: lines %lld-%lld not committed: %s\n",
             lines[0].lineno, lines[n - 1].lineno, ob_errmsg(e));
     return rc;
   }
   for (size_t i = 0; i < n; i++) {
-    if (results[i] < 0) {
+    if (results[i] == OB_ENOSPC) {
+      /* A full database refuses every line after the first: ten are
+      ** enough to see which, the summary counts them all. */
+      if (*refused < 10)
+        fprintf(stderr, "line %lld: refused for space, not enqueued\n",
+                lines[i].lineno);
+      else if (*refused == 10)
+        fprintf(stderr, "(further lines refused for space are counted, "
+                "not listed)\n");
+      if (*refused == 0) fprintf(stderr, "  (%s)\n", space_reason);
+      (*refused)++;
+    } else if (results[i] < 0) {
       /* ob_enqueue_many gives a code per line; ask again for the reason. */
       int code = ob_envelope_check(e, &envs[i]);
       fprintf(stderr, "line %lld: rejected: %s\n", lines[i].lineno,
@@ -98,6 +114,7 @@ static int enqueue_ndjson(ob_engine_t* e, const char* path, int stdin_closed) {
   char* line = NULL;
   ssize_t len;
   long long lineno = 0, committed = 0, rejected = 0, total_bytes = 0, done = 0;
+  long long refused = 0;
   int rc = 0, read_errno = 0;
   struct stat st;
 
@@ -144,7 +161,7 @@ static int enqueue_ndjson(ob_engine_t* e, const char* path, int stdin_closed) {
       continue;
     }
     if (++nchunk == NDJSON_CHUNK) {
-      rc = flush_chunk(e, chunk, nchunk, &committed, &rejected);
+      rc = flush_chunk(e, chunk, nchunk, &committed, &rejected, &refused);
       flush_free(chunk, nchunk);
       nchunk = 0;
       if (rc < 0) break;
@@ -158,7 +175,7 @@ static int enqueue_ndjson(ob_engine_t* e, const char* path, int stdin_closed) {
     rc = -1;
   }
   if (rc == 0 && nchunk > 0)
-    rc = flush_chunk(e, chunk, nchunk, &committed, &rejected);
+    rc = flush_chunk(e, chunk, nchunk, &committed, &rejected, &refused);
   flush_free(chunk, nchunk);
   cli_progress_end();
   free(line);
@@ -168,8 +185,14 @@ static int enqueue_ndjson(ob_engine_t* e, const char* path, int stdin_closed) {
             "oncebox enqueue: cannot read %s after line %lld: %s; nothing "
             "after that line was enqueued\n",
             name, lineno, strerror(read_errno));
-  fprintf(stderr, "enqueued %lld message(s), rejected %lld line(s)\n",
-          committed, rejected);
+  if (refused > 0)
+    fprintf(stderr, "enqueued %lld message(s), rejected %lld line(s), "
+            "refused %lld for space (enqueue them again later)\n",
+            committed, rejected, refused);
+  else
+    fprintf(stderr, "enqueued %lld message(s), rejected %lld line(s)\n",
+            committed, rejected);
+  if (rc == OB_ENOSPC || (rc == 0 && refused > 0)) return EXIT_FULL;
   if (rc < 0) return EXIT_FAIL;
   return rejected > 0 ? EXIT_PARTIAL : EXIT_OK;
 }
@@ -230,7 +253,9 @@ int cmd_enqueue(cli_t* cli, int argc, char** argv) {
     rc = ob_enqueue(e, &env);
     if (rc < 0) {
       fprintf(stderr, "oncebox enqueue: %s: %s\n", ob_strerror(rc), ob_errmsg(e));
-      code = rc == OB_EINVAL || rc == OB_ETOOBIG ? EXIT_USAGE : EXIT_FAIL;
+      code = rc == OB_EINVAL || rc == OB_ETOOBIG ? EXIT_USAGE
+             : rc == OB_ENOSPC                  ? EXIT_FULL
+                                                : EXIT_FAIL;
     } else {
       printf("enqueued %s %s\n", env.type, env.id);
     }

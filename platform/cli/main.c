@@ -45,11 +45,24 @@ static void usage(FILE* out) {
           "  --log-level LEVEL    error, warn, info (default) or debug\n"
           "  --unsafe-sync-normal synchronous=NORMAL: faster, but a power\n"
           "                       loss may roll back acknowledged messages\n"
+          "  --max-db-bytes SIZE  size cap of the database (K, M, G: KiB,\n"
+          "                       MiB, GiB; default $ONCEBOX_MAX_DB_BYTES,\n"
+          "                       else none). Every process on one file\n"
+          "                       should use the same value\n"
+          "  --reserve-db-bytes SIZE  the last bytes below the cap that new\n"
+          "                       messages may not use (default an eighth\n"
+          "                       of the cap; $ONCEBOX_RESERVE_DB_BYTES)\n"
+          "  --critical-types T1,T2  message types that may still enter the\n"
+          "                       first half of the reserve, besides the\n"
+          "                       built-in PaymentCaptured and ChargeOrder\n"
+          "                       ($ONCEBOX_CRITICAL_TYPES)\n"
           "  --version            print the version\n"
           "  -h, --help           this help; COMMAND --help for a command\n"
           "\n"
           "Exit codes: 0 ok; 1 failed or violations found; 2 usage error;\n"
-          "3 some input rejected (the rest committed); 4 database unusable.\n");
+          "3 some input rejected (the rest committed); 4 database unusable;\n"
+          "5 run --until-idle stopped with work left that waits for a peer;\n"
+          "6 enqueue refused for space (the cap's reserve or a full disk).\n");
 }
 
 static int parse_level(const char* s, ob_log_level_t* out) {
@@ -86,6 +99,53 @@ static void refuse_core_dumps(void) {
   (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
 
+/* --NAME SIZE or --NAME=SIZE: 1 if a is that option (value parsed into
+** *out, -2 after printing why when bad), else 0. */
+static int size_option(const char* a, const char* next, const char* name,
+                       long long* out, int* i) {
+  size_t n = strlen(name);
+  const char* v;
+  if (strcmp(a, name) == 0) {
+    v = next;
+    if (v != NULL) (*i)++;
+  } else if (strncmp(a, name, n) == 0 && a[n] == '=') {
+    v = a + n + 1;
+  } else {
+    return 0;
+  }
+  *out = v ? cli_parse_size(v) : -1;
+  if (*out < 0) {
+    fprintf(stderr, "oncebox: %s needs a size such as 64M or 1048576%s%s\n",
+            name, v ? ", not " : "", v ? v : "");
+    *out = -2;
+  }
+  return 1;
+}
+
+/* The space settings from the environment: a terminal's service and its
+** scripts share one environment file, so every process on the database
+** holds to the same cap. */
+static int space_from_env(cli_t* cli) {
+  const char* v;
+  cli->reserve_db_bytes = -1;
+  if ((v = getenv("ONCEBOX_MAX_DB_BYTES")) != NULL && v[0] != '\0' &&
+      (cli->max_db_bytes = cli_parse_size(v)) < 0) {
+    fprintf(stderr, "oncebox: ONCEBOX_MAX_DB_BYTES needs a size such as "
+            "64M, not %s\n", v);
+    return -1;
+  }
+  if ((v = getenv("ONCEBOX_RESERVE_DB_BYTES")) != NULL && v[0] != '\0' &&
+      (cli->reserve_db_bytes = cli_parse_size(v)) < 0) {
+    fprintf(stderr, "oncebox: ONCEBOX_RESERVE_DB_BYTES needs a size such "
+            "as 1M, not %s\n", v);
+    return -1;
+  }
+  cli->critical_types = getenv("ONCEBOX_CRITICAL_TYPES");
+  if (cli->critical_types != NULL && cli->critical_types[0] == '\0')
+    cli->critical_types = NULL;
+  return 0;
+}
+
 int main(int argc, char** argv) {
   cli_t cli;
   int i = 1;
@@ -96,6 +156,7 @@ int main(int argc, char** argv) {
   cli.stdin_closed = (reopen_closed_std_fds() & 1u) != 0;
   cli.db_path = getenv("ONCEBOX_DB");
   cli.log_level = OB_LOG_INFO;
+  if (space_from_env(&cli) < 0) return EXIT_USAGE;
   while (i < argc && argv[i][0] == '-') {
     const char* a = argv[i];
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -118,12 +179,28 @@ int main(int argc, char** argv) {
       return EXIT_USAGE;
     } else if (strcmp(a, "--unsafe-sync-normal") == 0) {
       cli.sync_normal = 1;
+    } else if (size_option(a, i + 1 < argc ? argv[i + 1] : NULL,
+                           "--max-db-bytes", &cli.max_db_bytes, &i) ||
+               size_option(a, i + 1 < argc ? argv[i + 1] : NULL,
+                           "--reserve-db-bytes", &cli.reserve_db_bytes,
+                           &i)) {
+      if (cli.max_db_bytes < 0 || cli.reserve_db_bytes < -1) return EXIT_USAGE;
+    } else if (strcmp(a, "--critical-types") == 0 && i + 1 < argc) {
+      cli.critical_types = argv[++i];
+    } else if (strncmp(a, "--critical-types=", 17) == 0) {
+      cli.critical_types = a + 17;
     } else {
       fprintf(stderr, "oncebox: unknown option '%s'\n", a);
       usage(stderr);
       return EXIT_USAGE;
     }
     i++;
+  }
+  if (cli.max_db_bytes > 0 && cli.reserve_db_bytes > cli.max_db_bytes / 2) {
+    fprintf(stderr, "oncebox: the reserve (%lld bytes) must be at most half "
+            "of the size cap (%lld bytes)\n", cli.reserve_db_bytes,
+            cli.max_db_bytes);
+    return EXIT_USAGE;
   }
   if (i >= argc) {
     usage(stderr);

@@ -202,6 +202,32 @@ check "stats effects json" 0 "$OB" --db "$FX" stats --json
 contains "stats json effects" out '"effects":'
 contains "stats json unfenced" out '"unfencedSuccesses":'
 
+# The size cap: suffixes, the reserve's bounds, exit 6 and the stats line.
+CAP="$T/cap.db"
+check "max-db-bytes bad suffix" 2 "$OB" --db "$CAP" --max-db-bytes 64X init
+contains "max-db-bytes bad suffix reason" err "needs a size such as 64M"
+check "max-db-bytes env bad" 2 env ONCEBOX_MAX_DB_BYTES=lots "$OB" --db "$CAP" init
+contains "max-db-bytes env reason" err "ONCEBOX_MAX_DB_BYTES"
+check "reserve over half the cap" 2 "$OB" --db "$CAP" --max-db-bytes 1M --reserve-db-bytes 600K init
+contains "reserve over half the cap reason" err "must be at most half of the size cap"
+check "critical types empty name" 2 "$OB" --db "$CAP" --max-db-bytes 1M --critical-types 'Refund,,X' stats
+check "cap init" 0 "$OB" --db "$CAP" --max-db-bytes 256K init
+i=0
+: > "$T/cap.ndjson"
+while [ $i -lt 600 ]; do
+  printf '{"id":"0190b6d8-3ae7-7ca2-a653-%012d","type":"OrderPlaced","body":"%0300d"}\n' "$i" 0 >> "$T/cap.ndjson"
+  i=$((i + 1))
+done
+check "enqueue past the reserve" 6 "$OB" --db "$CAP" --max-db-bytes 256K enqueue --ndjson "$T/cap.ndjson"
+contains "enqueue past the reserve reason" err "of its 256 KiB cap"
+contains "enqueue past the reserve summary" err "for space (enqueue them again later)"
+check "critical type marked on the command line" 0 "$OB" --db "$CAP" --max-db-bytes 256Ki --critical-types OrderPlaced enqueue --type OrderPlaced --id 0190b6d8-3ae7-7ca2-a653-999999999999 --body '{}'
+check "other type refused" 6 "$OB" --db "$CAP" --max-db-bytes 256KiB enqueue --type OrderShipped --id 0190b6d8-3ae7-7ca2-a653-999999999998 --body '{}'
+check "stats with a cap" 0 env ONCEBOX_MAX_DB_BYTES=256k "$OB" --db "$CAP" stats
+contains "stats space line" out "of a 256 KiB cap in use (reserve 64 KiB): only critical types accepted"
+check "stats space json" 0 env ONCEBOX_MAX_DB_BYTES=256k "$OB" --db "$CAP" stats --json
+contains "stats json space" out '"refusing":	true'
+
 check "demo" 0 "$OB" demo --payments 300
 contains "demo says done" out "every payment paid and every order charged exactly once"
 

@@ -1,0 +1,50 @@
+/* The disk-full policy's arithmetic. Thresholds, from the cap down:
+**
+**   cap - reserve/4   handling pauses (the rest is for publish marks)
+**   cap - reserve/2   critical messages stop
+**   cap - reserve     other messages stop
+**
+** so that a full database still handles what it holds, publishes it and
+** gives space back, which needs a few pages of its own. */
+#include "core/util/space_policy.h"
+
+#include "oncebox.h"
+
+int64_t ob__space_reserve(int64_t cap, int64_t asked) {
+  int64_t r;
+  if (cap <= 0) return 0;
+  if (asked != OB_RESERVE_AUTO) return asked;
+  r = cap / 8;
+  if (r < OB__RESERVE_MIN) r = OB__RESERVE_MIN;
+  if (r > OB__RESERVE_MAX) r = OB__RESERVE_MAX;
+  if (r > cap / 2) r = cap / 2;
+  return r;
+}
+
+ob__space_level_t ob__space_level(int64_t used, int64_t cap, int64_t reserve) {
+  if (cap <= 0) return OB__SPACE_OK;
+  if (used >= cap - reserve / 4) return OB__SPACE_PAUSED;
+  if (used >= cap - reserve / 2) return OB__SPACE_REFUSING;
+  if (used >= cap - reserve) return OB__SPACE_CRITICAL;
+  return OB__SPACE_OK;
+}
+
+int ob__space_admits(ob__space_level_t level, int critical) {
+  return level == OB__SPACE_OK || (level == OB__SPACE_CRITICAL && critical);
+}
+
+int64_t ob__space_reclaim_target(int64_t cap, int64_t reserve) {
+  if (cap <= 0) return 0;
+  if (reserve <= 0) return cap - cap / 8;
+  return cap - reserve - reserve / 2;
+}
+
+const char* ob__space_level_name(ob__space_level_t level) {
+  switch (level) {
+    case OB__SPACE_OK: return "accepting";
+    case OB__SPACE_CRITICAL: return "refusing all but critical types";
+    case OB__SPACE_REFUSING: return "refusing new messages";
+    case OB__SPACE_PAUSED: return "refusing new messages, handling paused";
+  }
+  return "?";
+}
