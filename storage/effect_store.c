@@ -43,7 +43,8 @@ static int dup_col(sqlite3_stmt* st, int i, char** out, size_t* len) {
   "key, idempotency_key, provider, method, path, request, state,"          \
   " reference, response, http_status, reason, message_id, consumer_name,"  \
   " calls, lookups, successes, attempts, next_attempt_at, parked_at,"      \
-  " created_at, updated_at"
+  " created_at, updated_at, coalesce(first_call_at, 0),"                  \
+  " coalesce(first_call_observed_ms, 0), park_cause"
 
 void ob__effect_row_free(ob__effect_row_t* r) {
   free(r->key);
@@ -57,6 +58,7 @@ void ob__effect_row_free(ob__effect_row_t* r) {
   free(r->reason);
   free(r->message_id);
   free(r->consumer);
+  free(r->park_cause);
   memset(r, 0, sizeof *r);
 }
 
@@ -84,6 +86,9 @@ static int read_row(sqlite3_stmt* st, ob__effect_row_t* r) {
   r->parked_at = sqlite3_column_int64(st, 18);
   r->created_at = sqlite3_column_int64(st, 19);
   r->updated_at = sqlite3_column_int64(st, 20);
+  r->first_call_at = sqlite3_column_int64(st, 21);
+  r->first_call_observed_ms = sqlite3_column_int64(st, 22);
+  bad |= dup_col(st, 23, &r->park_cause, NULL);
   if (bad || r->key == NULL || r->request == NULL) {
     ob__effect_row_free(r);
     return -1;
@@ -116,6 +121,7 @@ void ob__effect_row_view(const ob__effect_row_t* r, ob_effect_t* o) {
   o->parked_at_ms = r->parked_at;
   o->created_at_ms = r->created_at;
   o->updated_at_ms = r->updated_at;
+  o->park_cause = r->parked_at ? r->park_cause : NULL;
 }
 
 int ob__effect_get(ob__db_t* db, const char* key, ob__effect_row_t* r) {
@@ -203,10 +209,17 @@ int ob__effect_due(ob__db_t* db, const char* provider, int64_t now, int max,
 }
 
 int ob__effect_lease(ob__db_t* db, const char* key, const char* token,
-                     int64_t until, int64_t now) {
+                     int64_t until, int64_t now, int for_call,
+                     int64_t observed) {
+  /* A call handed out may reach the provider from now on: the first such
+  ** moment is kept (the key's age counts from it). */
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__E_LEASE,
-      "UPDATE effect SET lease_token = ?2, lease_until = ?3"
+      "UPDATE effect SET lease_token = ?2, lease_until = ?3,"
+      " first_call_at = CASE WHEN ?5 THEN coalesce(first_call_at, ?4)"
+      " ELSE first_call_at END,"
+      " first_call_observed_ms = CASE WHEN ?5 THEN"
+      " coalesce(first_call_observed_ms, ?6) ELSE first_call_observed_ms END"
       " WHERE key = ?1 AND state IN ('pending','unknown')"
       " AND parked_at IS NULL AND (lease_until IS NULL OR lease_until <= ?4)");
   if (st == NULL) return db->last_err;
@@ -214,8 +227,31 @@ int ob__effect_lease(ob__db_t* db, const char* key, const char* token,
   sqlite3_bind_text(st, 2, token, -1, SQLITE_STATIC);
   sqlite3_bind_int64(st, 3, until);
   sqlite3_bind_int64(st, 4, now);
+  sqlite3_bind_int(st, 5, for_call != 0);
+  sqlite3_bind_int64(st, 6, observed);
   return ob__db_step_done(db, st, "effect lease");
 }
+
+int ob__effect_mark_call(ob__db_t* db, const char* key, const char* token,
+                         int64_t now, int64_t observed) {
+  sqlite3_stmt* st = NULL;
+  int rc = sqlite3_prepare_v2(
+      db->db,
+      "UPDATE effect SET first_call_at = coalesce(first_call_at, ?3),"
+      " first_call_observed_ms = coalesce(first_call_observed_ms, ?4)"
+      " WHERE key = ?1 AND lease_token = ?2",
+      -1, &st, NULL);
+  if (rc != SQLITE_OK) return ob__db_fail(db, rc, "effect first call");
+  sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, token, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 3, now);
+  sqlite3_bind_int64(st, 4, observed);
+  rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE) return ob__db_fail(db, rc, "effect first call");
+  return sqlite3_changes(db->db);
+}
+
 
 /* Operator and shutdown paths below are prepared per call, not cached. */
 static int exec_bound(ob__db_t* db, const char* sql, const char* what,
@@ -261,7 +297,7 @@ int ob__effect_update(ob__db_t* db, const char* key, const char* token,
       " reason = ?7, calls = calls + ?8, lookups = lookups + ?9,"
       " successes = successes + ?10, attempts = ?11, next_attempt_at = ?12,"
       " parked_at = ?13, lease_token = NULL, lease_until = NULL,"
-      " updated_at = ?14"
+      " updated_at = ?14, park_cause = ?15"
       " WHERE key = ?1 AND state IN ('pending','unknown')"
       " AND (?2 IS NULL OR lease_token = ?2)");
   /* Callers compute the state (ob_effect_resolve checks the caller's): an
@@ -283,6 +319,8 @@ int ob__effect_update(ob__db_t* db, const char* key, const char* token,
   sqlite3_bind_int64(st, 12, u->next_attempt_at);
   if (u->parked_at > 0) sqlite3_bind_int64(st, 13, u->parked_at);
   sqlite3_bind_int64(st, 14, now);
+  if (u->parked_at > 0 && u->park_cause)
+    sqlite3_bind_text(st, 15, u->park_cause, -1, SQLITE_STATIC);
   return ob__db_step_done(db, st, "effect outcome");
 }
 
@@ -344,6 +382,7 @@ int ob__effect_list(ob__db_t* db, int state, const char* key,
 int ob__effect_reconcile(ob__db_t* db, const char* key, int64_t now) {
   return exec_bound(db,
                     "UPDATE effect SET attempts = 0, parked_at = NULL,"
+                    " park_cause = NULL,"
                     " next_attempt_at = ?4, lease_token = NULL,"
                     " lease_until = NULL, updated_at = ?4"
                     " WHERE state IN ('pending','unknown')"

@@ -177,6 +177,16 @@ static const char* const migrations[] = {
     "  outbox_created_before_ms INTEGER NOT NULL DEFAULT -1,"
     "  processed_before_ms INTEGER NOT NULL DEFAULT -1"
     ") STRICT;",
+
+    /* 6 -> 7: the fence across days. A provider forgets an idempotency key
+    ** after its retention (Stripe: 24 h): the first moment the key may have
+    ** reached it, on the wall clock and on the observed one, bounds how
+    ** long a call may be repeated with it. park_cause says why an effect
+    ** waits for a person (attempts, no-fence, key-expired, conflict,
+    ** replayed-error). */
+    "ALTER TABLE effect ADD COLUMN first_call_at INTEGER;"
+    "ALTER TABLE effect ADD COLUMN first_call_observed_ms INTEGER;"
+    "ALTER TABLE effect ADD COLUMN park_cause TEXT;",
 };
 
 #define MIGRATION_COUNT ((int)(sizeof migrations / sizeof migrations[0]))

@@ -59,7 +59,19 @@ static int effect_stats(ob__db_t* db, int64_t now, ob_stats_t* s) {
                    &s->provider_2xx)) < 0 ||
       (rc = scalar(db, "SELECT coalesce(sum(successes - 1), 0) FROM effect"
                        " WHERE successes > 1", now,
-                   &s->provider_replays)) < 0)
+                   &s->provider_replays)) < 0 ||
+      (rc = scalar(db, "SELECT count(*) FROM effect WHERE parked_at IS NOT"
+                       " NULL AND park_cause = 'key-expired' AND state IN"
+                       " ('pending','unknown')", now,
+                   &s->effects_key_expired)) < 0 ||
+      (rc = scalar(db, "SELECT count(*) FROM effect WHERE parked_at IS NOT"
+                       " NULL AND park_cause = 'conflict' AND state IN"
+                       " ('pending','unknown')", now,
+                   &s->effects_conflict)) < 0 ||
+      (rc = scalar(db, "SELECT count(*) FROM effect WHERE parked_at IS NOT"
+                       " NULL AND park_cause = 'replayed-error' AND state IN"
+                       " ('pending','unknown')", now,
+                   &s->effects_replayed_error)) < 0)
     return rc;
   return 0;
 }

@@ -91,7 +91,7 @@ typedef struct ob__db_s {
 } ob__db_t;
 
 /* Current schema version (PRAGMA user_version). */
-#define OB__SCHEMA_VERSION 6
+#define OB__SCHEMA_VERSION 7
 /* PRAGMA application_id: "OBX1". */
 #define OB__APPLICATION_ID 0x4f425831
 
@@ -423,6 +423,10 @@ typedef struct ob__effect_row_s {
   char* consumer;
   int calls, lookups, successes, attempts;
   int64_t next_attempt_at, parked_at, created_at, updated_at;
+  /* When a call with the key was first handed out (wall, observed); 0:
+  ** never (or before schema 7). */
+  int64_t first_call_at, first_call_observed_ms;
+  char* park_cause;
 } ob__effect_row_t;
 
 void ob__effect_row_free(ob__effect_row_t* r);
@@ -444,9 +448,16 @@ int ob__effect_due(ob__db_t* db, const char* provider, int64_t now, int max,
                    ob__effect_row_t* rows);
 
 /* Take the lease of an open, unparked effect whose lease is free. 1 taken,
-** 0 not (another process has it, or it is settled), < 0 error. */
+** 0 not (another process has it, or it is settled), < 0 error. for_call:
+** the lease is for a call, which may reach the provider: the first such
+** moment is recorded (now on the wall clock, observed on the engine's). */
 int ob__effect_lease(ob__db_t* db, const char* key, const char* token,
-                     int64_t until, int64_t now);
+                     int64_t until, int64_t now, int for_call,
+                     int64_t observed);
+/* Record that a call with the key is about to be made under token's lease
+** (after a lookup found nothing), if none was before. */
+int ob__effect_mark_call(ob__db_t* db, const char* key, const char* token,
+                         int64_t now, int64_t observed);
 /* Drop the lease if token still holds it; the effect is due at now. */
 int ob__effect_unlease(ob__db_t* db, const char* key, const char* token,
                        int64_t now);
@@ -469,6 +480,7 @@ typedef struct ob__effect_update_s {
   int attempts;
   int64_t next_attempt_at;
   int64_t parked_at;        /* 0: not parked */
+  const char* park_cause;   /* with parked_at: why ("attempts", ...) */
 } ob__effect_update_t;
 
 /* Apply u to the open effect `key` (only if token still holds its lease

@@ -29,6 +29,7 @@ typedef struct ob__provider_s {
   char* lookup_path;       /* NULL: no lookup */
   int idempotency_keys;
   int64_t lease_ms;
+  int64_t key_retention_ms;  /* 0: forever */
   ob_retry_policy_t retry;
 } ob__provider_t;
 

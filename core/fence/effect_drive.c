@@ -106,8 +106,8 @@ static int release_waiting(ob_engine_t* e, const char* key, int64_t now,
   return rc < 0 ? rc : 0;
 }
 
-static int park(ob_engine_t* e, const ob__effect_row_t* r, const char* why,
-                int64_t now) {
+static int park(ob_engine_t* e, const ob__effect_row_t* r, const char* cause,
+                const char* why, int64_t now) {
   ob__effect_update_t u;
   int rc;
   memset(&u, 0, sizeof u);
@@ -116,11 +116,28 @@ static int park(ob_engine_t* e, const ob__effect_row_t* r, const char* why,
   u.attempts = r->attempts;
   u.next_attempt_at = now;
   u.parked_at = now;
+  u.park_cause = cause;
   rc = ob__effect_update(&e->db, r->key, NULL, &u, now);
   if (rc <= 0) return rc;
   ob__log(e, OB_LOG_WARN, "effect %s parked for a person: %s", r->key, why);
   rc = ob__effect_park_waiting(&e->db, r->key, why, now);
   return rc < 0 ? rc : 0;
+}
+
+/* Since a call with the key may first have reached the provider: the
+** larger of the wall clock's and the observed clock's reading, so that a
+** long shutdown (not observed) and a wall clock set back while running
+** (not seen by the wall) both count. Before schema 7 (or for a lookup-only
+** effect) the claim time stands in: it is earlier, the safe side. */
+static int64_t key_age_ms(const ob_engine_t* e, const ob__effect_row_t* r,
+                          int64_t now) {
+  int64_t since = r->first_call_at ? r->first_call_at : r->created_at;
+  int64_t age = now - since;
+  if (r->first_call_observed_ms > 0) {
+    int64_t seen = ob__observed_now(e) - r->first_call_observed_ms;
+    if (seen > age) age = seen;
+  }
+  return age;
 }
 
 int ob__effect_take(ob_engine_t* e, const char* provider, int max,
@@ -149,17 +166,36 @@ int ob__effect_take(ob_engine_t* e, const char* provider, int max,
     const ob__provider_t* p = ob__provider_find(e, rows[i].provider);
     ob__fence_action_t act;
     if (p == NULL) continue;  /* another process's provider */
+    ob__fence_facts_t facts;
     fresh = ob__fresh_take(e, rows[i].key);
-    act = ob__fence_next_action(fresh, p->idempotency_keys,
-                                p->lookup_path != NULL);
+    facts.fresh = fresh;
+    facts.idempotency_keys = p->idempotency_keys;
+    facts.has_lookup = p->lookup_path != NULL;
+    facts.key_age_ms = key_age_ms(e, &rows[i], now);
+    facts.key_retention_ms = p->key_retention_ms;
+    act = ob__fence_next_action(&facts);
     if (act == OB__FENCE_PARK) {
-      rc = park(e, &rows[i],
+      rc = park(e, &rows[i], "no-fence",
                 "the call may have reached the provider, which has neither "
                 "idempotency keys nor a lookup: only a person can tell",
                 now);
       continue;
     }
-    rc = ob__effect_lease(&e->db, rows[i].key, token, now + p->lease_ms, now);
+    if (act == OB__FENCE_PARK_KEY_EXPIRED) {
+      char why[OB__REASON_LEN];
+      ob__errbuf_set(why, sizeof why, 0,
+                     "the provider's idempotency key may have expired: the "
+                     "call may have reached it %.1f h ago and it keeps keys "
+                     "%.1f h, so a repeat could charge again and a lookup "
+                     "by key could say \"never seen\"; check the order at "
+                     "the provider and resolve the effect",
+                     (double)facts.key_age_ms / 3600000.0,
+                     (double)p->key_retention_ms / 3600000.0);
+      rc = park(e, &rows[i], "key-expired", why, now);
+      continue;
+    }
+    rc = ob__effect_lease(&e->db, rows[i].key, token, now + p->lease_ms, now,
+                          act == OB__FENCE_CALL, ob__observed_now(e));
     if (rc == 1)
       rc = job_from_row(&jobs[got], &rows[i], p, act == OB__FENCE_LOOKUP,
                         token);
@@ -204,6 +240,9 @@ int ob__effect_settle(ob_engine_t* e, ob__effect_job_t* job,
     now = ob__now(e);
     rc = ob__effect_lease_renew(&e->db, job->key, job->token,
                                 now + (p ? p->lease_ms : 120000));
+    if (rc > 0)
+      rc = ob__effect_mark_call(&e->db, job->key, job->token, now,
+                                ob__observed_now(e));
     if (rc < 0) return rc;
     if (rc == 0) {
       ob__log(e, OB_LOG_INFO, "effect %s: lease lost after the lookup; "
@@ -255,6 +294,45 @@ int ob__effect_settle(ob_engine_t* e, ob__effect_job_t* job,
       u.next_attempt_at =
           now + (p ? p->retry.delay_ms : e->opts.retry.delay_ms);
       break;
+    case OB__ANSWER_IN_FLIGHT: {
+      /* The first request with the key still runs at the provider: it has
+      ** it, so the outcome is unknown, but asking again later costs no
+      ** attempt. The key's age bounds how long (ob__effect_take). */
+      int64_t delay;
+      const ob_retry_policy_t* pol = p ? &p->retry : &e->opts.retry;
+      u.state = OB_EFFECT_UNKNOWN;
+      u.reason = reason;
+      if (ob__retry_decide(pol, job->attempts, 0, -1, e->opts.clock,
+                           &delay) != OB__RETRY_AGAIN)
+        delay = pol->delay_ms;
+      u.next_attempt_at = now + delay;
+      break;
+    }
+    case OB__ANSWER_CONFLICT:
+    case OB__ANSWER_REPLAYED_ERROR: {
+      char why[OB__REASON_LEN];
+      if (job->outcome == OB__ANSWER_CONFLICT)
+        ob__errbuf_set(why, sizeof why, 0,
+                       "conflict: the provider holds a different request "
+                       "under this idempotency key (another terminal, or "
+                       "changed parameters); a person decides: %s", reason);
+      else
+        ob__errbuf_set(why, sizeof why, 0,
+                       "the provider replays an error it saved for this "
+                       "key, so repeating cannot change it, and it does "
+                       "not say whether money moved; a person decides: %s",
+                       reason);
+      memcpy(reason, why, sizeof reason);
+      parked = 1;
+      u.state = OB_EFFECT_UNKNOWN;
+      u.reason = reason;
+      u.parked_at = now;
+      u.park_cause = job->outcome == OB__ANSWER_CONFLICT ? "conflict"
+                                                          : "replayed-error";
+      u.response = reply->body ? reply->body : "";
+      u.response_len = reply->body ? reply->body_len : 0;
+      break;
+    }
     default: { /* UNKNOWN */
       int64_t delay;
       const ob_retry_policy_t* pol = p ? &p->retry : &e->opts.retry;
@@ -269,6 +347,7 @@ int ob__effect_settle(ob_engine_t* e, ob__effect_job_t* job,
         parked = 1;
         u.state = OB_EFFECT_UNKNOWN;
         u.parked_at = now;
+        u.park_cause = "attempts";
       } else {
         u.next_attempt_at = now + delay;
       }
@@ -303,9 +382,12 @@ int ob__effect_settle(ob_engine_t* e, ob__effect_job_t* job,
     rc = release_waiting(e, job->key, now, res);
   } else if (rc > 0 && parked) {
     char why[OB__REASON_LEN];
-    ob__errbuf_set(why, sizeof why, 0,
-                   "effect %s unknown after %d attempts: %s", job->key,
-                   u.attempts, reason);
+    if (u.park_cause != NULL && strcmp(u.park_cause, "attempts") != 0)
+      ob__errbuf_set(why, sizeof why, 0, "effect %s: %s", job->key, reason);
+    else
+      ob__errbuf_set(why, sizeof why, 0,
+                     "effect %s unknown after %d attempts: %s", job->key,
+                     u.attempts, reason);
     ob__log(e, OB_LOG_WARN, "%s; parked for a person", why);
     rc = ob__effect_park_waiting(&e->db, job->key, why, now);
   }

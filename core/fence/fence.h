@@ -22,7 +22,17 @@ typedef enum {
                             ** request may have reached the provider */
   OB__ANSWER_NOT_SENT = 4,  /* no byte reached the provider, or it refused
                             ** the credentials (401/403): nothing changed */
-  OB__ANSWER_ABSENT = 5     /* a lookup: the provider never saw the key */
+  OB__ANSWER_ABSENT = 5,    /* a lookup: the provider never saw the key */
+  OB__ANSWER_IN_FLIGHT = 6, /* 409 (or Stripe's idempotency_key_in_use):
+                            ** the provider still processes the first
+                            ** request with this key: ask again later with
+                            ** the same key, no attempt spent */
+  OB__ANSWER_CONFLICT = 7,  /* 422, or 400 with an idempotency error: the
+                            ** provider holds a different request under
+                            ** this key: a person decides, never a new key */
+  OB__ANSWER_REPLAYED_ERROR = 8 /* a 5xx the provider saved for this key and
+                            ** replays (Idempotent-Replayed): repeating
+                            ** cannot change it: a person decides */
 } ob__fence_answer_t;
 
 /* One effect in hand. Strings are malloc'd; free with ob__effect_job_free. */
@@ -90,13 +100,31 @@ int ob__fence_idempotency_key(const char* key, char out[OB_UUID_BUFLEN]);
 typedef enum {
   OB__FENCE_CALL = 1,    /* make (or repeat, with the same key) the call */
   OB__FENCE_LOOKUP = 2,  /* ask the provider whether it saw the key */
-  OB__FENCE_PARK = 3     /* nothing safe to do: a person decides */
+  OB__FENCE_PARK = 3,    /* nothing safe to do: a person decides */
+  OB__FENCE_PARK_KEY_EXPIRED = 4  /* the provider may have forgotten the
+                         ** key: a repeat could charge again, a lookup by
+                         ** key could say "never seen": a person decides */
 } ob__fence_action_t;
 
-/* What to do with an open effect. fresh: claimed by this process and never
-** handed to a performer, so certainly not sent yet. */
-ob__fence_action_t ob__fence_next_action(int fresh, int idempotency_keys,
-                                         int has_lookup);
+/* What is known about an open effect when it is taken. */
+typedef struct ob__fence_facts_s {
+  int fresh;             /* claimed by this process and never handed to a
+                         ** performer: certainly not sent yet */
+  int idempotency_keys;  /* the provider honours Idempotency-Key */
+  int has_lookup;        /* the provider can look a key up */
+  int64_t key_age_ms;    /* since a call with the key may first have
+                         ** reached the provider */
+  int64_t key_retention_ms;  /* how long the provider keeps keys; 0:
+                         ** forever */
+} ob__fence_facts_t;
+
+/* What to do with an open effect. */
+ob__fence_action_t ob__fence_next_action(const ob__fence_facts_t* f);
+
+/* The age past which a key is no longer used: the retention minus a
+** safety margin of an eighth (21 h of Stripe's 24 h), for clocks, a call
+** in flight and the provider's own pruning schedule. */
+int64_t ob__fence_key_deadline_ms(int64_t key_retention_ms);
 
 /* Classify a reply to a call (lookup 0) or a lookup (lookup 1). */
 ob__fence_answer_t ob__fence_classify(int lookup,

@@ -41,40 +41,88 @@ int ob__fence_idempotency_key(const char* key, char out[OB_UUID_BUFLEN]) {
   return 0;
 }
 
-ob__fence_action_t ob__fence_next_action(int fresh, int idempotency_keys,
-                                         int has_lookup) {
+int64_t ob__fence_key_deadline_ms(int64_t key_retention_ms) {
+  return key_retention_ms - key_retention_ms / 8;
+}
+
+ob__fence_action_t ob__fence_next_action(const ob__fence_facts_t* f) {
 #ifdef OB_MUTANT_FENCE_BLIND_RERUN
   /* MUTANT for tests/integration/fence only: re-run every open effect
   ** blindly. Built into a separate test library; never define it
   ** elsewhere. */
-  (void)fresh, (void)idempotency_keys, (void)has_lookup;
+  (void)f;
   return OB__FENCE_CALL;
 #endif
   /* Never sent: nothing to repeat, nothing to look up. */
-  if (fresh) return OB__FENCE_CALL;
+  if (f->fresh) return OB__FENCE_CALL;
+  /* Maybe sent, long ago: the provider may have pruned the key, and then
+  ** a repeat is a new charge and a lookup by key finds "never seen". */
+  if (f->key_retention_ms > 0 &&
+      f->key_age_ms >= ob__fence_key_deadline_ms(f->key_retention_ms))
+    return OB__FENCE_PARK_KEY_EXPIRED;
   /* Maybe sent. The provider answers a repeated key with the original
   ** result, so repeating is the reconciliation. */
-  if (idempotency_keys) return OB__FENCE_CALL;
+  if (f->idempotency_keys) return OB__FENCE_CALL;
   /* Otherwise only a lookup can tell whether the first call happened. */
-  if (has_lookup) return OB__FENCE_LOOKUP;
+  if (f->has_lookup) return OB__FENCE_LOOKUP;
   return OB__FENCE_PARK;
 }
 
 static int retryable_4xx(int status) {
-  /* Request Timeout, Conflict (the same key is in flight at the provider),
-  ** Too Early, Too Many Requests: the provider has not decided. */
-  return status == 408 || status == 409 || status == 425 || status == 429;
+  /* Request Timeout, Too Early, Too Many Requests: the provider has not
+  ** decided. (409 is the key in flight: OB__ANSWER_IN_FLIGHT.) */
+  return status == 408 || status == 425 || status == 429;
+}
+
+static const char* member(const char* text, size_t len, const char* name);
+static int string_value(const char* v, char* out, size_t outlen);
+
+/* error.type and error.code of a {"error":{...}} body (Stripe's shape),
+** "" when absent. */
+static void error_kind(const ob_effect_reply_t* r, char* type, char* code,
+                       size_t n) {
+  const char* err;
+  type[0] = code[0] = '\0';
+  if (r->body == NULL || r->body_len == 0 || !ob__json_valid(r->body,
+                                                            r->body_len))
+    return;
+  err = member(r->body, r->body_len, "error");
+  if (err == NULL || *err != '{') return;
+  {
+    size_t olen = ob__json_scan(err, r->body_len - (size_t)(err - r->body));
+    (void)string_value(member(err, olen, "type"), type, n);
+    (void)string_value(member(err, olen, "code"), code, n);
+  }
 }
 
 ob__fence_answer_t ob__fence_classify(int lookup,
                                       const ob_effect_reply_t* reply) {
   int s = reply->status;
+  char type[64], code[64];
   if (s < 0) return reply->sent ? OB__ANSWER_UNKNOWN : OB__ANSWER_NOT_SENT;
   if (s >= 200 && s <= 299) return OB__ANSWER_CONFIRMED;
   /* Credentials refused: the provider acted on nothing. A configuration
   ** fault must not fail (or use up the retries of) every effect. */
   if (s == 401 || s == 403) return OB__ANSWER_NOT_SENT;
   if (lookup) return s == 404 ? OB__ANSWER_ABSENT : OB__ANSWER_UNKNOWN;
+  /* draft-ietf-httpapi-idempotency-key-header: 409 while the first request
+  ** with the key is processed, 422 when the key is reused with another
+  ** payload. Stripe: 409 idempotency_key_in_use, 400 idempotency_error for
+  ** other parameters under the same key. */
+  if (s == 409) return OB__ANSWER_IN_FLIGHT;
+  if (s == 422) return OB__ANSWER_CONFLICT;
+  if (s == 400) {
+    error_kind(reply, type, code, sizeof type);
+    if (strcmp(code, "idempotency_key_in_use") == 0)
+      return OB__ANSWER_IN_FLIGHT;
+    if (strstr(type, "idempotency") != NULL ||
+        strstr(code, "idempotency") != NULL)
+      return OB__ANSWER_CONFLICT;
+  }
+  /* Stripe saves a 5xx for the key and replays it, marked
+  ** Idempotent-Replayed: repeating the call will never change it. */
+  if (s >= 500 && s <= 599 && reply->replayed)
+    return OB__ANSWER_REPLAYED_ERROR;
   if (s >= 400 && s <= 499 && !retryable_4xx(s)) return OB__ANSWER_FAILED;
   /* 5xx, the retryable 4xx, and anything unexpected (1xx, 3xx): the call
   ** may have been carried out. */

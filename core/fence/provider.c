@@ -13,6 +13,7 @@ void ob_provider_options_init(ob_provider_options_t* o) {
   o->timeout_ms = 30000;
   o->max_in_flight = 4;
   o->lease_ms = 120000;
+  o->key_retention_ms = 24LL * 3600 * 1000;
   ob_retry_policy_init(&o->retry);
   ob__probe_options_init(&o->probe, 60000);
 }
@@ -42,6 +43,11 @@ int ob_provider_register(ob_engine_t* e, const ob_provider_options_t* o) {
                          "provider %s: lease_ms must be >= 1000, timeout_ms "
                          "and max_in_flight >= 1, retry policy valid",
                          o->name);
+  /* Under an hour leaves no room for a call, its retries and the margin. */
+  if (o->key_retention_ms != 0 && o->key_retention_ms < 3600 * 1000)
+    return ob__db_seterr(&e->db, OB_EINVAL,
+                         "provider %s: key_retention_ms must be 0 (keys kept "
+                         "forever) or at least 3600000 (1 h)", o->name);
   if (ob__provider_find(e, o->name) != NULL)
     return ob__db_seterr(&e->db, OB_EEXIST, "provider %s is already "
                          "registered", o->name);
@@ -59,6 +65,7 @@ int ob_provider_register(ob_engine_t* e, const ob_provider_options_t* o) {
   p->idempotency_keys = o->idempotency_keys != 0;
   p->lease_ms = o->lease_ms;
   p->retry = o->retry;
+  p->key_retention_ms = o->key_retention_ms;
   e->nproviders++;
   return 0;
 }

@@ -729,6 +729,9 @@ typedef struct ob_effect_s {
   int64_t parked_at_ms;     /* waiting for a person */
   int64_t created_at_ms;
   int64_t updated_at_ms;
+  const char* park_cause;   /* why, when parked: "attempts", "no-fence",
+                            ** "key-expired", "conflict", "replayed-error";
+                            ** NULL otherwise */
 } ob_effect_t;
 
 /*
@@ -775,6 +778,16 @@ typedef struct ob_provider_options_s {
                              ** engine's defaults (3 retries, 1 s, x2) */
   ob_probe_options_t probe;  /* offline probing (ob_provider_enable):
                              ** 1000 .. 60000 */
+  int64_t key_retention_ms;  /* how long the provider keeps an idempotency
+                             ** key (and answers a repeat with the first
+                             ** result): 24 h, the shortest common window
+                             ** (Stripe 24 h; Adyen at least 31 days); 0:
+                             ** forever. An effect that may have been sent
+                             ** more than 7/8 of it ago is never called
+                             ** again with that key, nor looked up by it:
+                             ** it is parked for a person (park cause
+                             ** "key-expired"). The age counts the wall
+                             ** clock and the observed clock, the larger */
 } ob_provider_options_t;
 
 /* Fill o with the defaults above (name and base_url NULL). Can't fail. */
@@ -824,6 +837,10 @@ typedef struct ob_effect_reply_s {
   const char* body;
   size_t body_len;
   const char* detail;     /* why there was no answer; may be NULL */
+  int replayed;           /* 1: the provider says this answer is one it saved
+                          ** for the key and replays (Stripe's
+                          ** Idempotent-Replayed: true); a replayed 5xx is
+                          ** parked for a person at once, not retried */
 } ob_effect_reply_t;
 
 /* Performs one call synchronously and fills *reply. Return 0; a negative
@@ -1009,6 +1026,12 @@ typedef struct ob_stats_s {
   int64_t db_max_bytes;
   int64_t db_reserve_bytes;
   int space_level;
+  /* Parked effects by why (park cause): the provider may have forgotten the
+  ** key (key-expired), it holds another request under the key (conflict),
+  ** it replays a saved error (replayed-error). Included in effects_parked. */
+  int64_t effects_key_expired;
+  int64_t effects_conflict;
+  int64_t effects_replayed_error;
 } ob_stats_t;
 
 /* Fill *s from one read transaction: the engine's own tables only (each

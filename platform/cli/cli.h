@@ -76,6 +76,8 @@ typedef struct cli_provider_s {
   int no_idempotency;     /* --provider-no-idempotency */
   int no_lookup;          /* --provider-no-lookup */
   long long timeout_ms;   /* --provider-timeout; 0: the default */
+  long long key_retention_ms;  /* --provider-key-retention */
+  int key_retention_set;  /* 1 set, -1 a bad $ONCEBOX_PROVIDER_KEY_RETENTION */
 } cli_provider_t;
 
 /* getopt_long entries of the provider options; their values are
@@ -85,13 +87,16 @@ typedef struct cli_provider_s {
 #define CLI_OPT_PROVIDER_NO_IDEMPOTENCY 0x102
 #define CLI_OPT_PROVIDER_NO_LOOKUP 0x103
 #define CLI_OPT_PROVIDER_TIMEOUT 0x104
+#define CLI_OPT_PROVIDER_KEY_RETENTION 0x105
 #define CLI_PROVIDER_LONG_OPTIONS                                           \
   {"provider-url", required_argument, NULL, CLI_OPT_PROVIDER_URL},          \
   {"provider-allow-http", no_argument, NULL, CLI_OPT_PROVIDER_ALLOW_HTTP},  \
   {"provider-no-idempotency", no_argument, NULL,                            \
    CLI_OPT_PROVIDER_NO_IDEMPOTENCY},                                        \
   {"provider-no-lookup", no_argument, NULL, CLI_OPT_PROVIDER_NO_LOOKUP},    \
-  {"provider-timeout", required_argument, NULL, CLI_OPT_PROVIDER_TIMEOUT}
+  {"provider-timeout", required_argument, NULL, CLI_OPT_PROVIDER_TIMEOUT},  \
+  {"provider-key-retention", required_argument, NULL,                       \
+   CLI_OPT_PROVIDER_KEY_RETENTION}
 
 /* Help text of those options (each line indented by two spaces). */
 extern const char cli_provider_help[];
@@ -114,6 +119,9 @@ long long cli_parse_count(const char* s);
 /* Parse a size: digits with an optional K, M or G (powers of 1024; KiB,
 ** MiB, GiB and a trailing B are accepted too); -1 on error or overflow. */
 long long cli_parse_size(const char* s);
+/* Parse a duration: digits with s, m, h or d (none: seconds); ms, or -1
+** on error or overflow. */
+long long cli_parse_duration_ms(const char* s);
 /* "512 KiB", "7.5 MiB" ("0" for 0). */
 void cli_format_bytes(long long b, char* out, size_t n);
 /* What new messages meet at ob_stats_t.space_level. */

@@ -183,6 +183,24 @@ long long cli_parse_size(const char* s) {
   return v * mult;
 }
 
+long long cli_parse_duration_ms(const char* s) {
+  char* end;
+  long long v, mult = 1000;
+  if (s == NULL || *s < '0' || *s > '9') return -1;
+  errno = 0;
+  v = strtoll(s, &end, 10);
+  if (errno != 0 || v < 0) return -1;
+  switch (*end) {
+    case 's': end++; break;
+    case 'm': mult = 60LL * 1000; end++; break;
+    case 'h': mult = 3600LL * 1000; end++; break;
+    case 'd': mult = 24LL * 3600 * 1000; end++; break;
+    default: break;
+  }
+  if (*end != '\0' || v > INT64_MAX / mult) return -1;
+  return v * mult;
+}
+
 void cli_format_bytes(long long b, char* out, size_t n) {
   if (b >= 1024LL * 1024)
     snprintf(out, n, "%.1f MiB", (double)b / (1024.0 * 1024.0));

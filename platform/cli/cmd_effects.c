@@ -28,6 +28,13 @@ const char cli_provider_help[] =
     "                            " OB_CHARGE_LOOKUP_PATH "KEY)\n"
     "  --provider-timeout MS     one call or lookup, connect included "
     "(30000)\n"
+    "  --provider-key-retention D  how long the provider keeps idempotency\n"
+    "                            keys (or ONCEBOX_PROVIDER_KEY_RETENTION): "
+    "24h\n"
+    "                            (Stripe), 31d (Adyen), 0 (forever); an "
+    "effect\n"
+    "                            older than 7/8 of it is parked, never "
+    "repeated\n"
     "  ONCEBOX_PROVIDER_AUTHORIZATION  (environment only, never an option:\n"
     "                            options show in ps) the value of the\n"
     "                            Authorization header of every request, e.g.\n"
@@ -49,11 +56,28 @@ int cli_provider_option(cli_provider_t* p, int c, const char* arg,
         return -1;
       }
       return 1;
+    case CLI_OPT_PROVIDER_KEY_RETENTION:
+      p->key_retention_ms = cli_parse_duration_ms(arg);
+      if (p->key_retention_ms < 0 ||
+          (p->key_retention_ms > 0 && p->key_retention_ms < 3600000)) {
+        fprintf(stderr, "oncebox %s: --provider-key-retention wants 0 or a "
+                "duration of at least 1h, such as 24h or 31d\n", cmd);
+        return -1;
+      }
+      p->key_retention_set = 1;
+      return 1;
     default: return 0;
   }
 }
 
 static void provider_env(cli_provider_t* p) {
+  if (!p->key_retention_set) {
+    const char* v = getenv("ONCEBOX_PROVIDER_KEY_RETENTION");
+    if (v != NULL && v[0] != '\0') {
+      p->key_retention_ms = cli_parse_duration_ms(v);
+      p->key_retention_set = p->key_retention_ms >= 0 ? 1 : -1;
+    }
+  }
   if (p->url == NULL) p->url = getenv("ONCEBOX_PROVIDER_URL");
   if (p->authorization == NULL) {
     /* Empty: none, as an unset variable. */
@@ -77,6 +101,11 @@ int cli_enable_provider(ob_engine_t* e, cli_provider_t* p, const char* cmd) {
   int rc;
 
   if (!cli_provider_configured(p)) return 0;
+  if (p->key_retention_set < 0) {
+    fprintf(stderr, "oncebox %s: ONCEBOX_PROVIDER_KEY_RETENTION wants 0 or "
+            "a duration such as 24h or 31d\n", cmd);
+    return EXIT_USAGE;
+  }
   if (strncasecmp(p->url, "http://", 7) == 0 && !p->allow_http) {
     fprintf(stderr, "oncebox %s: the provider URL is plain http://: refused; "
             "use https://, or pass --provider-allow-http (or set "
@@ -92,6 +121,7 @@ int cli_enable_provider(ob_engine_t* e, cli_provider_t* p, const char* cmd) {
   o.idempotency_keys = !p->no_idempotency;
   o.lookup_path = p->no_lookup ? NULL : OB_CHARGE_LOOKUP_PATH;
   if (p->timeout_ms > 0) o.timeout_ms = p->timeout_ms;
+  if (p->key_retention_set > 0) o.key_retention_ms = p->key_retention_ms;
   /* A lookup and a call are made under one lease: it must outlast both. */
   if (o.lease_ms <= 2 * o.timeout_ms) o.lease_ms = 2 * o.timeout_ms + 30000;
   rc = ob_provider_enable(e, &o, err, sizeof err);
@@ -188,6 +218,8 @@ static void print_effect_json(const ob_effect_t* ef) {
   fputs(",\"state\":", f);
   json_cstr(f, ob_effect_state_name(ef->state));
   fprintf(f, ",\"parked\":%s", ef->parked_at_ms != 0 ? "true" : "false");
+  fputs(",\"parkCause\":", f);
+  json_cstr(f, ef->park_cause);
   fputs(",\"reference\":", f);
   json_cstr(f, ef->reference);
   fputs(",\"response\":", f);
@@ -251,10 +283,12 @@ static int show_cb(void* arg, const ob_effect_t* ef) {
   printf("%-32s %-9s %5d %7d %3d %5d %-36s %-20s ", ef->key, state_word(ef),
          ef->calls, ef->lookups, ef->successes, ef->attempts,
          ef->message_id ? ef->message_id : "-", updated);
-  if (ef->state == OB_EFFECT_CONFIRMED)
+  if (ef->state == OB_EFFECT_CONFIRMED) {
     print_clean(ef->reference ? ef->reference : "-", 200);
-  else
+  } else {
+    if (ef->park_cause != NULL) printf("[%s] ", ef->park_cause);
     print_clean(ef->reason ? ef->reason : "-", 200);
+  }
   putchar('\n');
   return 0;
 }

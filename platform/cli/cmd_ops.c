@@ -96,6 +96,10 @@ int cmd_stats(cli_t* cli, int argc, char** argv) {
     cJSON_AddNumberToObject(ef, "pending", (double)s.effects_pending);
     cJSON_AddNumberToObject(ef, "unknown", (double)s.effects_unknown);
     cJSON_AddNumberToObject(ef, "parked", (double)s.effects_parked);
+    cJSON_AddNumberToObject(ef, "keyExpired", (double)s.effects_key_expired);
+    cJSON_AddNumberToObject(ef, "conflict", (double)s.effects_conflict);
+    cJSON_AddNumberToObject(ef, "replayedError",
+                            (double)s.effects_replayed_error);
     cJSON_AddNumberToObject(ef, "confirmed", (double)s.effects_confirmed);
     cJSON_AddNumberToObject(ef, "failed", (double)s.effects_failed);
     cJSON* fe = cJSON_AddObjectToObject(o, "fence");
@@ -150,6 +154,13 @@ int cmd_stats(cli_t* cli, int argc, char** argv) {
     if (s.effects_parked > 0)
       printf("           %lld parked effect(s) wait for a person: oncebox "
              "effects show --state parked\n", (long long)s.effects_parked);
+    if (s.effects_key_expired + s.effects_conflict + s.effects_replayed_error >
+        0)
+      printf("           of which %lld past the provider's key retention, "
+             "%lld in conflict at the provider, %lld with a replayed "
+             "error\n", (long long)s.effects_key_expired,
+             (long long)s.effects_conflict,
+             (long long)s.effects_replayed_error);
     {
       char used[32], cap[32], res[32];
       cli_format_bytes(s.db_bytes, used, sizeof used);

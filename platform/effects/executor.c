@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -365,6 +366,11 @@ static void on_reply(ob__http_req_t* req, int status,
   reply.body = (const char*)res->body;
   reply.body_len = res->body_len;
   reply.detail = status == 0 ? NULL : res->detail;
+  if (status == 0) {
+    /* Stripe marks an answer it saved for the key and replays. */
+    const char* rp = ob__http_header_get(res, "Idempotent-Replayed");
+    reply.replayed = rp != NULL && strcasecmp(rp, "true") == 0;
+  }
   if (reply.detail != NULL && reply.detail[0] == '\0')
     reply.detail = ob__http_strerror(status);
   refused = status == 0 && credentials_refused(reply.status);
@@ -533,6 +539,10 @@ static void executor_kick(ob__worker_t* w) {
   if (w->link.online && x->in_flight < x->max_in_flight) arm(x, 0);
 }
 
+/* With the call's own timeout, how long until a due retry an until-idle
+** run waits for it. */
+#define UNTIL_IDLE_RETRY_WAIT_MS 30000
+
 static int executor_idle(ob__worker_t* w) {
   executor_t* x = w->self;
   int64_t at, now;
@@ -541,7 +551,13 @@ static int executor_idle(ob__worker_t* w) {
   if (ob__effect_next_due(w->e, x->name, &at) != 0) return OB__IDLE_DONE;
   /* Effects open: the provider can't be reached right now. */
   if (!w->link.online) return OB__IDLE_BLOCKED;
-  return at > now ? OB__IDLE_DONE : OB__IDLE_BUSY;
+  if (at <= now) return OB__IDLE_BUSY;
+  /* A retry due soon is worth waiting for (a run that ends here leaves an
+  ** effect a second away from its outcome): as long as the call itself may
+  ** take. Later ones wait for the next run: stalled, not done. */
+  return at - now <= x->timeout_ms + UNTIL_IDLE_RETRY_WAIT_MS
+             ? OB__IDLE_BUSY
+             : OB__IDLE_BLOCKED;
 }
 
 static void executor_destroy(void* self) {

@@ -328,7 +328,7 @@ static void child_log(void* ctx, ob_log_level_t level, const char* msg) {
   fprintf(stderr, "%s %s\n", names[level], msg);
 }
 
-/* The daemon: what `oncebox run` does, with probes of at most 500 ms. */
+/* The daemon: what `oncebox run` does, with probes of at most 2 s. */
 static pid_t start_daemon(const char* db, const char* queue_url,
                           const char* log_path) {
   pid_t pid = fork();
@@ -354,10 +354,12 @@ static pid_t start_daemon(const char* db, const char* queue_url,
     ob_relay_options_init(&r);
     r.queue_url = queue_url;
     r.source = "urn:oncebox:test-terminal";
+    /* Probes every 2 s at most: quick to see SQS back, and few enough
+    ** TLS handshakes not to dominate the CPU measured while full. */
     r.backoff_base_ms = 100;
-    r.backoff_cap_ms = 500;
+    r.backoff_cap_ms = 2000;
     r.probe.base_ms = 100;
-    r.probe.cap_ms = 500;
+    r.probe.cap_ms = 2000;
     if (ob_relay_enable(e, &r, err, sizeof err) != 0) {
       fprintf(stderr, "ob_relay_enable: %s\n", err);
       _exit(23);

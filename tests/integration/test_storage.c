@@ -49,7 +49,7 @@ static void test_pragmas_in_effect(void** state) {
   assert_int_equal(fx_count(f, "SELECT count(*) FROM pragma_journal_mode WHERE"
                                " journal_mode = 'wal'"),
                    1);
-  assert_int_equal(fx_count(f, "PRAGMA user_version"), 6);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), 7);
   assert_int_equal(fx_count(f, "PRAGMA application_id"), 0x4f425831);
   /* STRICT tables refuse a wrong type instead of converting it. */
   assert_int_equal(fx_count(f, "SELECT count(*) FROM pragma_table_list WHERE"
@@ -84,6 +84,11 @@ static void test_newer_schema_refused(void** state) {
 #define UNDO_V5 "DROP TABLE retention_clock;"
 /* What migration 5 -> 6 (the outbox sweep mark) added, undone. */
 #define UNDO_V6 "DROP TABLE retention_swept;"
+/* What migration 6 -> 7 (the fence across days) added, undone. */
+#define UNDO_V7                                                  \
+  "ALTER TABLE effect DROP COLUMN first_call_at;"                 \
+  "ALTER TABLE effect DROP COLUMN first_call_observed_ms;"        \
+  "ALTER TABLE effect DROP COLUMN park_cause;"
 
 /* A version-5 database gains the outbox sweep mark, empty: nothing was
 ** deleted before it existed that the checks could now excuse. */
@@ -92,10 +97,28 @@ static void test_migrates_version_5(void** state) {
   (void)state;
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V6 "PRAGMA user_version=5");
+  set_user_version(f->db_path, UNDO_V7 UNDO_V6 "PRAGMA user_version=5");
   fx_open(f);
-  assert_int_equal(fx_count(f, "PRAGMA user_version"), 6);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), 7);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM retention_swept"), 0);
+  fx_free(f);
+}
+
+/* A version-6 database gains the fence's key-age columns, empty for the
+** effects it had: their age then counts from their claim (earlier than
+** any call: the safe side). */
+static void test_migrates_version_6(void** state) {
+  fixture_t* f = fx_new(1);
+  (void)state;
+  ob_close(f->e);
+  f->e = NULL;
+  set_user_version(f->db_path, UNDO_V7 "PRAGMA user_version=6");
+  fx_open(f);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), 7);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM pragma_table_info("
+                               "'effect') WHERE name IN ('first_call_at',"
+                               " 'first_call_observed_ms', 'park_cause')"),
+                   3);
   fx_free(f);
 }
 
@@ -110,12 +133,12 @@ static void test_migrates_version_3(void** state) {
   fx_drain(f);
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V6 UNDO_V5 UNDO_V4 "PRAGMA user_version=3");
+  set_user_version(f->db_path, UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 "PRAGMA user_version=3");
   assert_int_equal(fx_count(f, "SELECT count(*) FROM sqlite_schema WHERE name ="
                                " 'outbox_unpublished_type'"),
                    0);
   fx_open(f);
-  assert_int_equal(fx_count(f, "PRAGMA user_version"), 6);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), 7);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM sqlite_schema WHERE name ="
                                " 'outbox_unpublished_type'"),
                    1);
@@ -143,9 +166,9 @@ static void test_migrates_version_2(void** state) {
   fx_enqueue(f, "Nobody", fx_event(2, id), "{}");
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V6 UNDO_V5 UNDO_V4 UNDO_V3 "PRAGMA user_version=2");
+  set_user_version(f->db_path, UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 UNDO_V3 "PRAGMA user_version=2");
   fx_open(f);
-  assert_int_equal(fx_count(f, "PRAGMA user_version"), 6);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), 7);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM queue WHERE waiting_on"
                                " IS NULL"), 1);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM failed_message WHERE"
@@ -166,12 +189,12 @@ static void test_migrates_version_1(void** state) {
   fx_drain(f);
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V6 UNDO_V5 UNDO_V4 UNDO_V3
+  set_user_version(f->db_path, UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 UNDO_V3
                    "DROP INDEX outbox_unpublished_aggregate;"
                    "DROP TABLE relay_status; PRAGMA user_version=1");
   assert_int_equal(fx_count(f, "PRAGMA user_version"), 1);
   fx_open(f);
-  assert_int_equal(fx_count(f, "PRAGMA user_version"), 6);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), 7);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM relay_status"), 0);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM merchant_payout"), 1);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM sqlite_schema WHERE name ="
@@ -596,6 +619,7 @@ int main(void) {
       cmocka_unit_test(test_pragmas_in_effect),
       cmocka_unit_test(test_newer_schema_refused),
       cmocka_unit_test(test_migrates_version_1),
+      cmocka_unit_test(test_migrates_version_6),
       cmocka_unit_test(test_migrates_version_5),
       cmocka_unit_test(test_migrates_version_3),
       cmocka_unit_test(test_migrates_version_2),

@@ -35,14 +35,47 @@ static void test_idempotency_key(void** state) {
   assert_string_equal(a, "db7e26e2-64af-8543-833f-6076eb40fec9");
 }
 
+static ob__fence_action_t act(int fresh, int keys, int lookup, int64_t age,
+                              int64_t retention) {
+  ob__fence_facts_t f;
+  f.fresh = fresh;
+  f.idempotency_keys = keys;
+  f.has_lookup = lookup;
+  f.key_age_ms = age;
+  f.key_retention_ms = retention;
+  return ob__fence_next_action(&f);
+}
+
+#define HOUR (3600LL * 1000)
+
 static void test_next_action(void** state) {
   (void)state;
-  /* fresh, idempotency keys, lookup */
-  assert_int_equal(ob__fence_next_action(1, 0, 0), OB__FENCE_CALL);
-  assert_int_equal(ob__fence_next_action(0, 1, 0), OB__FENCE_CALL);
-  assert_int_equal(ob__fence_next_action(0, 1, 1), OB__FENCE_CALL);
-  assert_int_equal(ob__fence_next_action(0, 0, 1), OB__FENCE_LOOKUP);
-  assert_int_equal(ob__fence_next_action(0, 0, 0), OB__FENCE_PARK);
+  /* fresh, idempotency keys, lookup; keys kept forever */
+  assert_int_equal(act(1, 0, 0, 0, 0), OB__FENCE_CALL);
+  assert_int_equal(act(0, 1, 0, 0, 0), OB__FENCE_CALL);
+  assert_int_equal(act(0, 1, 1, 0, 0), OB__FENCE_CALL);
+  assert_int_equal(act(0, 0, 1, 0, 0), OB__FENCE_LOOKUP);
+  assert_int_equal(act(0, 0, 0, 0, 0), OB__FENCE_PARK);
+  assert_int_equal(act(0, 1, 0, 1000 * HOUR, 0), OB__FENCE_CALL);
+}
+
+/* The issue's money defect: a reply lost, a stop, and 25 hours later the
+** call was repeated with a key Stripe had pruned (24 h): a second charge.
+** Past 7/8 of the retention a maybe-sent effect is never called again
+** with its key, nor looked up by it; a fresh one (never sent) still is. */
+static void test_key_retention(void** state) {
+  const int64_t day = 24 * HOUR;
+  (void)state;
+  assert_int_equal(ob__fence_key_deadline_ms(day), 21 * HOUR);
+  assert_int_equal(act(0, 1, 0, 21 * HOUR - 1, day), OB__FENCE_CALL);
+  assert_int_equal(act(0, 1, 0, 21 * HOUR, day), OB__FENCE_PARK_KEY_EXPIRED);
+  assert_int_equal(act(0, 1, 0, 25 * HOUR, day), OB__FENCE_PARK_KEY_EXPIRED);
+  assert_int_equal(act(0, 1, 1, 25 * HOUR, day), OB__FENCE_PARK_KEY_EXPIRED);
+  assert_int_equal(act(0, 0, 1, 25 * HOUR, day), OB__FENCE_PARK_KEY_EXPIRED);
+  assert_int_equal(act(0, 0, 1, 20 * HOUR, day), OB__FENCE_LOOKUP);
+  assert_int_equal(act(1, 1, 0, 25 * HOUR, day), OB__FENCE_CALL);
+  /* Adyen keeps keys at least 31 days. */
+  assert_int_equal(act(0, 1, 0, 25 * HOUR, 31 * day), OB__FENCE_CALL);
 }
 
 static void test_classify_call(void** state) {
@@ -51,8 +84,8 @@ static void test_classify_call(void** state) {
   static const struct { int status, sent, want; } cases[] = {
       {200, 1, OB__ANSWER_CONFIRMED}, {201, 1, OB__ANSWER_CONFIRMED},
       {400, 1, OB__ANSWER_FAILED},    {402, 1, OB__ANSWER_FAILED},
-      {404, 1, OB__ANSWER_FAILED},    {422, 1, OB__ANSWER_FAILED},
-      {408, 1, OB__ANSWER_UNKNOWN},   {409, 1, OB__ANSWER_UNKNOWN},
+      {404, 1, OB__ANSWER_FAILED},    {422, 1, OB__ANSWER_CONFLICT},
+      {408, 1, OB__ANSWER_UNKNOWN},   {409, 1, OB__ANSWER_IN_FLIGHT},
       {425, 1, OB__ANSWER_UNKNOWN},   {429, 1, OB__ANSWER_UNKNOWN},
       {500, 1, OB__ANSWER_UNKNOWN},   {503, 1, OB__ANSWER_UNKNOWN},
       {302, 1, OB__ANSWER_UNKNOWN},   {OB_ETIMEDOUT, 1, OB__ANSWER_UNKNOWN},
@@ -63,6 +96,36 @@ static void test_classify_call(void** state) {
     r = reply(cases[i].status, cases[i].sent, NULL);
     assert_int_equal(ob__fence_classify(0, &r), cases[i].want);
   }
+}
+
+/* Stripe's idempotency errors and the IETF draft's, from their bodies and
+** the replay header. */
+static void test_classify_idempotency(void** state) {
+  ob_effect_reply_t r;
+  (void)state;
+  r = reply(400, 1, "{\"error\":{\"type\":\"idempotency_error\",\"message\":"
+            "\"Keys for idempotent requests can only be used with the same "
+            "parameters they were first used with.\"}}");
+  assert_int_equal(ob__fence_classify(0, &r), OB__ANSWER_CONFLICT);
+  r = reply(400, 1, "{\"error\":{\"type\":\"idempotency_error\",\"code\":"
+            "\"idempotency_key_in_use\",\"message\":\"in use\"}}");
+  assert_int_equal(ob__fence_classify(0, &r), OB__ANSWER_IN_FLIGHT);
+  r = reply(400, 1, "{\"error\":{\"type\":\"invalid_request_error\","
+            "\"code\":\"parameter_missing\"}}");
+  assert_int_equal(ob__fence_classify(0, &r), OB__ANSWER_FAILED);
+  r = reply(400, 1, "not json");
+  assert_int_equal(ob__fence_classify(0, &r), OB__ANSWER_FAILED);
+  r = reply(500, 1, "{\"error\":{\"type\":\"api_error\"}}");
+  assert_int_equal(ob__fence_classify(0, &r), OB__ANSWER_UNKNOWN);
+  r.replayed = 1;
+  assert_int_equal(ob__fence_classify(0, &r), OB__ANSWER_REPLAYED_ERROR);
+  /* A replayed decline stays a decline; a replayed success a success. */
+  r = reply(402, 1, "{\"error\":{\"type\":\"card_error\"}}");
+  r.replayed = 1;
+  assert_int_equal(ob__fence_classify(0, &r), OB__ANSWER_FAILED);
+  r = reply(200, 1, "{\"id\":\"ch_1\"}");
+  r.replayed = 1;
+  assert_int_equal(ob__fence_classify(0, &r), OB__ANSWER_CONFIRMED);
 }
 
 static void test_classify_lookup(void** state) {
@@ -138,6 +201,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_idempotency_key),
       cmocka_unit_test(test_next_action),
+      cmocka_unit_test(test_key_retention),
+      cmocka_unit_test(test_classify_idempotency),
       cmocka_unit_test(test_classify_call),
       cmocka_unit_test(test_classify_lookup),
       cmocka_unit_test(test_reference),

@@ -715,12 +715,30 @@ static void test_cli_credentials(void** state) {
   assert_true(assert_no_secret_under(f->dir) >= 5);
 }
 
+/* `run --until-idle` waits for effects whose retry is due soon (issue 14:
+** it used to exit while they waited out a 1-4 s retry, and one run needed
+** 8 invocations). The simulator answers the first two calls with a 503:
+** one run charges both orders and exits 0. */
+static void test_until_idle_waits_for_a_retry(void** state) {
+  fix_t* f = *state;
+  cli_out_t r;
+  SKIP_IF_NEEDED();
+  enqueue_orders(f, 1, 2);
+  assert_int_equal(ps_mode(f->sim, "error_5xx", 2, 0, 0), 0);
+  r = run_cli(f, g.right, "run", "--until-idle", (char*)NULL);
+  expect_cli(&r, 0, NULL);
+  free(r.out);
+  check_charged(f, 2);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_enable_refuses_bad_values),
       cmocka_unit_test_setup_teardown(test_wrong_then_right_credentials, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_cli_credentials, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_until_idle_waits_for_a_retry, setup,
+                                      teardown),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
