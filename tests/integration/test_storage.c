@@ -4,6 +4,7 @@
 #include "oncebox_charge.h"
 #include "oncebox_payout.h"
 
+#include "core/relay/relay_tx.h"
 #include "storage/store.h"
 
 #include <fcntl.h>
@@ -49,7 +50,7 @@ static void test_pragmas_in_effect(void** state) {
   assert_int_equal(fx_count(f, "SELECT count(*) FROM pragma_journal_mode WHERE"
                                " journal_mode = 'wal'"),
                    1);
-  assert_int_equal(fx_count(f, "PRAGMA user_version"), 5);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
   assert_int_equal(fx_count(f, "PRAGMA application_id"), 0x4f425831);
   /* STRICT tables refuse a wrong type instead of converting it. */
   assert_int_equal(fx_count(f, "SELECT count(*) FROM pragma_table_list WHERE"
@@ -82,6 +83,70 @@ static void test_newer_schema_refused(void** state) {
 /* What migration 3 -> 4 (relay priorities) added, undone. */
 #define UNDO_V4 "DROP INDEX outbox_unpublished_type;"
 #define UNDO_V5 "DROP TABLE retention_clock;"
+/* What migration 5 -> 6 (the deadlines' clock reference) added, undone. */
+#define UNDO_V6                                                           \
+  "DROP INDEX queue_clock_ref; DROP INDEX outbox_clock_ref;"              \
+  "DROP INDEX effect_clock_ref; ALTER TABLE queue DROP COLUMN clock_ref;" \
+  "ALTER TABLE outbox_event DROP COLUMN clock_ref;"                       \
+  "ALTER TABLE effect DROP COLUMN clock_ref;"
+
+static int retry_once(ob_tx_t* tx, const ob_message_t* m, void* arg) {
+  (void)arg;
+  return m->attempts == 0 ? ob_tx_retry(tx, 1000, "later") : OB_DONE;
+}
+
+/* A version-5 database whose deadlines were computed a day "ahead" (the
+** clock set back before the upgrade): the migration gives each row the
+** earliest time its deadlines can have been computed (created_at,
+** first_failed_at), and the open re-bases them on it. A retry 1 s ahead,
+** a message scheduled 1 h ahead and an outbox row claimed for 60 s come
+** out 1 s, 1 h and 60 s ahead of the clock set back. */
+static void test_migrates_version_5(void** state) {
+  fixture_t* f = fx_new(8);
+  char id[OB_UUID_BUFLEN], body[256];
+  ob_envelope_t env;
+  ob__relay_row_t row;
+  (void)state;
+  ob_register_payout(f->e);
+  assert_int_equal(ob_register(f->e, "Flaky", "flaky-v1", retry_once, NULL),
+                   0);
+  fx_enqueue(f, PAY, fx_event(1, id), fx_payment(1, body));
+  fx_enqueue(f, "Flaky", fx_event(2, id), "{}");
+  memset(&env, 0, sizeof env);
+  env.type = "Flaky";
+  env.id = fx_event(3, id);
+  env.body = "{}";
+  env.body_len = 2;
+  env.delay_ms = 3600 * 1000;
+  assert_int_equal(ob_enqueue(f->e, &env), 0);
+  fx_drain(f);
+  assert_int_equal(ob__relay_take(f->e, "0190b6d8-0000-7000-8000-0000000000a0",
+                                  60000, 1, 0, NULL, 0, &row),
+                   1);
+  ob__relay_row_free(&row);
+  ob_close(f->e);
+  f->e = NULL;
+  set_user_version(f->db_path, UNDO_V6 "PRAGMA user_version=5");
+  fake_clock_advance(&f->clock, -24LL * 3600 * 1000);
+  fx_open(f);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM sqlite_schema WHERE name"
+                               " LIKE '%_clock_ref'"),
+                   3);
+  {
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT available_at - %lld FROM queue WHERE"
+             " attempts = 1", (long long)f->clock.now);
+    assert_int_equal(fx_count(f, sql), 1000);
+    snprintf(sql, sizeof sql, "SELECT available_at - %lld FROM queue WHERE"
+             " attempts = 0", (long long)f->clock.now);
+    assert_int_equal(fx_count(f, sql), 3600 * 1000);
+    snprintf(sql, sizeof sql, "SELECT claim_until - %lld FROM outbox_event",
+             (long long)f->clock.now);
+    assert_int_equal(fx_count(f, sql), 60000);
+  }
+  fx_free(f);
+}
 
 /* A version-3 database (before relay priorities) gains the index the
 ** priority claim reads, its outbox rows kept. */
@@ -94,12 +159,12 @@ static void test_migrates_version_3(void** state) {
   fx_drain(f);
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V5 UNDO_V4 "PRAGMA user_version=3");
+  set_user_version(f->db_path, UNDO_V6 UNDO_V5 UNDO_V4 "PRAGMA user_version=3");
   assert_int_equal(fx_count(f, "SELECT count(*) FROM sqlite_schema WHERE name ="
                                " 'outbox_unpublished_type'"),
                    0);
   fx_open(f);
-  assert_int_equal(fx_count(f, "PRAGMA user_version"), 5);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM sqlite_schema WHERE name ="
                                " 'outbox_unpublished_type'"),
                    1);
@@ -127,9 +192,9 @@ static void test_migrates_version_2(void** state) {
   fx_enqueue(f, "Nobody", fx_event(2, id), "{}");
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V5 UNDO_V4 UNDO_V3 "PRAGMA user_version=2");
+  set_user_version(f->db_path, UNDO_V6 UNDO_V5 UNDO_V4 UNDO_V3 "PRAGMA user_version=2");
   fx_open(f);
-  assert_int_equal(fx_count(f, "PRAGMA user_version"), 5);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM queue WHERE waiting_on"
                                " IS NULL"), 1);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM failed_message WHERE"
@@ -150,12 +215,12 @@ static void test_migrates_version_1(void** state) {
   fx_drain(f);
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V5 UNDO_V4 UNDO_V3
+  set_user_version(f->db_path, UNDO_V6 UNDO_V5 UNDO_V4 UNDO_V3
                    "DROP INDEX outbox_unpublished_aggregate;"
                    "DROP TABLE relay_status; PRAGMA user_version=1");
   assert_int_equal(fx_count(f, "PRAGMA user_version"), 1);
   fx_open(f);
-  assert_int_equal(fx_count(f, "PRAGMA user_version"), 5);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM relay_status"), 0);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM merchant_payout"), 1);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM sqlite_schema WHERE name ="
@@ -578,6 +643,7 @@ int main(void) {
       cmocka_unit_test(test_migrates_version_1),
       cmocka_unit_test(test_migrates_version_3),
       cmocka_unit_test(test_migrates_version_2),
+      cmocka_unit_test(test_migrates_version_5),
       cmocka_unit_test(test_not_a_database),
       cmocka_unit_test(test_full_disk_then_resume),
       cmocka_unit_test(test_retention),
