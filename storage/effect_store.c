@@ -215,7 +215,7 @@ int ob__effect_lease(ob__db_t* db, const char* key, const char* token,
   ** moment is kept (the key's age counts from it). */
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__E_LEASE,
-      "UPDATE effect SET lease_token = ?2, lease_until = ?3,"
+      "UPDATE effect SET lease_token = ?2, lease_until = ?3, clock_ref = ?4,"
       " first_call_at = CASE WHEN ?5 THEN coalesce(first_call_at, ?4)"
       " ELSE first_call_at END,"
       " first_call_observed_ms = CASE WHEN ?5 THEN"
@@ -274,17 +274,28 @@ int ob__effect_unlease(ob__db_t* db, const char* key, const char* token,
                        int64_t now) {
   return exec_bound(db,
                     "UPDATE effect SET lease_token = NULL, lease_until = NULL,"
-                    " next_attempt_at = min(next_attempt_at, ?4)"
+                    " next_attempt_at = min(next_attempt_at, ?4),"
+                    " clock_ref = NULL"
                     " WHERE key = ?1 AND lease_token = ?2",
                     "effect release", key, token, NULL, now);
 }
 
 int ob__effect_lease_renew(ob__db_t* db, const char* key, const char* token,
-                           int64_t until) {
-  return exec_bound(db,
-                    "UPDATE effect SET lease_until = ?4 WHERE key = ?1 AND"
-                    " lease_token = ?2 AND state IN ('pending','unknown')",
-                    "effect lease renewal", key, token, NULL, until);
+                           int64_t until, int64_t now) {
+  sqlite3_stmt* st = NULL;
+  int rc = sqlite3_prepare_v2(
+      db->db,
+      "UPDATE effect SET lease_until = ?3, clock_ref = ?4 WHERE key = ?1 AND"
+      " lease_token = ?2 AND state IN ('pending','unknown')",
+      -1, &st, NULL);
+  if (rc != SQLITE_OK) return ob__db_fail(db, rc, "effect lease renewal");
+  sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, token, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 3, until);
+  sqlite3_bind_int64(st, 4, now);
+  rc = ob__db_step_done(db, st, "effect lease renewal");
+  sqlite3_finalize(st);
+  return rc;
 }
 
 int ob__effect_update(ob__db_t* db, const char* key, const char* token,
@@ -297,7 +308,9 @@ int ob__effect_update(ob__db_t* db, const char* key, const char* token,
       " reason = ?7, calls = calls + ?8, lookups = lookups + ?9,"
       " successes = successes + ?10, attempts = ?11, next_attempt_at = ?12,"
       " parked_at = ?13, lease_token = NULL, lease_until = NULL,"
-      " updated_at = ?14, park_cause = ?15"
+      " updated_at = ?14, park_cause = ?15,"
+      " clock_ref = CASE WHEN ?3 IN ('pending','unknown')"
+      " AND ?12 > ?14 THEN ?14 END"
       " WHERE key = ?1 AND state IN ('pending','unknown')"
       " AND (?2 IS NULL OR lease_token = ?2)");
   /* Callers compute the state (ob_effect_resolve checks the caller's): an
@@ -384,22 +397,23 @@ int ob__effect_reconcile(ob__db_t* db, const char* key, int64_t now) {
                     "UPDATE effect SET attempts = 0, parked_at = NULL,"
                     " park_cause = NULL,"
                     " next_attempt_at = ?4, lease_token = NULL,"
-                    " lease_until = NULL, updated_at = ?4"
+                    " lease_until = NULL, updated_at = ?4, clock_ref = NULL"
                     " WHERE state IN ('pending','unknown')"
                     " AND (?1 IS NULL OR key = ?1)",
                     "effect reconcile", key, NULL, NULL, now);
 }
 
 int ob__queue_wait(ob__db_t* db, int64_t rowid, const char* key,
-                   int64_t available_at) {
+                   int64_t available_at, int64_t now) {
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__Q_WAIT,
-      "UPDATE queue SET waiting_on = ?2, available_at = ?3, lease_until = NULL"
-      " WHERE id = ?1");
+      "UPDATE queue SET waiting_on = ?2, available_at = ?3, lease_until = NULL,"
+      " clock_ref = CASE WHEN ?3 > ?4 THEN ?4 END WHERE id = ?1");
   if (st == NULL) return db->last_err;
   sqlite3_bind_int64(st, 1, rowid);
   sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
   sqlite3_bind_int64(st, 3, available_at);
+  sqlite3_bind_int64(st, 4, now);
   int rc = ob__db_step_done(db, st, "wait for effect");
   return rc < 0 ? rc : 0;
 }
@@ -410,8 +424,8 @@ int ob__queue_insert_waiting(ob__db_t* db, const ob__queue_row_t* r,
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__Q_INSERT_WAITING,
       "INSERT INTO queue(queue_name, message_id, type, headers, body,"
-      " available_at, attempts, created_at, waiting_on)"
-      " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)");
+      " available_at, attempts, created_at, waiting_on, clock_ref)"
+      " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9, CASE WHEN ?6 > ?10 THEN ?10 END)");
   if (st == NULL) return db->last_err;
   sqlite3_bind_text(st, 1, r->queue, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 2, r->message_id, -1, SQLITE_STATIC);
@@ -423,6 +437,7 @@ int ob__queue_insert_waiting(ob__db_t* db, const ob__queue_row_t* r,
   sqlite3_bind_int(st, 7, r->attempts);
   sqlite3_bind_int64(st, 8, r->created_at ? r->created_at : now);
   sqlite3_bind_text(st, 9, key, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 10, now);
   int rc = ob__db_step_done(db, st, "queue a message waiting for an effect");
   return rc < 0 ? rc : 0;
 }

@@ -64,7 +64,8 @@ int ob__outbox_mark_published(ob__db_t* db, const char* id, int64_t now) {
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__O_MARK_PUBLISHED,
       "UPDATE outbox_event SET published_at = ?2, claim_token = NULL,"
-      " claim_until = NULL WHERE id = ?1 AND published_at IS NULL");
+      " claim_until = NULL, clock_ref = NULL"
+      " WHERE id = ?1 AND published_at IS NULL");
   if (st == NULL) return db->last_err;
   sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
   sqlite3_bind_int64(st, 2, now);
@@ -73,16 +74,19 @@ int ob__outbox_mark_published(ob__db_t* db, const char* id, int64_t now) {
 }
 
 int ob__outbox_mark_failed(ob__db_t* db, const char* id,
-                           int64_t next_attempt_at, const char* error) {
+                           int64_t next_attempt_at, const char* error,
+                           int64_t now) {
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__O_MARK_FAILED,
       "UPDATE outbox_event SET attempt_count = attempt_count + 1,"
       " next_attempt_at = ?2, last_error = ?3, claim_token = NULL,"
-      " claim_until = NULL WHERE id = ?1 AND published_at IS NULL");
+      " claim_until = NULL, clock_ref = CASE WHEN ?2 > ?4 THEN ?4 END"
+      " WHERE id = ?1 AND published_at IS NULL");
   if (st == NULL) return db->last_err;
   sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
   sqlite3_bind_int64(st, 2, next_attempt_at);
   sqlite3_bind_text(st, 3, error, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 4, now);
   int rc = ob__db_step_done(db, st, "outbox mark failed");
   return rc < 0 ? rc : 0;
 }

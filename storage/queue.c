@@ -11,8 +11,10 @@ int ob__queue_insert(ob__db_t* db, const char* queue, const char* message_id,
                      size_t body_len, int64_t available_at, int64_t now) {
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__Q_ENQUEUE,
+      /* clock_ref only for a message that waits (store.h). */
       "INSERT INTO queue(queue_name, message_id, type, headers, body,"
-      " available_at, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+      " available_at, created_at, clock_ref) VALUES (?1, ?2, ?3, ?4, ?5, ?6,"
+      " ?7, CASE WHEN ?6 > ?7 THEN ?7 END)");
   if (st == NULL) return db->last_err;
   sqlite3_bind_text(st, 1, queue, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 2, message_id, -1, SQLITE_STATIC);
@@ -124,18 +126,19 @@ int ob__queue_delete(ob__db_t* db, int64_t rowid) {
 
 int ob__queue_reschedule(ob__db_t* db, int64_t rowid, int attempts,
                          int64_t available_at, int64_t first_failed_at,
-                         const char* last_error) {
+                         const char* last_error, int64_t now) {
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__Q_RESCHEDULE,
       "UPDATE queue SET attempts = ?2, available_at = ?3, lease_until = NULL,"
-      " first_failed_at = ?4, last_error = ?5, waiting_on = NULL"
-      " WHERE id = ?1");
+      " first_failed_at = ?4, last_error = ?5, waiting_on = NULL,"
+      " clock_ref = CASE WHEN ?3 > ?6 THEN ?6 END WHERE id = ?1");
   if (st == NULL) return db->last_err;
   sqlite3_bind_int64(st, 1, rowid);
   sqlite3_bind_int(st, 2, attempts);
   sqlite3_bind_int64(st, 3, available_at);
   sqlite3_bind_int64(st, 4, first_failed_at);
   sqlite3_bind_text(st, 5, last_error, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 6, now);
   int rc = ob__db_step_done(db, st, "reschedule");
   return rc < 0 ? rc : 0;
 }

@@ -114,19 +114,19 @@ int ob__relay_claim(ob__db_t* db, const char* token, int64_t now,
                     const char* const* priority, int npriority,
                     ob__relay_row_t* rows) {
   static const char* const sql[2] = {
-      "UPDATE outbox_event SET claim_token = ?2, claim_until = ?3"
+      "UPDATE outbox_event SET claim_token = ?2, claim_until = ?3, clock_ref = ?1"
       " WHERE id IN (SELECT id FROM outbox_event o WHERE " PUBLISHABLE
       " AND next_attempt_at <= ?1 ORDER BY created_at, id LIMIT ?4)"
       CLAIM_RETURNING,
-      "UPDATE outbox_event SET claim_token = ?2, claim_until = ?3"
+      "UPDATE outbox_event SET claim_token = ?2, claim_until = ?3, clock_ref = ?1"
       " WHERE id IN (SELECT id FROM outbox_event o WHERE " PUBLISHABLE
       " AND next_attempt_at <= ?1" NO_EARLIER_OF_AGGREGATE
       " ORDER BY created_at, id LIMIT ?4)" CLAIM_RETURNING};
   static const char* const priority_sql[2] = {
-      "UPDATE outbox_event SET claim_token = ?2, claim_until = ?3"
+      "UPDATE outbox_event SET claim_token = ?2, claim_until = ?3, clock_ref = ?1"
       " WHERE id IN (SELECT id FROM (" PRIORITY_SELECT(PRIORITY_BRANCH) "))"
       CLAIM_RETURNING,
-      "UPDATE outbox_event SET claim_token = ?2, claim_until = ?3"
+      "UPDATE outbox_event SET claim_token = ?2, claim_until = ?3, clock_ref = ?1"
       " WHERE id IN (SELECT id FROM ("
       PRIORITY_SELECT(PRIORITY_BRANCH_ORDERED) "))" CLAIM_RETURNING};
   sqlite3_stmt* st;
@@ -193,7 +193,7 @@ int ob__relay_mark_published(ob__db_t* db, const char* id, const char* token,
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__R_MARK_PUBLISHED,
       "UPDATE outbox_event SET published_at = ?3, claim_token = NULL,"
-      " claim_until = NULL, last_error = NULL"
+      " claim_until = NULL, last_error = NULL, clock_ref = NULL"
       " WHERE id = ?1 AND claim_token = ?2 AND published_at IS NULL");
   if (st == NULL) return db->last_err;
   sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
@@ -209,7 +209,8 @@ int ob__relay_mark_failed(ob__db_t* db, const char* id, const char* token,
       db, OB__R_MARK_FAILED,
       "UPDATE outbox_event SET attempt_count = attempt_count + 1,"
       " next_attempt_at = ?3, last_error = ?4, claim_token = NULL,"
-      " claim_until = NULL, parked_at = CASE WHEN ?5 > 0 AND"
+      " claim_until = NULL, clock_ref = CASE WHEN ?3 > ?6 THEN ?6 END,"
+      " parked_at = CASE WHEN ?5 > 0 AND"
       " attempt_count + 1 >= ?5 THEN ?6 ELSE NULL END"
       " WHERE id = ?1 AND claim_token = ?2 AND published_at IS NULL");
   if (st == NULL) return db->last_err;
@@ -249,15 +250,17 @@ static int exec_own_tx(ob__db_t* db, const char* sql, const char* text,
 
 int ob__relay_release(ob__db_t* db, const char* token) {
   return exec_own_tx(db,
+                     /* A claimed row was due: nothing of it waits. */
                      "UPDATE outbox_event SET claim_token = NULL,"
-                     " claim_until = NULL WHERE claim_token = ?1",
+                     " claim_until = NULL, clock_ref = NULL"
+                     " WHERE claim_token = ?1",
                      token, 0, "relay release");
 }
 
 int ob__relay_retry_parked(ob__db_t* db, int64_t now) {
   return exec_own_tx(db,
                      "UPDATE outbox_event SET parked_at = NULL,"
-                     " attempt_count = 0, next_attempt_at = ?1"
+                     " attempt_count = 0, next_attempt_at = ?1, clock_ref = NULL"
                      " WHERE parked_at IS NOT NULL AND published_at IS NULL",
                      NULL, now, "outbox retry-parked");
 }

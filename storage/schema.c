@@ -187,6 +187,31 @@ static const char* const migrations[] = {
     "ALTER TABLE effect ADD COLUMN first_call_at INTEGER;"
     "ALTER TABLE effect ADD COLUMN first_call_observed_ms INTEGER;"
     "ALTER TABLE effect ADD COLUMN park_cause TEXT;",
+
+    /* 7 -> 8: the wall time each row's deadlines were computed at, so a
+    ** clock set back re-bases them instead of waiting the jump out
+    ** (core/engine/deadlines.c). Rows written before have no such time:
+    ** they get the earliest one their deadlines can have been computed at
+    ** (never later, so a re-base never makes one due early), and NULL
+    ** when no deadline lies beyond it. Partial indexes: only rows that
+    ** wait, so the check at open is three index probes. */
+    "ALTER TABLE queue ADD COLUMN clock_ref INTEGER;"
+    "ALTER TABLE outbox_event ADD COLUMN clock_ref INTEGER;"
+    "ALTER TABLE effect ADD COLUMN clock_ref INTEGER;"
+    "UPDATE queue SET clock_ref = max(created_at, coalesce(first_failed_at, 0))"
+    "  WHERE available_at > max(created_at, coalesce(first_failed_at, 0))"
+    "  OR lease_until > max(created_at, coalesce(first_failed_at, 0));"
+    "UPDATE outbox_event SET clock_ref = created_at WHERE published_at IS NULL"
+    "  AND (next_attempt_at > created_at OR claim_until > created_at);"
+    "UPDATE effect SET clock_ref = updated_at"
+    "  WHERE state IN ('pending','unknown')"
+    "  AND (next_attempt_at > updated_at OR lease_until > updated_at);"
+    "CREATE INDEX queue_clock_ref ON queue(clock_ref)"
+    "  WHERE clock_ref IS NOT NULL;"
+    "CREATE INDEX outbox_clock_ref ON outbox_event(clock_ref)"
+    "  WHERE clock_ref IS NOT NULL;"
+    "CREATE INDEX effect_clock_ref ON effect(clock_ref)"
+    "  WHERE clock_ref IS NOT NULL;",
 };
 
 #define MIGRATION_COUNT ((int)(sizeof migrations / sizeof migrations[0]))

@@ -65,6 +65,7 @@ typedef enum {
   OB__D_USED_BYTES,
   OB__D_DELETE_PUBLISHED,
   OB__D_MARK_SWEPT,
+  OB__DL_AHEAD,
   OB__STMT_COUNT
 } ob__stmt_id_t;
 
@@ -91,7 +92,7 @@ typedef struct ob__db_s {
 } ob__db_t;
 
 /* Current schema version (PRAGMA user_version). */
-#define OB__SCHEMA_VERSION 7
+#define OB__SCHEMA_VERSION 8
 /* PRAGMA application_id: "OBX1". */
 #define OB__APPLICATION_ID 0x4f425831
 
@@ -203,10 +204,10 @@ int ob__queue_rows_read(ob__db_t* db, sqlite3_stmt* st, ob__queue_row_t* rows,
 
 /* The ack: delete the row. */
 int ob__queue_delete(ob__db_t* db, int64_t rowid);
-/* A retry: ONE update of the same row. */
+/* A retry: ONE update of the same row (available_at computed at now). */
 int ob__queue_reschedule(ob__db_t* db, int64_t rowid, int attempts,
                          int64_t available_at, int64_t first_failed_at,
-                         const char* last_error);
+                         const char* last_error, int64_t now);
 /* Earliest available_at (or lease end); OB_ENOTFOUND when empty. */
 int ob__queue_next_due(ob__db_t* db, int64_t* at);
 /* The same, leaving out messages that wait for an effect. */
@@ -234,7 +235,8 @@ int ob__outbox_due(ob__db_t* db, int64_t now, size_t max,
 
 int ob__outbox_mark_published(ob__db_t* db, const char* id, int64_t now);
 int ob__outbox_mark_failed(ob__db_t* db, const char* id,
-                           int64_t next_attempt_at, const char* error);
+                           int64_t next_attempt_at, const char* error,
+                           int64_t now);
 
 /* ---- failed.c ----------------------------------------------------------- */
 
@@ -395,6 +397,33 @@ typedef enum {
 int ob__outbox_list(ob__db_t* db, int filter, size_t limit,
                     int (*cb)(void* arg, const ob_outbox_row_t* r), void* arg);
 
+/* ---- deadline_store.c: deadlines and a wall clock that jumps ----------- */
+
+/*
+** Every row with a deadline computed from the wall clock (queue.available_at
+** and lease_until, outbox_event.next_attempt_at and claim_until,
+** effect.next_attempt_at and lease_until) records in clock_ref the wall time
+** it was computed at; NULL when none of its deadlines lies ahead (the
+** common case: a message due at once, a published row, a settled effect),
+** so the partial index on clock_ref holds only rows that wait. The rule
+** that uses it is core/engine/deadlines.c's.
+*/
+
+/* The largest clock_ref above now + ahead_ms in *max_ref, or 0 when none
+** (three index probes; autocommit read). 0 or < 0. */
+int ob__deadlines_ahead(ob__db_t* db, int64_t now, int64_t ahead_ms,
+                        int64_t* max_ref);
+/* Rows computed on a clock more than ahead_ms ahead of now (the clock went
+** back): each deadline moves by min(jump, now - clock_ref) (jump <= 0, 0
+** when not measured), clock_ref becomes now. One UPDATE per table in one
+** transaction of its own. Returns the rows changed or < 0. */
+int ob__deadlines_rebase(ob__db_t* db, int64_t now, int64_t jump,
+                         int64_t ahead_ms);
+/* The clock went forward by jump (> 0): rows computed before it (clock_ref
+** <= now - jump) with a deadline after now - jump move every deadline by
+** jump, clock_ref becomes now. The same shape. Returns the rows changed. */
+int ob__deadlines_shift(ob__db_t* db, int64_t now, int64_t jump);
+
 /* ---- user_sql.c --------------------------------------------------------- */
 
 /* Prepare-or-reuse, bind, step, report rows. See ob_tx_exec. */
@@ -462,10 +491,10 @@ int ob__effect_mark_call(ob__db_t* db, const char* key, const char* token,
 int ob__effect_unlease(ob__db_t* db, const char* key, const char* token,
                        int64_t now);
 
-/* Extend the lease token holds to until (own statement). 1 renewed, 0 the
-** lease is gone, < 0 error. */
+/* Extend the lease token holds to until, computed at now (own statement).
+** 1 renewed, 0 the lease is gone, < 0 error. */
 int ob__effect_lease_renew(ob__db_t* db, const char* key, const char* token,
-                           int64_t until);
+                           int64_t until, int64_t now);
 
 /* What an answer changes. Counters are added; response NULL keeps the old
 ** one; reference/reason replace. */
@@ -501,9 +530,10 @@ int ob__effect_list(ob__db_t* db, int state, const char* key,
 int ob__effect_reconcile(ob__db_t* db, const char* key, int64_t now);
 
 /* The waiting side, in queue and failed_message. */
-/* This queue row waits for effect key; re-checked at available_at anyway. */
+/* This queue row waits for effect key; re-checked at available_at anyway
+** (computed at now). */
 int ob__queue_wait(ob__db_t* db, int64_t rowid, const char* key,
-                   int64_t available_at);
+                   int64_t available_at, int64_t now);
 /* A message from outside (SQS) becomes a local queue row waiting on key. */
 int ob__queue_insert_waiting(ob__db_t* db, const ob__queue_row_t* r,
                              const char* key, int64_t available_at,

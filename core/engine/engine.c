@@ -105,6 +105,7 @@ int ob__engine_open(ob_engine_t** out, const ob_options_t* opts,
     return rc;
   }
   ob__observed_init(e);
+  ob__deadlines_open(e);
   *out = e;
   return 0;
 }
@@ -441,7 +442,7 @@ static int settle_failure(ob_engine_t* e, const ob__queue_row_t* r,
       return ob__queue_reschedule(&e->db, r->rowid, r->attempts + 1,
                                   now + delay,
                                   r->first_failed_at ? r->first_failed_at : now,
-                                  reason);
+                                  reason, now);
     }
     cls = "retries_exhausted";
     ob__errbuf_set(buf, sizeof buf, 0, "gave up after %d retries: %s",
@@ -621,6 +622,7 @@ int ob_run_once(ob_engine_t* e, ob_batch_result_t* res_out) {
   /* Look before taking the write lock: an idle engine must not hold up
   ** other processes' writers (or wait busy_timeout for them) just to find
   ** nothing to do. */
+  ob__deadlines_watch(e);
   now = ob__now(e);
   {
     int64_t at;
@@ -667,6 +669,7 @@ out:
 
 int ob_next_due(ob_engine_t* e, int64_t* at_ms) {
   if (e == NULL || at_ms == NULL) return OB_EINVAL;
+  ob__deadlines_watch(e);
   return ob__queue_next_due(&e->db, at_ms);
 }
 

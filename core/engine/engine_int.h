@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include "core/engine/engine_host.h"
+#include "core/util/clock_jump.h"
 #include "core/util/uuid.h"
 #include "oncebox.h"
 #include "storage/store.h"
@@ -57,6 +58,10 @@ struct ob_engine_s {
   int64_t observed_mono_base;   /* clock->monotonic_ms at open */
   int64_t observed_wall_base;   /* the wall clock at open */
   int64_t observed_skew_seen;   /* wall - monotonic progress last warned */
+  /* Persisted deadlines against jumps (core/engine/deadlines.c). */
+  ob__clock_mark_t clock_mark;  /* the clock at the last check */
+  int64_t jump_pending;         /* measured, not yet applied (ms, signed) */
+  int probe_pending;            /* rows may be ahead of the clock */
   /* Why the last ob_run ended (0: clean stop). */
   int run_result;
   ob__component_t components[OB__MAX_COMPONENTS];
@@ -192,6 +197,14 @@ void ob__observed_init(ob_engine_t* e);
 int64_t ob__observed_now(const ob_engine_t* e);
 int64_t ob__retention_stamp(const ob_engine_t* e);
 int64_t ob__observed_checkpoint(ob_engine_t* e);
+
+/* Persisted deadlines and a jumping wall clock (deadlines.c): the first
+** check, at open, re-bases rows computed on a clock ahead of this one;
+** watch, called by every verb that reads deadlines before it reads the
+** clock for them, re-bases or shifts them after a jump it measures. Never
+** fails: what cannot be written now is retried at the next check. */
+void ob__deadlines_open(ob_engine_t* e);
+void ob__deadlines_watch(ob_engine_t* e);
 
 /* The retry policy of a queue (the default when none was set). */
 const ob_retry_policy_t* ob__policy_for(const ob_engine_t* e,

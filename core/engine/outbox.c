@@ -72,6 +72,7 @@ int ob_outbox_drain(ob_engine_t* e, ob_sink_cb sink, void* arg, size_t max,
   if (c.items == NULL) return OB_ENOMEM;
   c.cap = max;
 
+  ob__deadlines_watch(e);
   now = ob__now(e);
   rc = ob__outbox_due(&e->db, now, max, collect_cb, &c);
   if (rc < 0) goto out;
@@ -98,7 +99,7 @@ int ob_outbox_drain(ob_engine_t* e, ob_sink_cb sink, void* arg, size_t max,
                                                      : 1000),
           e->opts.clock);
       rc = ob__outbox_mark_failed(&e->db, p->ev.id, now + d,
-                                  ob_strerror(p->rc));
+                                  ob_strerror(p->rc), now);
     }
     if (rc < 0) {
       ob__db_rollback(&e->db);

@@ -148,6 +148,7 @@ int ob__effect_take(ob_engine_t* e, const char* provider, int max,
   int64_t now;
 
   if (max <= 0) return 0;
+  ob__deadlines_watch(e);  /* before the transaction: it may write */
   rows = calloc((size_t)max, sizeof *rows);
   if (rows == NULL) return ob__db_seterr(&e->db, OB_ENOMEM, "out of memory");
   /* Leases and parking are recomputed from the effect rows if a power cut
@@ -239,7 +240,7 @@ int ob__effect_settle(ob_engine_t* e, ob__effect_job_t* job,
     ** finds nothing) while this call is in flight. */
     now = ob__now(e);
     rc = ob__effect_lease_renew(&e->db, job->key, job->token,
-                                now + (p ? p->lease_ms : 120000));
+                                now + (p ? p->lease_ms : 120000), now);
     if (rc > 0)
       rc = ob__effect_mark_call(&e->db, job->key, job->token, now,
                                 ob__observed_now(e));
@@ -413,6 +414,7 @@ int ob__effect_release(ob_engine_t* e, const ob__effect_job_t* job) {
 }
 
 int ob__effect_next_due(ob_engine_t* e, const char* provider, int64_t* at) {
+  ob__deadlines_watch(e);
   return ob__effect_next_due_db(&e->db, provider, at);
 }
 

@@ -178,7 +178,8 @@ int ob__effect_after_handler(ob_engine_t* e, ob_tx_t* tx,
     if (rc == 1) ob__fresh_add(e, tx->effect_key);
   }
   if (r->rowid > 0)
-    return ob__queue_wait(&e->db, r->rowid, tx->effect_key, now + RECHECK_MS);
+    return ob__queue_wait(&e->db, r->rowid, tx->effect_key, now + RECHECK_MS,
+                          now);
   /* From SQS: the message becomes a local queue row, so the transport can
   ** forget it once this commits. */
   return ob__queue_insert_waiting(&e->db, r, tx->effect_key, now + RECHECK_MS,

@@ -13,9 +13,11 @@ static int outside_tx(ob_engine_t* e, const char* what) {
 int ob__relay_take(ob_engine_t* e, const char* token, int64_t lease_ms,
                    size_t max, int ordered, const char* const* priority,
                    int npriority, ob__relay_row_t* rows) {
-  int64_t now = ob__now(e);
+  int64_t now;
   int rc = outside_tx(e, "claim");
   if (rc < 0) return rc;
+  ob__deadlines_watch(e);
+  now = ob__now(e);
   rc = ob__relay_claim(&e->db, token, now, now + lease_ms, (int)max, ordered,
                        priority, npriority, rows);
 #ifdef OB_MUTANT_PUBLISH_BEFORE_2XX
@@ -29,6 +31,7 @@ int ob__relay_take(ob_engine_t* e, const char* token, int64_t lease_ms,
 }
 
 int ob__relay_due_at(ob_engine_t* e, int ordered, int64_t* at) {
+  ob__deadlines_watch(e);
   return ob__relay_next_due(&e->db, ob__now(e), ordered, at);
 }
 
@@ -42,6 +45,7 @@ int ob__relay_backlog_count(ob_engine_t* e, int64_t* unpublished,
 int ob__relay_has_pending(ob_engine_t* e, int due_only) {
   int rc = outside_tx(e, "pending check");
   if (rc < 0) return rc;
+  ob__deadlines_watch(e);
   return ob__relay_pending(&e->db, ob__now(e), due_only);
 }
 

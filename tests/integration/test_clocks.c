@@ -1,8 +1,10 @@
-/* Clocks that jump: retention counts the time the engine observed passing,
-** not the wall clock (docs/field.md). A real SQLite file; the wall and the
-** monotonic clock are driven separately through ob_clock_t, as a terminal
-** without NTP sees them (its RTC reset or set forward, its uptime steady),
-** and once through the real program under libfaketime. */
+/* Clocks that jump (docs/field.md): retention counts the time the engine
+** observed passing, not the wall clock (this file), and persisted deadlines
+** are re-based when the clock goes back, their leases kept when it goes
+** forward (clocks/). A real SQLite file; the wall and the monotonic clock
+** are driven separately through ob_clock_t, as a terminal without NTP sees
+** them (its RTC reset or set forward, its uptime steady), and through real
+** processes under libfaketime. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -15,46 +17,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tests/integration/engine_fixture.h"
+#include "tests/integration/clocks/clocks.h"
 
-#define DAY (24LL * 3600 * 1000)
 #define N_RECORDS 50
-
-/* A wall clock that can jump and a monotonic one that never does. */
-typedef struct jump_clock_s {
-  ob_clock_t clock;
-  int64_t wall;
-  int64_t mono;
-  uint64_t state;
-} jump_clock_t;
-
-static int64_t jc_wall(void* ctx) {
-  return ((jump_clock_t*)ctx)->wall;
-}
-
-static int64_t jc_mono(void* ctx) {
-  return ((jump_clock_t*)ctx)->mono;
-}
-
-static void jc_random(void* ctx, void* buf, size_t n) {
-  jump_clock_t* c = ctx;
-  unsigned char* p = buf;
-  for (size_t i = 0; i < n; i++) {
-    c->state = c->state * 6364136223846793005ULL + 1442695040888963407ULL;
-    p[i] = (unsigned char)(c->state >> 56);
-  }
-}
-
-static void jc_init(jump_clock_t* c) {
-  memset(c, 0, sizeof *c);
-  c->clock.ctx = c;
-  c->clock.now_ms = jc_wall;
-  c->clock.random = jc_random;
-  c->clock.monotonic_ms = jc_mono;
-  c->wall = FX_T0;
-  c->mono = 5000;
-  c->state = 7;
-}
 
 /* The README's reserve_stock shape: no business unique key, so only the
 ** dedup record stands between a redelivery and a second effect. */
@@ -227,12 +192,22 @@ static void test_faketime_gc(void** state) {
   ts_rmdir(dir);
 }
 
-int main(void) {
+int main(int argc, char** argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_forward_jump_deletes_nothing),
       cmocka_unit_test(test_retention_counts_observed_time),
       cmocka_unit_test(test_backward_jump_keeps_new_records_their_window),
       cmocka_unit_test(test_faketime_gc),
+      cmocka_unit_test(test_retries_after_backward_jump_in_run),
+      cmocka_unit_test(test_relay_leases_after_backward_restart),
+      cmocka_unit_test(test_effect_deadlines_after_backward_jump),
+      cmocka_unit_test(test_scheduled_message_not_pulled_in),
+      cmocka_unit_test(test_forward_jump_keeps_relay_leases),
+      cmocka_unit_test(test_forward_jump_keeps_effect_leases),
+      cmocka_unit_test(test_faketime_retries_jump_back_in_run),
   };
+  /* The faketime case runs this executable again as its child process. */
+  if (argc == 3 && strcmp(argv[1], "--retry-child") == 0)
+    return clocks_retry_child(argv[2]);
   return cmocka_run_group_tests_name("clocks", tests, NULL, NULL);
 }

@@ -4,6 +4,7 @@
 #include "oncebox_charge.h"
 #include "oncebox_payout.h"
 
+#include "core/relay/relay_tx.h"
 #include "storage/store.h"
 
 #include <fcntl.h>
@@ -49,7 +50,7 @@ static void test_pragmas_in_effect(void** state) {
   assert_int_equal(fx_count(f, "SELECT count(*) FROM pragma_journal_mode WHERE"
                                " journal_mode = 'wal'"),
                    1);
-  assert_int_equal(fx_count(f, "PRAGMA user_version"), 7);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
   assert_int_equal(fx_count(f, "PRAGMA application_id"), 0x4f425831);
   /* STRICT tables refuse a wrong type instead of converting it. */
   assert_int_equal(fx_count(f, "SELECT count(*) FROM pragma_table_list WHERE"
@@ -90,6 +91,13 @@ static void test_newer_schema_refused(void** state) {
   "ALTER TABLE effect DROP COLUMN first_call_observed_ms;"        \
   "ALTER TABLE effect DROP COLUMN park_cause;"
 
+/* What migration 7 -> 8 (the deadlines' clock reference) added, undone. */
+#define UNDO_V8                                                           \
+  "DROP INDEX queue_clock_ref; DROP INDEX outbox_clock_ref;"              \
+  "DROP INDEX effect_clock_ref; ALTER TABLE queue DROP COLUMN clock_ref;" \
+  "ALTER TABLE outbox_event DROP COLUMN clock_ref;"                       \
+  "ALTER TABLE effect DROP COLUMN clock_ref;"
+
 /* A version-5 database gains the outbox sweep mark, empty: nothing was
 ** deleted before it existed that the checks could now excuse. */
 static void test_migrates_version_5(void** state) {
@@ -97,9 +105,9 @@ static void test_migrates_version_5(void** state) {
   (void)state;
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V7 UNDO_V6 "PRAGMA user_version=5");
+  set_user_version(f->db_path, UNDO_V8 UNDO_V7 UNDO_V6 "PRAGMA user_version=5");
   fx_open(f);
-  assert_int_equal(fx_count(f, "PRAGMA user_version"), 7);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM retention_swept"), 0);
   fx_free(f);
 }
@@ -112,13 +120,71 @@ static void test_migrates_version_6(void** state) {
   (void)state;
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V7 "PRAGMA user_version=6");
+  set_user_version(f->db_path, UNDO_V8 UNDO_V7 "PRAGMA user_version=6");
   fx_open(f);
-  assert_int_equal(fx_count(f, "PRAGMA user_version"), 7);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM pragma_table_info("
                                "'effect') WHERE name IN ('first_call_at',"
                                " 'first_call_observed_ms', 'park_cause')"),
                    3);
+  fx_free(f);
+}
+
+static int retry_once(ob_tx_t* tx, const ob_message_t* m, void* arg) {
+  (void)arg;
+  return m->attempts == 0 ? ob_tx_retry(tx, 1000, "later") : OB_DONE;
+}
+
+/* A version-7 database whose deadlines were computed a day "ahead" (the
+** clock set back before the upgrade): the migration gives each row the
+** earliest time its deadlines can have been computed (created_at,
+** first_failed_at), and the open re-bases them on it. A retry 1 s ahead,
+** a message scheduled 1 h ahead and an outbox row claimed for 60 s come
+** out 1 s, 1 h and 60 s ahead of the clock set back. */
+static void test_migrates_version_7(void** state) {
+  fixture_t* f = fx_new(8);
+  char id[OB_UUID_BUFLEN], body[256];
+  ob_envelope_t env;
+  ob__relay_row_t row;
+  (void)state;
+  ob_register_payout(f->e);
+  assert_int_equal(ob_register(f->e, "Flaky", "flaky-v1", retry_once, NULL),
+                   0);
+  fx_enqueue(f, PAY, fx_event(1, id), fx_payment(1, body));
+  fx_enqueue(f, "Flaky", fx_event(2, id), "{}");
+  memset(&env, 0, sizeof env);
+  env.type = "Flaky";
+  env.id = fx_event(3, id);
+  env.body = "{}";
+  env.body_len = 2;
+  env.delay_ms = 3600 * 1000;
+  assert_int_equal(ob_enqueue(f->e, &env), 0);
+  fx_drain(f);
+  assert_int_equal(ob__relay_take(f->e, "0190b6d8-0000-7000-8000-0000000000a0",
+                                  60000, 1, 0, NULL, 0, &row),
+                   1);
+  ob__relay_row_free(&row);
+  ob_close(f->e);
+  f->e = NULL;
+  set_user_version(f->db_path, UNDO_V8 "PRAGMA user_version=7");
+  fake_clock_advance(&f->clock, -24LL * 3600 * 1000);
+  fx_open(f);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM sqlite_schema WHERE name"
+                               " LIKE '%_clock_ref'"),
+                   3);
+  {
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT available_at - %lld FROM queue WHERE"
+             " attempts = 1", (long long)f->clock.now);
+    assert_int_equal(fx_count(f, sql), 1000);
+    snprintf(sql, sizeof sql, "SELECT available_at - %lld FROM queue WHERE"
+             " attempts = 0", (long long)f->clock.now);
+    assert_int_equal(fx_count(f, sql), 3600 * 1000);
+    snprintf(sql, sizeof sql, "SELECT claim_until - %lld FROM outbox_event",
+             (long long)f->clock.now);
+    assert_int_equal(fx_count(f, sql), 60000);
+  }
   fx_free(f);
 }
 
@@ -133,12 +199,12 @@ static void test_migrates_version_3(void** state) {
   fx_drain(f);
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 "PRAGMA user_version=3");
+  set_user_version(f->db_path, UNDO_V8 UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 "PRAGMA user_version=3");
   assert_int_equal(fx_count(f, "SELECT count(*) FROM sqlite_schema WHERE name ="
                                " 'outbox_unpublished_type'"),
                    0);
   fx_open(f);
-  assert_int_equal(fx_count(f, "PRAGMA user_version"), 7);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM sqlite_schema WHERE name ="
                                " 'outbox_unpublished_type'"),
                    1);
@@ -166,9 +232,10 @@ static void test_migrates_version_2(void** state) {
   fx_enqueue(f, "Nobody", fx_event(2, id), "{}");
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 UNDO_V3 "PRAGMA user_version=2");
+  set_user_version(f->db_path, UNDO_V8 UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 UNDO_V3
+                   "PRAGMA user_version=2");
   fx_open(f);
-  assert_int_equal(fx_count(f, "PRAGMA user_version"), 7);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM queue WHERE waiting_on"
                                " IS NULL"), 1);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM failed_message WHERE"
@@ -189,12 +256,12 @@ static void test_migrates_version_1(void** state) {
   fx_drain(f);
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 UNDO_V3
+  set_user_version(f->db_path, UNDO_V8 UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 UNDO_V3
                    "DROP INDEX outbox_unpublished_aggregate;"
                    "DROP TABLE relay_status; PRAGMA user_version=1");
   assert_int_equal(fx_count(f, "PRAGMA user_version"), 1);
   fx_open(f);
-  assert_int_equal(fx_count(f, "PRAGMA user_version"), 7);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM relay_status"), 0);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM merchant_payout"), 1);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM sqlite_schema WHERE name ="
@@ -623,6 +690,7 @@ int main(void) {
       cmocka_unit_test(test_migrates_version_5),
       cmocka_unit_test(test_migrates_version_3),
       cmocka_unit_test(test_migrates_version_2),
+      cmocka_unit_test(test_migrates_version_7),
       cmocka_unit_test(test_not_a_database),
       cmocka_unit_test(test_full_disk_then_resume),
       cmocka_unit_test(test_retention),

@@ -4,6 +4,10 @@
 #
 #   ca.crt            trusted test CA (the client's CA bundle in tests)
 #   good.{crt,key}    SAN sqs.test, localhost; valid now
+#
+# The CA and good.crt were issued 2 days ago (under faketime), as a real
+# service's were long before: a client whose clock was set back a day (the
+# clock tests) still accepts them.
 #   wrong.{crt,key}   SAN wrong.test (hostname mismatch)
 #   expired.{crt,key} SAN sqs.test; issued under faketime 400 days ago, 30 days
 #   future.{crt,key}  SAN sqs.test; issued under faketime 400 days ahead
@@ -20,9 +24,10 @@ newkey() {
     2>/dev/null
 }
 
-newca() { # name cn
+newca() { # name cn [faketime-offset]
   newkey "$1.key"
-  openssl req -x509 -new -key "$1.key" -sha256 -days 3650 -subj "/CN=$2" \
+  if [ -n "${3:-}" ]; then ft="faketime -f $3"; else ft=""; fi
+  $ft openssl req -x509 -new -key "$1.key" -sha256 -days 3650 -subj "/CN=$2" \
     -addext "basicConstraints=critical,CA:TRUE" \
     -addext "keyUsage=critical,keyCertSign,cRLSign" -out "$1.crt"
 }
@@ -38,9 +43,9 @@ leaf() { # name san days ca [faketime-offset]
     2>/dev/null
 }
 
-newca ca "oncebox test CA"
+newca ca "oncebox test CA" -2d
 newca other-ca "some other CA"
-leaf good "DNS:sqs.test,DNS:localhost" 365 ca
+leaf good "DNS:sqs.test,DNS:localhost" 365 ca -2d
 leaf wrong "DNS:wrong.test" 365 ca
 leaf expired "DNS:sqs.test,DNS:localhost" 30 ca -400d
 leaf future "DNS:sqs.test,DNS:localhost" 365 ca +400d

@@ -19,7 +19,9 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -734,6 +736,82 @@ static void test_cli_sync(void** state) {
   free(q);
 }
 
+/* The field's case through real processes: a relay holding all 30 rows
+** under a 3 s lease is SIGKILLed; `oncebox outbox drain` restarts with the
+** clock set back a day (faketime). It must publish every row within
+** the dead relay's lease plus start-up: the lease is re-based at open, not
+** waited out (a day, before), and SigV4's skew correction gets the day-old
+** signatures accepted after one refusal. Skips without faketime, and where
+** libfaketime cannot preload (a sanitizer build). */
+#define DEAD_LEASE_MS 3000
+static void test_faketime_dead_lease_restart(void** state) {
+  (void)state;
+  if (g_skip) skip();
+  const char* bin = getenv("OB_BINARY_DIR");
+  assert_non_null(bin);
+  if (sh("command -v faketime >/dev/null 2>&1") != 0 ||
+      sh("faketime -f '+0d' '%s/oncebox' --version >/dev/null 2>&1", bin) != 0) {
+    print_message("skipped: faketime is missing or cannot run this build (a "
+                  "sanitizer build refuses LD_PRELOAD)\n");
+    skip();
+  }
+  char* q = sq_create_queue(&g_srv, "relay-clock-back", NULL);
+  fixture_t* f = rf_terminal();
+  char log[1024];
+  struct timespec t0, t1;
+  int st;
+  rf_enqueue_payments(f, 0, 30);
+  fx_drain(f);
+  ob_close(f->e);  /* no connection across fork() */
+  f->e = NULL;
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    ob_options_t o;
+    ob_engine_t* e = NULL;
+    ob__relay_row_t rows[10];
+    ob_options_init(&o);
+    o.db_path = f->db_path;
+    if (ob_open(&e, &o, NULL, 0) != 0) _exit(2);
+    for (int i = 0; i < 3; i++)
+      if (ob__relay_take(e, "0190b6d8-0000-7000-8000-00000000dead",
+                         DEAD_LEASE_MS, 10, 0, NULL, 0, rows) != 10)
+        _exit(3);
+    raise(SIGKILL);  /* the relay dies with its lease */
+    _exit(4);
+  }
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event WHERE"
+                               " claim_until IS NOT NULL"), 30);
+  snprintf(log, sizeof log, "%s/run.log", f->dir);
+  rf_set_endpoint(g_srv.port);
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  /* drain --until-empty, not run --until-idle: an until-idle run stops
+  ** while the rows left are publishable only later (a lease still running
+  ** counts as that), so only the drain proves the lease ends. */
+  int rc = sh("ONCEBOX_OUTBOX_QUEUE_URL='%s' ONCEBOX_SOURCE="
+              "urn:oncebox:test-terminal faketime -f '-1d' '%s/oncebox' --db "
+              "'%s' --log-level warn outbox drain --until-empty --timeout 30 "
+              "2>'%s'", q, bin, f->db_path, log);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  int64_t ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+  sh("cat '%s' >&2", log);
+  print_message("published after %lld ms (the dead lease: %d ms)\n",
+                (long long)ms, DEAD_LEASE_MS);
+  assert_int_equal(rc, 0);
+  assert_true(ms <= DEAD_LEASE_MS + 7000);
+  /* A day less the moments between the kill and the restart. */
+  assert_int_equal(sh("grep -Eq 'clock went back 86(39[0-9]|400) s: re-based "
+                      "30 deadlines' '%s'", log), 0);
+  cJSON* events = drain_queue(q);
+  assert_int_equal(cJSON_GetArraySize(events), 30);
+  assert_all_delivered(f, events, 30);
+  cJSON_Delete(events);
+  fx_free(f);
+  free(q);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_publishes_everything),
@@ -746,6 +824,7 @@ int main(void) {
       cmocka_unit_test(test_priority_claim_ordered),
       cmocka_unit_test(test_priority_relay),
       cmocka_unit_test(test_priority_options),
+      cmocka_unit_test(test_faketime_dead_lease_restart),
   };
   /* The mutant build runs one case (OB_TEST_FILTER, a cmocka glob). */
   const char* only = getenv("OB_TEST_FILTER");

@@ -678,6 +678,36 @@ static void test_clock_skew_corrected(void** state) {
   assert_int_equal(f->req.attempts, 1);
 }
 
+/* The other direction, and a jump in between: a clock an hour fast is
+** refused once and corrected (a negative offset); then it is set back two
+** hours while the client lives, so the offset is wrong by two hours the
+** other way: refused once more, corrected again, accepted. Recovery does
+** not depend on which way the clock is off or on it staying put. */
+static void test_clock_skew_corrected_both_ways(void** state) {
+  FIX;
+  ob__sqs_stats_t st;
+  int before = sq_count(&g_srv, "REQ AmazonSQS.SendMessage 400 expired");
+  sq_clock_init(&f->clock, 3600 * 1000, 0.0);
+  open_client(f, NULL, 0);
+  expect_ok(f, send_text(f, f->q, "fast"));
+  assert_int_equal(f->req.attempts, 2);
+  ob__sqs_client_stats(f->c, &st);
+  assert_int_equal(st.skew_corrections, 1);
+  assert_true(st.clock_offset_ms < -3590 * 1000 &&
+              st.clock_offset_ms > -3610 * 1000);
+  f->clock.offset_ms -= 2 * 3600 * 1000;  /* now an hour slow */
+  expect_ok(f, send_text(f, f->q, "slow after a jump"));
+  assert_int_equal(f->req.attempts, 2);
+  ob__sqs_client_stats(f->c, &st);
+  assert_int_equal(st.skew_corrections, 2);
+  assert_true(st.clock_offset_ms > 3590 * 1000 &&
+              st.clock_offset_ms < 3610 * 1000);
+  assert_int_equal(sq_count(&g_srv, "REQ AmazonSQS.SendMessage 400 expired"),
+                   before + 2);
+  expect_ok(f, send_text(f, f->q, "settled"));
+  assert_int_equal(f->req.attempts, 1);
+}
+
 /* Poll the loop (and the server's log) until `line` was logged n times. */
 static void wait_log(fix_t* f, const char* line, int n) {
   for (int i = 0; i < 2500 && sq_count(&g_srv, line) < n; i++) {
@@ -782,6 +812,7 @@ int main(void) {
       T(test_transport_errors_retried),
       T(test_lost_reply_duplicates),
       T(test_clock_skew_corrected),
+      T(test_clock_skew_corrected_both_ways),
       T(test_cancel_and_close),
       T(test_open_errors),
 #undef T
