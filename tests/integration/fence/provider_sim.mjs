@@ -171,7 +171,12 @@ function routeOf(req) {
 
 function send(req, res, status, body, headers = {}) {
   console.log(`REQ ${req.method} ${routeOf(req)} ${status}`);
-  if (res.destroyed || res.socket == null || res.socket.destroyed) return;
+  // Skip only a connection that is gone (a client that gave up). Not
+  // res.socket == null: that is also a response Node has queued behind the
+  // previous one on the same keep-alive connection (the previous one not yet
+  // 'finish'ed, as after a held answer); it is sent once that one finishes.
+  // Skipping it left the client waiting for an answer that never came.
+  if (res.destroyed || req.socket == null || req.socket.destroyed) return;
   res.writeHead(status, {
     'content-type': 'application/json',
     'content-length': Buffer.byteLength(body),

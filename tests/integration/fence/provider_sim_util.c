@@ -191,6 +191,10 @@ static int spawn(ps_sim_t* s) {
 
   snprintf(suffix, sizeof suffix, ".out.%d", s->gen);
   out = xprintf2(s->state, suffix);
+  /* A file left by an earlier ps_start on the same state path would be read
+  ** before the child truncates it (an old PORT line). */
+  if (unlink(out) != 0 && errno != ENOENT)
+    fprintf(stderr, "provider_sim: unlink %s: %s\n", out, strerror(errno));
   s->gen++;
   s->proc = ht_spawn(argv, out);
   free(out);

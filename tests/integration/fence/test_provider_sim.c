@@ -13,7 +13,8 @@
 ** (401 for charges, lookups and other routes before anything else, the value
 ** quoted through the wrapper); each fault mode:
 ** slow (HELD seen, held counter, a concurrent same-key request gets 409,
-** charge_first, a client that gives up before the provider charges),
+** charge_first, a client that gives up before the provider charges, the
+** request after a held answer on the same connection),
 ** drop_after_charge, error_5xx, error_5xx_after_charge, rate_limited,
 ** die_after_charge and die_before_charge with ps_restart (charges and keys
 ** remembered), SIGKILL with ps_kill; the control channel's errors and exit.
@@ -708,6 +709,40 @@ static void test_slow(void** state) {
   assert_int_equal(ps_wait_lines(f->sim, "HELD ", 1, 0), 1);  /* not held */
 }
 
+/* A request that follows a held answer on the same keep-alive connection
+** is answered. Node queues its response until the held one has finished
+** writing; the simulator used to take that queued response (no socket yet)
+** for a dead connection and never sent it, and the client waited out its
+** deadline (from the second round on, every time, before the fix). */
+static void test_slow_then_next_on_same_connection(void** state) {
+  FIX;
+  call_t a, b, c;
+  char key[32], order[32], body[128], held[48];
+  start(f, NULL);
+  for (int i = 0; i < 8; i++) {
+    snprintf(key, sizeof key, "n-key-%d", i);
+    snprintf(order, sizeof order, "n-o-%d", i);
+    snprintf(held, sizeof held, "HELD %s", order);
+    snprintf(body, sizeof body,
+             "{\"order_id\":\"%s\",\"amount_minor\":100,"
+             "\"currency\":\"EUR\"}",
+             order);
+    assert_int_equal(ps_mode(f->sim, "slow", 1, 200, 0), 0);
+    submit(f, &a, "POST", "/v1/charges", key, body, 0);
+    pump_until_lines(f, held, 1, 5000);
+    assert_int_equal(charge(f, &b, key, order, 100), 0);  /* 2nd connection */
+    assert_int_equal(b.res.r.http_status, 409);
+    call_free(&b);
+    wait_call(f, &a);
+    assert_int_equal(a.res.r.http_status, 200);
+    call_free(&a);
+    snprintf(key, sizeof key, "n-next-%d", i);
+    assert_int_equal(charge(f, &c, key, order, 100), 0);
+    assert_int_equal(c.res.r.http_status, 200);
+    call_free(&c);
+  }
+}
+
 /* A pooled TLS connection, so that a short client deadline is spent
 ** waiting for the answer, not on the handshake. */
 static void warm_up(fix_t* f) {
@@ -990,6 +1025,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_no_lookup, setup, teardown),
       cmocka_unit_test_setup_teardown(test_require_auth, setup, teardown),
       cmocka_unit_test_setup_teardown(test_slow, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_slow_then_next_on_same_connection,
+                                      setup, teardown),
       cmocka_unit_test_setup_teardown(test_slow_charge_first, setup, teardown),
       cmocka_unit_test_setup_teardown(test_slow_client_gives_up, setup,
                                       teardown),
