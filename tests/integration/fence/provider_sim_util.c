@@ -191,6 +191,10 @@ static int spawn(ps_sim_t* s) {
 
   snprintf(suffix, sizeof suffix, ".out.%d", s->gen);
   out = xprintf2(s->state, suffix);
+  /* A file left by an earlier ps_start on the same state path would be read
+  ** before the child truncates it (an old PORT line). */
+  if (unlink(out) != 0 && errno != ENOENT)
+    fprintf(stderr, "provider_sim: unlink %s: %s\n", out, strerror(errno));
   s->gen++;
   s->proc = ht_spawn(argv, out);
   free(out);
@@ -232,6 +236,36 @@ ps_sim_t* ps_start(const char* pki_dir, const char* state_path, int port,
     ps_stop(s);
     return NULL;
   }
+  return s;
+}
+
+ps_sim_t* ps_start_profile(const char* pki_dir, const char* state_path,
+                           int port, const char* profile,
+                           long long key_retention_ms, const char* flags) {
+  char head[128] = "";
+  char* all;
+  ps_sim_t* s;
+  size_t n;
+  if (profile != NULL &&
+      (profile[0] == '\0' || strspn(profile, "abcdefghijklmnopqrstuvwxyz") !=
+                                 strlen(profile) || strlen(profile) > 32)) {
+    fprintf(stderr, "provider_sim: bad profile name\n");
+    return NULL;
+  }
+  if (profile != NULL)
+    snprintf(head, sizeof head, "--profile %s", profile);
+  if (key_retention_ms > 0) {
+    size_t used = strlen(head);
+    snprintf(head + used, sizeof head - used, "%s--key-retention-ms %lld",
+             used ? " " : "", key_retention_ms);
+  }
+  n = strlen(head) + (flags ? strlen(flags) : 0) + 2;
+  all = malloc(n);
+  if (all == NULL) abort();
+  snprintf(all, n, "%s%s%s", head, head[0] && flags ? " " : "",
+           flags ? flags : "");
+  s = ps_start(pki_dir, state_path, port, all[0] ? all : NULL);
+  free(all);
   return s;
 }
 
@@ -414,7 +448,9 @@ int ps_stats(ps_sim_t* s, ps_stats_t* out) {
       get_long(j, "replays", &out->replays) == 0 &&
       get_long(j, "lookups", &out->lookups) == 0 &&
       get_long(j, "held", &out->held) == 0 &&
-      get_long(j, "unauthorized", &out->unauthorized) == 0)
+      get_long(j, "unauthorized", &out->unauthorized) == 0 &&
+      get_long(j, "keys", &out->keys) == 0 &&
+      get_long(j, "pruned", &out->pruned) == 0)
     rc = 0;
   if (rc != 0) fprintf(stderr, "provider_sim: bad stats ACK: %s\n", ack);
   cJSON_Delete(j);
@@ -442,6 +478,83 @@ int ps_charges(ps_sim_t* s, const char* order_id) {
   j = cJSON_Parse(ack);
   if (j == NULL || get_long(j, "count", &n) != 0) {
     fprintf(stderr, "provider_sim: bad charges ACK: %s\n", ack);
+    n = -1;
+  }
+  cJSON_Delete(j);
+  free(ack);
+  return (int)n;
+}
+
+static int get_ll(const cJSON* j, const char* name, long long* out) {
+  const cJSON* v = cJSON_GetObjectItemCaseSensitive(j, name);
+  if (!cJSON_IsNumber(v)) return -1;
+  *out = (long long)v->valuedouble;  /* safe integers: exact in a double */
+  return 0;
+}
+
+int ps_advance(ps_sim_t* s, long long ms) {
+  char cmd[96];
+  char* ack;
+  cJSON* j;
+  long long pruned = -1;
+  if (ms < 0) return -1;
+  snprintf(cmd, sizeof cmd, "{\"cmd\":\"advance\",\"ms\":%lld}", ms);
+  ack = ps_command(s, cmd);
+  if (ack == NULL) return -1;
+  j = cJSON_Parse(ack);
+  if (j == NULL || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "ok")) ||
+      get_ll(j, "pruned", &pruned) != 0) {
+    fprintf(stderr, "provider_sim: advance refused: %s\n", ack);
+    pruned = -1;
+  }
+  cJSON_Delete(j);
+  free(ack);
+  return (int)pruned;
+}
+
+int ps_clock(ps_sim_t* s, long long* now_ms, long long* offset_ms) {
+  char* ack = ps_command(s, "{\"cmd\":\"clock\"}");
+  cJSON* j;
+  long long now = -1, off = -1;
+  int rc = -1;
+  if (ack == NULL) return -1;
+  j = cJSON_Parse(ack);
+  if (j != NULL && get_ll(j, "now_ms", &now) == 0 &&
+      get_ll(j, "offset_ms", &off) == 0)
+    rc = 0;
+  else
+    fprintf(stderr, "provider_sim: bad clock ACK: %s\n", ack);
+  if (rc == 0 && now_ms != NULL) *now_ms = now;
+  if (rc == 0 && offset_ms != NULL) *offset_ms = off;
+  cJSON_Delete(j);
+  free(ack);
+  return rc;
+}
+
+int ps_key_status(ps_sim_t* s, const char* key) {
+  cJSON* cmd;
+  cJSON* j;
+  char* text;
+  char* ack;
+  long n = -1;
+  if (key == NULL) return -1;
+  cmd = cJSON_CreateObject();
+  if (cmd == NULL) abort();
+  cJSON_AddStringToObject(cmd, "cmd", "key");
+  cJSON_AddStringToObject(cmd, "key", key);
+  text = cJSON_PrintUnformatted(cmd);
+  cJSON_Delete(cmd);
+  if (text == NULL) abort();
+  ack = ps_command(s, text);
+  free(text);
+  if (ack == NULL) return -1;
+  j = cJSON_Parse(ack);
+  if (j != NULL && cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(j, "found")))
+    n = 0;
+  else if (j == NULL ||
+           !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "found")) ||
+           get_long(j, "status", &n) != 0) {
+    fprintf(stderr, "provider_sim: bad key ACK: %s\n", ack);
     n = -1;
   }
   cJSON_Delete(j);

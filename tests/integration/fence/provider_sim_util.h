@@ -14,6 +14,8 @@ typedef struct ps_stats_s {
   long charges_total, orders_charged, max_charges_per_order, requests, posts,
       replays, lookups, held;
   long unauthorized;  /* requests refused 401 (--require-auth) */
+  long keys;          /* keys holding a saved answer, not past retention */
+  long pruned;        /* keys pruned by this process (PRUNED lines) */
 } ps_stats_t;
 
 /* 1 if `node` (>= 18) runs; callers skip their tests otherwise. */
@@ -42,16 +44,41 @@ int ps_db_int(const char* db_path, const char* sql, long long* out);
 ps_sim_t* ps_start(const char* pki_dir, const char* state_path, int port,
                    const char* flags);
 int ps_port(const ps_sim_t* s);
+/* ps_start with a profile and a key retention:
+** profile NULL or "default" (the simulator's own rules, keys kept forever),
+** "stripe" (Stripe API v1's published rules) or "ietf"
+** (draft-ietf-httpapi-idempotency-key-header); key_retention_ms > 0 passes
+** --key-retention-ms, <= 0 keeps the profile's (default: never; stripe,
+** ietf: 24 h). flags as ps_start, added after ("--clock-offset-ms 5000").
+** ps_restart keeps all of them. See README.md, "Profiles". */
+ps_sim_t* ps_start_profile(const char* pki_dir, const char* state_path,
+                           int port, const char* profile,
+                           long long key_retention_ms, const char* flags);
 /* Sends a control command and waits (up to 5 s) for its ACK line. 0 on
 ** success, -1 on failure (bad mode, simulator gone, no ACK). mode: normal,
 ** slow, drop_after_charge, error_5xx, error_5xx_after_charge, rate_limited,
-** die_after_charge, die_before_charge, lookup_error_5xx; it applies to the
-** next `count` matching requests. */
+** die_after_charge, die_before_charge, lookup_error_5xx, error_500_saved;
+** it applies to the next `count` matching requests. charge_first: for slow,
+** charge on arrival and answer after delay_ms; for error_500_saved, make
+** the charge (or decline) before answering and saving the 500 (without it
+** nothing is charged). */
 int ps_mode(ps_sim_t* s, const char* mode, int count, int delay_ms,
             int charge_first);
 int ps_stats(ps_sim_t* s, ps_stats_t* out);
 /* Real charges of the order, -1 on failure. */
 int ps_charges(ps_sim_t* s, const char* order_id);
+/* Move the simulator's clock (not the machine's) forward by ms >= 0: keys
+** that become at least the retention old are pruned now (PRUNED lines). The
+** offset is in the state file before this returns, so it survives ps_kill
+** and ps_restart. Returns the number of keys pruned, or -1. */
+int ps_advance(ps_sim_t* s, long long ms);
+/* The simulator's clock: now_ms (ms since the epoch, Date.now() + offset)
+** and offset_ms; either may be NULL. 0 or -1. */
+int ps_clock(ps_sim_t* s, long long* now_ms, long long* offset_ms);
+/* The HTTP status of the answer saved under key (200, 402, 500), 0 when the
+** key holds nothing (never used, refused, pruned, or --no-idempotency), -1
+** on failure. Looking prunes a key past its retention, as a request would. */
+int ps_key_status(ps_sim_t* s, const char* key);
 /* Wait until the output holds at least n lines starting with prefix
 ** ("HELD ", "CHARGED ", "DROPPED ", "DYING"), up to timeout_ms (0: look
 ** once); returns the count seen (or -1 on timeout, or when the simulator

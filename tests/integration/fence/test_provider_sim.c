@@ -13,10 +13,21 @@
 ** (401 for charges, lookups and other routes before anything else, the value
 ** quoted through the wrapper); each fault mode:
 ** slow (HELD seen, held counter, a concurrent same-key request gets 409,
-** charge_first, a client that gives up before the provider charges),
+** charge_first, a client that gives up before the provider charges, the
+** request after a held answer on the same connection),
 ** drop_after_charge, error_5xx, error_5xx_after_charge, rate_limited,
 ** die_after_charge and die_before_charge with ps_restart (charges and keys
 ** remembered), SIGKILL with ps_kill; the control channel's errors and exit.
+**
+** Profiles and the simulator's clock: stripe (replay with
+** Idempotent-Replayed, a 402 replayed, pruning after the retention so that
+** the old key charges again, 400 idempotency_error for other parameters,
+** 409 idempotency_key_in_use while the first request is held, no key
+** needed), ietf (400/422/409 as problem+json, replays without a marker, a
+** quoted sf-string key), error_500_saved (the 500 saved and replayed, with
+** and without a charge, across SIGKILL), the clock (advance, clock, key,
+** --clock-offset-ms, the offset kept across restarts, the default profile
+** never pruning unless told; keys named constructor and __proto__).
 **
 ** Skips every case, with a message, when node (>= 18), openssl or faketime
 ** (gen_pki.sh) is missing.
@@ -28,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -59,7 +71,9 @@ typedef struct fix_s {
 typedef struct res_s {
   ht_result_t r;
   int replayed;          /* Idempotent-Replayed: true */
+  int has_replayed;      /* an Idempotent-Replayed header at all */
   char retry_after[16];
+  char content_type[64];
 } res_t;
 
 typedef struct call_s {
@@ -190,6 +204,15 @@ static void start(fix_t* f, const char* flags) {
   open_client(f);
 }
 
+/* The same through ps_start_profile. */
+static void start_profile(fix_t* f, const char* profile, long long retention,
+                          const char* flags) {
+  f->sim = ps_start_profile(g.pki, f->state_path, 0, profile, retention, flags);
+  assert_non_null(f->sim);
+  assert_true(ps_port(f->sim) > 0);
+  open_client(f);
+}
+
 /* ---- requests ------------------------------------------------------------ */
 
 static void on_response(ob__http_req_t* req, int status,
@@ -199,8 +222,11 @@ static void on_response(ob__http_req_t* req, int status,
   ht_on_response(req, status, res);
   v = ob__http_header_get(res, "Idempotent-Replayed");
   x->replayed = v != NULL && strcmp(v, "true") == 0;
+  x->has_replayed = v != NULL;
   v = ob__http_header_get(res, "Retry-After");
   snprintf(x->retry_after, sizeof x->retry_after, "%s", v ? v : "");
+  v = ob__http_header_get(res, "Content-Type");
+  snprintf(x->content_type, sizeof x->content_type, "%s", v ? v : "");
 }
 
 /* Submit without waiting. key NULL: no Idempotency-Key header. */
@@ -708,6 +734,40 @@ static void test_slow(void** state) {
   assert_int_equal(ps_wait_lines(f->sim, "HELD ", 1, 0), 1);  /* not held */
 }
 
+/* A request that follows a held answer on the same keep-alive connection
+** is answered. Node queues its response until the held one has finished
+** writing; the simulator used to take that queued response (no socket yet)
+** for a dead connection and never sent it, and the client waited out its
+** deadline (from the second round on, every time, before the fix). */
+static void test_slow_then_next_on_same_connection(void** state) {
+  FIX;
+  call_t a, b, c;
+  char key[32], order[32], body[128], held[48];
+  start(f, NULL);
+  for (int i = 0; i < 8; i++) {
+    snprintf(key, sizeof key, "n-key-%d", i);
+    snprintf(order, sizeof order, "n-o-%d", i);
+    snprintf(held, sizeof held, "HELD %s", order);
+    snprintf(body, sizeof body,
+             "{\"order_id\":\"%s\",\"amount_minor\":100,"
+             "\"currency\":\"EUR\"}",
+             order);
+    assert_int_equal(ps_mode(f->sim, "slow", 1, 200, 0), 0);
+    submit(f, &a, "POST", "/v1/charges", key, body, 0);
+    pump_until_lines(f, held, 1, 5000);
+    assert_int_equal(charge(f, &b, key, order, 100), 0);  /* 2nd connection */
+    assert_int_equal(b.res.r.http_status, 409);
+    call_free(&b);
+    wait_call(f, &a);
+    assert_int_equal(a.res.r.http_status, 200);
+    call_free(&a);
+    snprintf(key, sizeof key, "n-next-%d", i);
+    assert_int_equal(charge(f, &c, key, order, 100), 0);
+    assert_int_equal(c.res.r.http_status, 200);
+    call_free(&c);
+  }
+}
+
 /* A pooled TLS connection, so that a short client deadline is spent
 ** waiting for the answer, not on the handshake. */
 static void warm_up(fix_t* f) {
@@ -945,6 +1005,530 @@ static void test_die_before_charge_and_kill(void** state) {
   assert_int_equal(stats(f).charges_total, 1);
 }
 
+/* ---- profiles, the simulator's clock, saved 500s ----------------------------- */
+
+#define DAY_MS 86400000LL
+
+static const char* const k_internal =
+    "{\"error\":{\"type\":\"api_error\",\"message\":\"Internal server error\"}}";
+static const char* const k_in_use =
+    "{\"error\":{\"type\":\"idempotency_error\",\"code\":"
+    "\"idempotency_key_in_use\",\"message\":\"There is currently another "
+    "in-progress request using this Idempotency Key. Please try again "
+    "later.\"}}";
+
+/* The stats ACK as text (malloc'd). */
+static char* stats_text(fix_t* f) {
+  char* st = ps_command(f->sim, "{\"cmd\":\"stats\"}");
+  assert_non_null(st);
+  return st;
+}
+
+/* The body's "id" (malloc'd). */
+static char* id_of(const call_t* c) {
+  char* id = json_str(c->res.r.body, "id");
+  assert_non_null(id);
+  return id;
+}
+
+/* An RFC 9457 problem as the ietf profile sends it. */
+static void check_problem(const call_t* c, int status, const char* title) {
+  char* s;
+  assert_int_equal(c->res.r.http_status, status);
+  assert_string_equal(c->res.content_type, "application/problem+json");
+  assert_int_equal(json_num(c->res.r.body, "status"), status);
+  s = json_str(c->res.r.body, "title");
+  assert_string_equal(s, title);
+  free(s);
+  s = json_str(c->res.r.body, "type");
+  assert_non_null(s);
+  free(s);
+  s = json_str(c->res.r.body, "detail");
+  assert_non_null(s);
+  free(s);
+  assert_int_equal(c->res.has_replayed, 0);
+}
+
+/* Stripe: the first answer with a key is saved, a 402 decline included, and
+** replayed with Idempotent-Replayed: true; a request without a key is
+** executed and nothing is saved for it. */
+static void test_stripe_replay_and_decline(void** state) {
+  FIX;
+  call_t a, b, c;
+  ps_stats_t s;
+  char* st;
+  start_profile(f, "stripe", 0, NULL);
+  st = stats_text(f);
+  assert_non_null(strstr(st, "\"profile\":\"stripe\""));
+  assert_non_null(strstr(st, "\"key_retention_ms\":86400000"));
+  free(st);
+  assert_int_equal(charge(f, &a, "s-key-1", "s-o-1", 1250), 0);
+  assert_int_equal(a.res.r.http_status, 200);
+  assert_int_equal(a.res.replayed, 0);
+  check_charge(a.res.r.body, "s-key-1", "s-o-1", 1250);
+  assert_int_equal(charge(f, &b, "s-key-1", "s-o-1", 1250), 0);
+  assert_int_equal(b.res.r.http_status, 200);
+  assert_int_equal(b.res.replayed, 1);
+  assert_string_equal(b.res.r.body, a.res.r.body);
+  call_free(&a);
+  call_free(&b);
+
+  assert_int_equal(charge(f, &c, "s-key-2", "s-o-2", 402), 0);
+  assert_int_equal(c.res.r.http_status, 402);
+  assert_string_equal(c.res.r.body, k_declined);
+  assert_int_equal(c.res.replayed, 0);
+  call_free(&c);
+  assert_int_equal(charge(f, &c, "s-key-2", "s-o-2", 402), 0);
+  assert_int_equal(c.res.r.http_status, 402);
+  assert_string_equal(c.res.r.body, k_declined);
+  assert_int_equal(c.res.replayed, 1);
+  call_free(&c);
+
+  assert_int_equal(ps_key_status(f->sim, "s-key-1"), 200);
+  assert_int_equal(ps_key_status(f->sim, "s-key-2"), 402);
+  assert_int_equal(ps_key_status(f->sim, "s-none"), 0);
+  assert_int_equal(ps_charges(f->sim, "s-o-1"), 1);
+  assert_int_equal(ps_charges(f->sim, "s-o-2"), 0);
+
+  /* No key: executed every time (Stripe does not require one). */
+  for (int i = 0; i < 2; i++) {
+    assert_int_equal(charge(f, &c, NULL, "s-o-3", 300), 0);
+    assert_int_equal(c.res.r.http_status, 200);
+    assert_int_equal(c.res.replayed, 0);
+    call_free(&c);
+  }
+  assert_int_equal(ps_charges(f->sim, "s-o-3"), 2);
+  s = stats(f);
+  assert_int_equal(s.replays, 2);
+  assert_int_equal(s.keys, 2);
+  assert_int_equal(s.pruned, 0);
+  assert_int_equal(s.charges_total, 3);
+}
+
+/* Stripe: keys are pruned once at least 24 h old on the simulator's clock;
+** a request with a pruned key is a new request: a second real charge, its
+** own answer saved and replayed; the old parameters are forgotten too; a
+** saved 500 is pruned like any answer. */
+static void test_stripe_prune_after_retention(void** state) {
+  FIX;
+  call_t a, c;
+  char* id1;
+  char* id2;
+  char* id;
+  long long off = -1;
+  start_profile(f, "stripe", 0, NULL);
+  assert_int_equal(charge(f, &a, "p-key", "p-o", 700), 0);
+  assert_int_equal(a.res.r.http_status, 200);
+  id1 = id_of(&a);
+  call_free(&a);
+
+  /* A minute short of 24 h: still replayed. */
+  assert_int_equal(ps_advance(f->sim, DAY_MS - 60000), 0);
+  assert_int_equal(ps_clock(f->sim, NULL, &off), 0);
+  assert_int_equal(off, DAY_MS - 60000);
+  assert_int_equal(charge(f, &c, "p-key", "p-o", 700), 0);
+  assert_int_equal(c.res.r.http_status, 200);
+  assert_int_equal(c.res.replayed, 1);
+  id = id_of(&c);
+  assert_string_equal(id, id1);
+  free(id);
+  call_free(&c);
+  assert_int_equal(ps_key_status(f->sim, "p-key"), 200);
+
+  /* 24 h: pruned by the sweep of advance. */
+  assert_int_equal(ps_advance(f->sim, 60000), 1);
+  assert_int_equal(ps_wait_lines(f->sim, "PRUNED p-key", 1, 0), 1);
+  assert_int_equal(ps_key_status(f->sim, "p-key"), 0);
+  assert_int_equal(lookup(f, &c, "p-key"), 0);
+  assert_int_equal(c.res.r.http_status, 404);
+  call_free(&c);
+
+  /* The old key again: a new charge, printed like any other. */
+  assert_int_equal(charge(f, &c, "p-key", "p-o", 700), 0);
+  assert_int_equal(c.res.r.http_status, 200);
+  assert_int_equal(c.res.replayed, 0);
+  check_charge(c.res.r.body, "p-key", "p-o", 700);
+  id2 = id_of(&c);
+  assert_string_not_equal(id2, id1);
+  call_free(&c);
+  assert_int_equal(ps_charges(f->sim, "p-o"), 2);
+  assert_int_equal(ps_wait_lines(f->sim, "CHARGED p-o ", 2, 0), 2);
+  /* Its answer is the one saved now. */
+  assert_int_equal(charge(f, &c, "p-key", "p-o", 700), 0);
+  assert_int_equal(c.res.replayed, 1);
+  id = id_of(&c);
+  assert_string_equal(id, id2);
+  free(id);
+  call_free(&c);
+  assert_int_equal(lookup(f, &c, "p-key"), 0);
+  assert_int_equal(c.res.r.http_status, 200);
+  id = id_of(&c);
+  assert_string_equal(id, id2);
+  free(id);
+  call_free(&c);
+
+  /* Pruned, the key's parameters are forgotten: another amount is new. */
+  assert_int_equal(charge(f, &c, "p-key-2", "p-o-2", 100), 0);
+  assert_int_equal(c.res.r.http_status, 200);
+  call_free(&c);
+  /* A saved 500 goes the same way. */
+  assert_int_equal(ps_mode(f->sim, "error_500_saved", 1, 0, 0), 0);
+  assert_int_equal(charge(f, &c, "p-key-3", "p-o-3", 100), 0);
+  assert_int_equal(c.res.r.http_status, 500);
+  call_free(&c);
+  assert_int_equal(ps_advance(f->sim, DAY_MS), 3);  /* p-key too */
+  assert_int_equal(charge(f, &c, "p-key-2", "p-o-2", 101), 0);
+  assert_int_equal(c.res.r.http_status, 200);
+  assert_int_equal(c.res.replayed, 0);
+  call_free(&c);
+  assert_int_equal(charge(f, &c, "p-key-3", "p-o-3", 100), 0);
+  assert_int_equal(c.res.r.http_status, 200);
+  assert_int_equal(c.res.replayed, 0);
+  call_free(&c);
+  assert_int_equal(ps_charges(f->sim, "p-o-2"), 2);
+  assert_int_equal(ps_charges(f->sim, "p-o-3"), 1);
+  assert_int_equal(stats(f).pruned, 4);
+  free(id1);
+  free(id2);
+}
+
+/* --key-retention-ms; the offset and the keys' ages survive SIGKILL; the
+** lazy pruning of a key made old by real time alone. */
+static void test_retention_option_and_restart(void** state) {
+  FIX;
+  call_t c;
+  long long off = -1;
+  start_profile(f, "stripe", 60000, NULL);
+  assert_int_equal(charge(f, &c, "r-key", "r-o", 100), 0);
+  assert_int_equal(c.res.r.http_status, 200);
+  call_free(&c);
+  assert_int_equal(ps_advance(f->sim, 30000), 0);
+
+  ps_kill(f->sim);
+  assert_int_equal(ps_restart(f->sim), 0);
+  assert_int_equal(ps_clock(f->sim, NULL, &off), 0);
+  assert_int_equal(off, 30000);
+  /* A GET first: the client resends it over the dead pooled connection. */
+  assert_int_equal(lookup(f, &c, "r-key"), 0);
+  assert_int_equal(c.res.r.http_status, 200);
+  call_free(&c);
+  assert_int_equal(ps_key_status(f->sim, "r-key"), 200);
+  assert_int_equal(charge(f, &c, "r-key", "r-o", 100), 0);
+  assert_int_equal(c.res.replayed, 1);
+  call_free(&c);
+  /* Another 30 s of the simulator's clock: 60 s old, pruned. */
+  assert_int_equal(ps_advance(f->sim, 30000), 1);
+  assert_int_equal(charge(f, &c, "r-key", "r-o", 100), 0);
+  assert_int_equal(c.res.r.http_status, 200);
+  assert_int_equal(c.res.replayed, 0);
+  call_free(&c);
+  assert_int_equal(ps_charges(f->sim, "r-o"), 2);
+  ps_stop(f->sim);
+  f->sim = NULL;
+  close_client(f);
+
+  /* 300 ms of retention: real time prunes it at its next use. */
+  unlink(f->state_path);
+  start_profile(f, "stripe", 300, NULL);
+  assert_int_equal(charge(f, &c, "r-key-2", "r-o-2", 100), 0);
+  assert_int_equal(c.res.r.http_status, 200);
+  call_free(&c);
+  usleep(400 * 1000);
+  assert_int_equal(charge(f, &c, "r-key-2", "r-o-2", 100), 0);
+  assert_int_equal(c.res.r.http_status, 200);
+  assert_int_equal(c.res.replayed, 0);
+  call_free(&c);
+  assert_int_equal(ps_wait_lines(f->sim, "PRUNED r-key-2", 1, 0), 1);
+  assert_int_equal(ps_charges(f->sim, "r-o-2"), 2);
+}
+
+/* Stripe: the same key with other parameters: 400 idempotency_error, and
+** the saved answer stays. */
+static void test_stripe_other_body(void** state) {
+  FIX;
+  call_t c;
+  char want[512];
+  snprintf(want, sizeof want,
+           "{\"error\":{\"type\":\"idempotency_error\",\"message\":\"Keys for "
+           "idempotent requests can only be used with the same parameters "
+           "they were first used with. Try using a key other than 'm-key' if "
+           "you meant to execute a different request.\"}}");
+  start_profile(f, "stripe", 0, NULL);
+  assert_int_equal(charge(f, &c, "m-key", "m-o", 100), 0);
+  assert_int_equal(c.res.r.http_status, 200);
+  call_free(&c);
+  assert_int_equal(charge(f, &c, "m-key", "m-o", 101), 0);
+  assert_int_equal(c.res.r.http_status, 400);
+  assert_string_equal(c.res.r.body, want);
+  assert_int_equal(c.res.replayed, 0);
+  call_free(&c);
+  assert_int_equal(charge(f, &c, "m-key", "m-other", 100), 0);
+  assert_int_equal(c.res.r.http_status, 400);
+  assert_string_equal(c.res.r.body, want);
+  call_free(&c);
+  assert_int_equal(ps_key_status(f->sim, "m-key"), 200);
+  assert_int_equal(charge(f, &c, "m-key", "m-o", 100), 0);
+  assert_int_equal(c.res.r.http_status, 200);
+  assert_int_equal(c.res.replayed, 1);
+  call_free(&c);
+  assert_int_equal(ps_charges(f->sim, "m-o"), 1);
+  assert_int_equal(ps_charges(f->sim, "m-other"), 0);
+}
+
+/* Stripe: a request with a key whose first request is still being
+** processed (held by mode slow): 409 idempotency_key_in_use, whatever its
+** body, nothing saved; the first then answers and is replayed. */
+static void test_stripe_in_flight(void** state) {
+  FIX;
+  call_t a, b;
+  start_profile(f, "stripe", 0, NULL);
+  assert_int_equal(ps_mode(f->sim, "slow", 1, 800, 0), 0);
+  submit(f, &a, "POST", "/v1/charges", "f-key",
+         "{\"order_id\":\"f-o\",\"amount_minor\":1000,\"currency\":\"EUR\"}",
+         0);
+  pump_until_lines(f, "HELD f-o", 1, 5000);
+  assert_int_equal(charge(f, &b, "f-key", "f-o", 1000), 0);
+  assert_int_equal(b.res.r.http_status, 409);
+  assert_string_equal(b.res.r.body, k_in_use);
+  assert_int_equal(b.res.replayed, 0);
+  call_free(&b);
+  assert_int_equal(charge(f, &b, "f-key", "f-o", 999), 0);
+  assert_int_equal(b.res.r.http_status, 409);
+  call_free(&b);
+  assert_int_equal(ps_key_status(f->sim, "f-key"), 0);
+  wait_call(f, &a);
+  assert_int_equal(a.res.r.http_status, 200);
+  assert_int_equal(charge(f, &b, "f-key", "f-o", 1000), 0);
+  assert_int_equal(b.res.r.http_status, 200);
+  assert_int_equal(b.res.replayed, 1);
+  assert_string_equal(b.res.r.body, a.res.r.body);
+  call_free(&a);
+  call_free(&b);
+  assert_int_equal(ps_charges(f->sim, "f-o"), 1);
+}
+
+/* draft-ietf-httpapi-idempotency-key-header: 400 without a key, 422 for
+** another payload, 409 while the first is in progress, all problem+json;
+** results replayed (errors too) without a replay marker; a key in
+** sf-string form is the same key; keys expire after 24 h. */
+static void test_ietf(void** state) {
+  FIX;
+  call_t a, b, c;
+  char* st;
+  start_profile(f, "ietf", 0, NULL);
+  st = stats_text(f);
+  assert_non_null(strstr(st, "\"profile\":\"ietf\""));
+  free(st);
+  assert_int_equal(charge(f, &c, NULL, "i-o", 100), 0);
+  check_problem(&c, 400, "Idempotency-Key is missing");
+  call_free(&c);
+  assert_int_equal(charge(f, &c, "", "i-o", 100), 0);
+  check_problem(&c, 400, "Idempotency-Key is missing");
+  call_free(&c);
+  assert_int_equal(charge(f, &c, "\"\"", "i-o", 100), 0);
+  check_problem(&c, 400, "Idempotency-Key is missing");
+  call_free(&c);
+  assert_int_equal(ps_charges(f->sim, "i-o"), 0);
+
+  assert_int_equal(charge(f, &a, "i-key", "i-o", 100), 0);
+  assert_int_equal(a.res.r.http_status, 200);
+  assert_int_equal(a.res.has_replayed, 0);
+  assert_int_equal(charge(f, &b, "i-key", "i-o", 100), 0);
+  assert_int_equal(b.res.r.http_status, 200);
+  assert_int_equal(b.res.has_replayed, 0);
+  assert_string_equal(b.res.r.body, a.res.r.body);
+  call_free(&b);
+  assert_int_equal(stats(f).replays, 1);
+  /* RFC 8941 sf-string: "i-key" is the key i-key. */
+  assert_int_equal(charge(f, &b, "\"i-key\"", "i-o", 100), 0);
+  assert_int_equal(b.res.r.http_status, 200);
+  assert_string_equal(b.res.r.body, a.res.r.body);
+  call_free(&b);
+  assert_int_equal(charge(f, &c, "i-key", "i-o", 101), 0);
+  check_problem(&c, 422, "Idempotency-Key is already used");
+  call_free(&c);
+  call_free(&a);
+
+  assert_int_equal(ps_mode(f->sim, "slow", 1, 800, 0), 0);
+  submit(f, &a, "POST", "/v1/charges", "i-key-2",
+         "{\"order_id\":\"i-o-2\",\"amount_minor\":200,\"currency\":\"EUR\"}",
+         0);
+  pump_until_lines(f, "HELD i-o-2", 1, 5000);
+  assert_int_equal(charge(f, &c, "i-key-2", "i-o-2", 200), 0);
+  check_problem(&c, 409, "A request is outstanding for this Idempotency-Key");
+  call_free(&c);
+  wait_call(f, &a);
+  assert_int_equal(a.res.r.http_status, 200);
+  call_free(&a);
+
+  /* An error result is replayed as well. */
+  assert_int_equal(charge(f, &c, "i-key-3", "i-o-3", 402), 0);
+  assert_int_equal(c.res.r.http_status, 402);
+  call_free(&c);
+  assert_int_equal(charge(f, &c, "i-key-3", "i-o-3", 402), 0);
+  assert_int_equal(c.res.r.http_status, 402);
+  assert_string_equal(c.res.r.body, k_declined);
+  assert_int_equal(c.res.has_replayed, 0);
+  call_free(&c);
+  assert_int_equal(ps_charges(f->sim, "i-o"), 1);
+  assert_int_equal(ps_charges(f->sim, "i-o-2"), 1);
+
+  /* The published expiry, 24 h: then the other payload is a new request. */
+  assert_int_equal(ps_advance(f->sim, DAY_MS), 3);
+  assert_int_equal(charge(f, &c, "i-key", "i-o", 101), 0);
+  assert_int_equal(c.res.r.http_status, 200);
+  call_free(&c);
+  assert_int_equal(ps_charges(f->sim, "i-o"), 2);
+}
+
+/* error_500_saved: the 500 is what the key keeps and replays (Stripe v1);
+** by default nothing is charged, with charge_first the charge is made
+** first; the saved 500 survives SIGKILL. */
+static void test_error_500_saved(void** state) {
+  FIX;
+  call_t c;
+  start(f, NULL);
+  assert_int_equal(ps_mode(f->sim, "error_500_saved", 1, 0, 0), 0);
+  assert_int_equal(charge(f, &c, "e-key", "e-o", 500), 0);
+  assert_int_equal(c.res.r.http_status, 500);
+  assert_string_equal(c.res.r.body, k_internal);
+  assert_int_equal(c.res.replayed, 0);
+  call_free(&c);
+  assert_int_equal(ps_charges(f->sim, "e-o"), 0);
+  assert_int_equal(ps_key_status(f->sim, "e-key"), 500);
+  assert_int_equal(charge(f, &c, "e-key", "e-o", 500), 0);
+  assert_int_equal(c.res.r.http_status, 500);
+  assert_string_equal(c.res.r.body, k_internal);
+  assert_int_equal(c.res.replayed, 1);
+  call_free(&c);
+  assert_int_equal(ps_charges(f->sim, "e-o"), 0);
+  assert_int_equal(lookup(f, &c, "e-key"), 0);
+  assert_int_equal(c.res.r.http_status, 404);
+  call_free(&c);
+  assert_int_equal(ps_wait_lines(f->sim, "CHARGED ", 1, 0), -1);
+
+  /* charge_first: charged, then the 500 saved over it. */
+  assert_int_equal(ps_mode(f->sim, "error_500_saved", 1, 0, 1), 0);
+  assert_int_equal(charge(f, &c, "e-key-2", "e-o-2", 600), 0);
+  assert_int_equal(c.res.r.http_status, 500);
+  assert_string_equal(c.res.r.body, k_internal);
+  call_free(&c);
+  assert_int_equal(ps_wait_lines(f->sim, "CHARGED e-o-2 ", 1, 0), 1);
+  assert_int_equal(ps_charges(f->sim, "e-o-2"), 1);
+  assert_int_equal(charge(f, &c, "e-key-2", "e-o-2", 600), 0);
+  assert_int_equal(c.res.r.http_status, 500);
+  assert_int_equal(c.res.replayed, 1);
+  call_free(&c);
+  assert_int_equal(lookup(f, &c, "e-key-2"), 0);
+  assert_int_equal(c.res.r.http_status, 200);
+  check_charge(c.res.r.body, "e-key-2", "e-o-2", 600);
+  call_free(&c);
+  /* The mode is used up; another body under the key is still a mismatch. */
+  assert_int_equal(charge(f, &c, "e-key-2", "e-o-2", 601), 0);
+  assert_int_equal(c.res.r.http_status, 422);
+  call_free(&c);
+
+  /* SIGKILL: the saved 500s are in the state file. */
+  ps_kill(f->sim);
+  assert_int_equal(ps_restart(f->sim), 0);
+  assert_int_equal(lookup(f, &c, "e-key-2"), 0);
+  assert_int_equal(c.res.r.http_status, 200);
+  call_free(&c);
+  assert_int_equal(charge(f, &c, "e-key", "e-o", 500), 0);
+  assert_int_equal(c.res.r.http_status, 500);
+  assert_string_equal(c.res.r.body, k_internal);
+  assert_int_equal(c.res.replayed, 1);
+  call_free(&c);
+  assert_int_equal(ps_key_status(f->sim, "e-key-2"), 500);
+  assert_int_equal(ps_charges(f->sim, "e-o"), 0);
+  assert_int_equal(ps_charges(f->sim, "e-o-2"), 1);
+  assert_int_equal(stats(f).charges_total, 1);
+}
+
+/* The simulator's clock: clock, advance (and its refusals), the default
+** profile never pruning, charges stamped with it, the offset kept across a
+** restart; --clock-offset-ms at start, and as a floor on restart; bad
+** profile and retention arguments. */
+static void test_clock(void** state) {
+  FIX;
+  call_t c;
+  long long now = -1, off = -1;
+  long long wall = (long long)time(NULL) * 1000;
+  const long long ten_years = 3650 * DAY_MS;
+  char* ack;
+  char* st;
+  start(f, NULL);
+  assert_int_equal(ps_clock(f->sim, &now, &off), 0);
+  assert_int_equal(off, 0);
+  assert_true(now > wall - 5000 && now < wall + 5000);
+  assert_int_equal(charge(f, &c, "c-key", "c-o", 100), 0);
+  assert_int_equal(c.res.r.http_status, 200);
+  call_free(&c);
+  /* Default profile: keys kept however old. */
+  assert_int_equal(ps_advance(f->sim, ten_years), 0);
+  assert_int_equal(charge(f, &c, "c-key", "c-o", 100), 0);
+  assert_int_equal(c.res.replayed, 1);
+  call_free(&c);
+  st = stats_text(f);
+  assert_non_null(strstr(st, "\"profile\":\"default\""));
+  assert_non_null(strstr(st, "\"key_retention_ms\":null"));
+  free(st);
+  assert_int_equal(charge(f, &c, "c-key-2", "c-o-2", 100), 0);
+  assert_true(json_num(c.res.r.body, "created") >=
+              (long)((wall + ten_years) / 1000) - 5);
+  call_free(&c);
+  assert_int_equal(ps_advance(f->sim, -1), -1);
+  for (int i = 0; i < 5; i++) {
+    static const char* const k_bad[] = {
+        "{\"cmd\":\"advance\",\"ms\":-5}", "{\"cmd\":\"advance\",\"ms\":1.5}",
+        "{\"cmd\":\"advance\"}", "{\"cmd\":\"advance\",\"ms\":\"5\"}",
+        "{\"cmd\":\"key\"}"};
+    ack = ps_command(f->sim, k_bad[i]);
+    assert_non_null(ack);
+    assert_non_null(strstr(ack, "\"ok\":false"));
+    free(ack);
+  }
+  /* Keys named like Object's own properties are keys like any other. */
+  for (int i = 0; i < 2; i++) {
+    const char* k = i == 0 ? "constructor" : "__proto__";
+    assert_int_equal(charge(f, &c, k, "c-o-3", 100 + i), 0);
+    assert_int_equal(c.res.r.http_status, 200);
+    assert_int_equal(c.res.replayed, 0);
+    call_free(&c);
+    assert_int_equal(charge(f, &c, k, "c-o-3", 100 + i), 0);
+    assert_int_equal(c.res.replayed, 1);
+    call_free(&c);
+  }
+  assert_int_equal(ps_charges(f->sim, "c-o-3"), 2);
+  ps_kill(f->sim);
+  assert_int_equal(ps_restart(f->sim), 0);
+  assert_int_equal(ps_clock(f->sim, NULL, &off), 0);
+  assert_int_equal(off, ten_years);
+  assert_int_equal(ps_key_status(f->sim, "__proto__"), 200);
+  assert_int_equal(ps_key_status(f->sim, "constructor"), 200);
+  ps_stop(f->sim);
+  f->sim = NULL;
+  close_client(f);
+
+  /* --clock-offset-ms: the start's offset, and a floor at each restart. */
+  unlink(f->state_path);
+  start_profile(f, NULL, 0, "--clock-offset-ms 86400000");
+  assert_int_equal(ps_clock(f->sim, NULL, &off), 0);
+  assert_int_equal(off, DAY_MS);
+  assert_int_equal(ps_advance(f->sim, 1000), 0);
+  assert_int_equal(ps_restart(f->sim), 0);
+  assert_int_equal(ps_clock(f->sim, NULL, &off), 0);
+  assert_int_equal(off, DAY_MS + 1000);
+  ps_stop(f->sim);
+  f->sim = NULL;
+
+  /* Refused at start (exit 2): ps_start gives NULL. */
+  assert_null(ps_start(g.pki, f->state_path, 0, "--profile nope"));
+  assert_null(ps_start(g.pki, f->state_path, 0, "--key-retention-ms 0"));
+  assert_null(ps_start(g.pki, f->state_path, 0, "--clock-offset-ms -1"));
+  assert_null(ps_start_profile(g.pki, f->state_path, 0, "Stripe", 0, NULL));
+}
+
 /* ---- control ------------------------------------------------------------------ */
 
 static void test_control(void** state) {
@@ -990,6 +1574,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_no_lookup, setup, teardown),
       cmocka_unit_test_setup_teardown(test_require_auth, setup, teardown),
       cmocka_unit_test_setup_teardown(test_slow, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_slow_then_next_on_same_connection,
+                                      setup, teardown),
       cmocka_unit_test_setup_teardown(test_slow_charge_first, setup, teardown),
       cmocka_unit_test_setup_teardown(test_slow_client_gives_up, setup,
                                       teardown),
@@ -1003,6 +1589,17 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_die_before_charge_and_kill, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_control, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_stripe_replay_and_decline, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_stripe_prune_after_retention, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_retention_option_and_restart, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_stripe_other_body, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_stripe_in_flight, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_ietf, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_error_500_saved, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_clock, setup, teardown),
   };
   return cmocka_run_group_tests_name("provider_sim", tests, group_setup,
                                      group_teardown);
