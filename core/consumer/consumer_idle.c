@@ -32,10 +32,9 @@ int64_t ob__consumer_idle_deadline_ms(const ob__consumer_idle_t* w, int vt_s) {
   return end + OB__CONSUMER_IDLE_MARGIN_MS;
 }
 
-ob__consumer_idle_verdict_t ob__consumer_idle_decide(ob__consumer_idle_t* w,
-                                                     const ob__consumer_counts_t* c,
-                                                     int64_t receive_started_ms,
-                                                     int vt_s) {
+ob__consumer_idle_verdict_t ob__consumer_idle_decide(
+    ob__consumer_idle_t* w, const ob__consumer_counts_t* c,
+    int64_t receive_started_ms, int vt_s) {
   /* Our own retry is still hidden when this receive began: it comes back
   ** later, whatever the (approximate) counts say. */
   int own_hidden = w->own_until_ms >= 0 &&

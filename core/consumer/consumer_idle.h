@@ -86,10 +86,9 @@ void ob__consumer_idle_own_hidden(ob__consumer_idle_t* w, int64_t until_ms);
 ** something left, clears it when nothing is left. c NULL counts as unknown.
 ** This function can't fail.
 */
-ob__consumer_idle_verdict_t ob__consumer_idle_decide(ob__consumer_idle_t* w,
-                                                     const ob__consumer_counts_t* c,
-                                                     int64_t receive_started_ms,
-                                                     int vt_s);
+ob__consumer_idle_verdict_t ob__consumer_idle_decide(
+    ob__consumer_idle_t* w, const ob__consumer_counts_t* c,
+    int64_t receive_started_ms, int vt_s);
 
 /* When the wait in progress ends (an empty receive beginning at or after
 ** it makes the run stalled); -1 when no wait is in progress. This function

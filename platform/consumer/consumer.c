@@ -788,11 +788,16 @@ static void c_started(ob__worker_t* w) {
   c->msgs = NULL;
   c->pause_until = 0;
   ob__consumer_queue_start(c);
-  ob__log(c->e, OB_LOG_INFO,
-          "sqs consumer: consuming %s (prefetch %d, long poll %d s, "
-          "visibility %s)",
-          c->queue_url, c->prefetch, c->wait_s,
-          c->vt_cfg > 0 ? "configured" : "the queue's");
+  if (c->vt_cfg > 0)
+    ob__log(c->e, OB_LOG_INFO,
+            "sqs consumer: consuming %s (prefetch %d, long poll %d s, "
+            "visibility %d s, configured)",
+            c->queue_url, c->prefetch, c->wait_s, c->vt_s);
+  else
+    ob__log(c->e, OB_LOG_INFO,
+            "sqs consumer: consuming %s (prefetch %d, long poll %d s, "
+            "visibility: the queue's VisibilityTimeout)",
+            c->queue_url, c->prefetch, c->wait_s);
   pump(c);
 }
 

@@ -67,7 +67,8 @@ typedef struct consumer_s {
   int wait_s;
   int prefetch;
   int vt_cfg;                 /* visibility_timeout_s: 0 = the queue's */
-  ob__aws_config_t aws;        /* kept for a later re-attach; wiped at destroy */
+  ob__aws_config_t aws;       /* kept for a later re-attach; wiped at
+                              ** destroy */
 
   /* Running state, reset by start(). The worker's timer runs the next
   ** transaction (0 ms, or a pause). */
