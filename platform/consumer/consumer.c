@@ -1,11 +1,14 @@
 /*
-** The SQS consumer component (see consumer.h for the life of a message).
+** The SQS consumer component (see consumer.h for the life of a message;
+** consumer_queue.c asks the queue for its VisibilityTimeout and, for an
+** until-idle run, its counts; consumer_int.h is the state both share).
 **
 ** Everything runs on the engine's loop. Handling is synchronous (one
 ** transaction, inside ob__handle_external), one message per loop turn, so
 ** SQS requests in flight and timers progress between messages. Requests:
 ** at most one ReceiveMessage, one DeleteMessageBatch and one
-** ChangeMessageVisibilityBatch in flight at a time, each up to 10 entries.
+** ChangeMessageVisibilityBatch in flight at a time, each up to 10 entries,
+** and one GetQueueAttributes, never alongside a receive.
 **
 ** Every message the consumer holds is in c->msgs, in receive order, in one
 ** of these states:
@@ -14,7 +17,8 @@
 **                waiting for its delete
 **   M_DELETING   in the DeleteMessageBatch in flight
 **   M_VIS        retried (vis_s = the delay) or released at close (vis_s 0):
-**                waiting for its visibility change, then forgotten
+**                waiting for its visibility change, then forgotten (only
+**                when it comes back is kept, for an until-idle run)
 **   M_VIS_SENT   in the ChangeMessageVisibilityBatch in flight
 ** M_NEW and M_DONE messages are kept invisible (the keepalive); ka_sent
 ** marks one whose extension is in the visibility batch in flight. A message
