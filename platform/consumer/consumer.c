@@ -17,8 +17,8 @@
 **                waiting for its delete
 **   M_DELETING   in the DeleteMessageBatch in flight
 **   M_VIS        retried (vis_s = the delay) or released at close (vis_s 0):
-**                waiting for its visibility change, then forgotten (only
-**                when it comes back is kept, for an until-idle run)
+**                waiting for its visibility change, then forgotten but
+**                for when it comes back (an until-idle run waits for it)
 **   M_VIS_SENT   in the ChangeMessageVisibilityBatch in flight
 ** M_NEW and M_DONE messages are kept invisible (the keepalive); ka_sent
 ** marks one whose extension is in the visibility batch in flight. A message

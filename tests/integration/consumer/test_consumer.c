@@ -669,7 +669,8 @@ static void test_visibility_shorter_than_handler(void** state) {
 }
 
 /* Prefetched messages wait while earlier ones are handled slowly: the
-** keepalive keeps them invisible, so none is delivered twice. */
+** keepalive, extending by the queue's own visibility timeout, keeps them
+** invisible, so none is delivered twice. */
 static void test_keepalive_prefetch_buffer(void** state) {
   static const int slow = 600;
   char* url;
@@ -690,9 +691,13 @@ static void test_keepalive_prefetch_buffer(void** state) {
   assert_int_equal(ob_register(g.e, PAY, "slow-audit", slow_handler,
                                (void*)&slow),
                    0);
-  /* Visibility 1 s; each message takes 0.6 s: the fifth waits 2.4 s. */
-  eng_consume(&g, url, 5, 1, 1);
+  /* Visibility 1 s, the queue's own (visibility_timeout_s 0: read at
+  ** start, what the keepalive extends by); each message takes 0.6 s: the
+  ** fifth waits 2.4 s. */
+  eng_consume(&g, url, 5, 0, 1);
   run_until_idle(&g);
+  assert_non_null(
+      strstr(g.log.text, "visibility 1 s (the queue's VisibilityTimeout)"));
   assert_int_equal(count_in(g.log.text, "handled, committed; deleting"), 5);
   assert_int_equal(count_in(g.log.text, "duplicate"), 0);
   assert_int_equal(count_in(g.log.text, "keepalive of message"), 0);
