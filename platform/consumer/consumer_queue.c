@@ -212,10 +212,11 @@ static void on_counts(ob__sqs_req_t* req, int status) {
   if (!c->counts.known && !c->counts_warned) {
     c->counts_warned = 1;
     ob__log(e, OB_LOG_WARN,
-            "sqs consumer: cannot read the queue's message counts: %s (%s); "
+            "sqs consumer: cannot read the queue's message counts: %s%s%s%s; "
             "an until-idle run waits out the visibility timeout and then "
             "can't call the queue done",
-            c->counts_error, status != 0 ? req->detail : "");
+            c->counts_error, status != 0 ? " (" : "",
+            status != 0 ? req->detail : "", status != 0 ? ")" : "");
   }
   c->counts_fresh = 1;
   c->verdict = ob__consumer_idle_decide(

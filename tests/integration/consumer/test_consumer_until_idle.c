@@ -15,6 +15,8 @@
 **   - messages someone keeps hidden past the bound: exit 5 and a "not
 **     done:" line naming them; a run with a longer --visibility-timeout
 **     waits for them once the holder is gone;
+**   - GetQueueAttributes refused: the default visibility with a warning;
+**     counts that can't be read end in exit 5, never 0;
 **   - the consumer's own retry, delayed past the visibility timeout, is
 **     waited for (library).
 **
@@ -492,6 +494,48 @@ static void test_held_past_the_bound_is_stalled(void** state) {
   free(url);
 }
 
+/* ---- GetQueueAttributes refused ----------------------------------------- */
+
+/* Without sqs:GetQueueAttributes (403 AccessDenied from the terminator):
+** the queue's VisibilityTimeout can't be read, so 30 s and a warning, and
+** the run still works (the counts, asked later, are answered); the counts
+** refused: the run waits out its bound (2 s + 1 s) and exits 5 naming the
+** refusal, never 0. */
+static void test_get_queue_attributes_refused(void** state) {
+  char* url;
+  char* db = new_path("refused.db");
+  char* out;
+  (void)state;
+  SKIP_WITHOUT_SERVER();
+  url = ct_new_queue(&g_srv, "{\"VisibilityTimeout\":\"2\"}");
+
+  sq_fault(&g_srv, "{\"count\":1,\"status\":403,"
+                   "\"code\":\"AccessDenied\","
+                   "\"target\":\"AmazonSQS.GetQueueAttributes\"}");
+  assert_int_equal(run_oncebox(db, url, "--until-idle", 60000, &out), 0);
+  sq_clear(&g_srv);
+  if (strstr(out, "cannot read the queue's VisibilityTimeout") == NULL ||
+      strstr(out, "using 30 s") == NULL)
+    fail_msg("no warning about the visibility:\n%s", out);
+  free(out);
+
+  sq_fault(&g_srv, "{\"count\":30,\"status\":403,"
+                   "\"code\":\"AccessDenied\","
+                   "\"target\":\"AmazonSQS.GetQueueAttributes\"}");
+  assert_int_equal(run_oncebox(db, url, "--until-idle --visibility-timeout 2",
+                               60000, &out),
+                   5);
+  sq_clear(&g_srv);
+  if (strstr(out, "the SQS queue's message counts could not be read "
+                  "(AccessDenied)") == NULL)
+    fail_msg("no not-done line naming the refusal:\n%s", out);
+  print_line(out, "not done: work");
+  free(out);
+  assert_int_equal(ct_queue_depth(&g_srv, url, NULL, NULL), 0);
+  free(db);
+  free(url);
+}
+
 /* ---- the consumer's own retry (library) ---------------------------------- */
 
 static int g_calls;
@@ -566,6 +610,7 @@ int main(void) {
       cmocka_unit_test(test_queue_visibility_is_the_default),
       cmocka_unit_test(test_visibility_timeout_usage),
       cmocka_unit_test(test_held_past_the_bound_is_stalled),
+      cmocka_unit_test(test_get_queue_attributes_refused),
       cmocka_unit_test(test_own_retry_is_waited_for),
   };
   /* One case: OB_TEST_FILTER, a cmocka glob. */
