@@ -30,11 +30,24 @@ int ob__consumer_options_check(const ob_consumer_options_t* o, char* errbuf,
   if (o->prefetch < 1 || o->prefetch > 10)
     return ob__errbuf_set(errbuf, errlen, OB_EINVAL,
                           "consumer: prefetch must be 1..10");
-  if (o->visibility_timeout_s < 1 ||
+  if (o->visibility_timeout_s < 0 ||
       o->visibility_timeout_s > OB__CONSUMER_MAX_VISIBILITY_S)
     return ob__errbuf_set(errbuf, errlen, OB_EINVAL,
-                          "consumer: visibility_timeout_s must be 1..43200");
+                          "consumer: visibility_timeout_s must be 0 (the "
+                          "queue's) or 1..43200");
   return ob__probe_options_check("consumer", &o->probe, errbuf, errlen);
+}
+
+int ob__consumer_queue_visibility_s(const char* value) {
+  long v = 0;
+  if (value == NULL || *value == '\0') return -1;
+  /* Digits only, no sign or space: SQS writes a plain number. */
+  for (const char* p = value; *p != '\0'; p++) {
+    if (*p < '0' || *p > '9') return -1;
+    v = v * 10 + (*p - '0');
+    if (v > OB__CONSUMER_MAX_VISIBILITY_S) return -1;
+  }
+  return v < 1 ? 1 : (int)v;
 }
 
 int ob__consumer_visibility_budget_s(int64_t first_receive_ms,

@@ -30,6 +30,11 @@
 #define OB__CONSUMER_MAX_VISIBILITY_S 43200
 #define OB__CONSUMER_VISIBILITY_MARGIN_S 60
 
+/* The visibility timeout in force when visibility_timeout_s is 0 (the
+** queue's) and the queue's VisibilityTimeout can't be read: SQS's own
+** default for a new queue. */
+#define OB__CONSUMER_DEFAULT_VISIBILITY_S 30
+
 
 /*
 ** The id under which a message that is not a valid CloudEvent is stored in
@@ -60,6 +65,15 @@ int ob__consumer_visibility_budget_s(int64_t first_receive_ms,
 ** can't fail.
 */
 int ob__consumer_retry_visibility_s(int64_t delay_ms, int budget_s);
+
+/*
+** The visibility timeout in force from the queue's VisibilityTimeout
+** attribute (a decimal string, as GetQueueAttributes returns it): 1..43200.
+** A queue's 0 gives 1: a consumer that holds messages (the prefetch buffer,
+** the keepalive) needs them hidden at least for a moment. -1 when value is
+** NULL or not a decimal integer in 0..43200. This function can't fail.
+*/
+int ob__consumer_queue_visibility_s(const char* value);
 
 /*
 ** Validate options (NULL fields and ranges as documented in oncebox.h).

@@ -617,12 +617,29 @@ OB_EXTERN void ob_stop(ob_engine_t* e);
 ** retry delay instead of copying it. A crash or a lost reply before the
 ** delete brings the message back, and then it is a duplicate.
 */
+/*
+** visibility_timeout_s: how long a message this consumer received stays
+** invisible to every other consumer of the queue (ReceiveMessage's
+** VisibilityTimeout), and how far each keepalive extension reaches; a
+** message neither deleted nor extended in that time comes back to whoever
+** receives next. An until-idle run waits up to that long (plus a second)
+** for messages another consumer holds (see ob_consumer_enable). Seconds,
+** 0..43200 (SQS's 12 h maximum):
+**   0 (the default)  the queue's own VisibilityTimeout, read once with
+**                    GetQueueAttributes when the consumer starts (each
+**                    ob_attach / ob_run, never at enable); when it can't
+**                    be read, 30 s (SQS's default for a new queue) and a
+**                    warning in the log. A queue whose own is 0 gets 1.
+**   1..43200         that many seconds, whatever the queue says.
+** Anything else, -1 included, is OB_EINVAL. SQS's own meaning of 0 ("visible
+** again at once") is not offered: a consumer that holds received messages
+** (the prefetch buffer, a slow handler) needs them hidden meanwhile.
+*/
 typedef struct ob_consumer_options_s {
   const char* queue_url;       /* required: the queue's URL (copied) */
   int wait_seconds;            /* long poll (WaitTimeSeconds), 0..20: 20 */
   int prefetch;                /* messages received at once, 1..10: 1 */
-  int visibility_timeout_s;    /* visibility of received messages and of
-                               ** each keepalive extension, 1..43200: 30 */
+  int visibility_timeout_s;    /* see above: 0 (the queue's), 1..43200 */
   ob_probe_options_t probe;    /* offline: receive retried after 1000 ..
                                ** 300000 */
 } ob_consumer_options_t;
@@ -642,8 +659,18 @@ OB_EXTERN void ob_consumer_options_init(ob_consumer_options_t* o);
 ** with ChangeMessageVisibility every visibility_timeout_s / 2, never past
 ** 12 h after their first receive; when SQS can't be reached, retries the
 ** receive with backoff and jitter (ob_network_changed retries at once).
-** ob_run(OB_RUN_UNTIL_IDLE) stops once a receive came back empty (or SQS
-** can't be reached) and the consumer holds nothing. ob_detach / SIGTERM:
+** ob_run(OB_RUN_UNTIL_IDLE): the consumer is done once it holds nothing, a
+** receive came back empty and GetQueueAttributes, asked right after it,
+** reports no message visible, in flight (ApproximateNumberOfMessagesNotVisible)
+** or delayed, and none of its own retries is still hidden. While the queue
+** reports some, it keeps receiving, so messages a killed consumer held come
+** back when their visibility ends and are handled in this run; its own
+** retries are waited for until their delay ends. If messages are still
+** reported after an empty receive that began a visibility timeout (plus
+** 1 s) after the queue first reported them, someone keeps them hidden: the
+** run ends with OB_RUN_STALLED, as it does when SQS can't be reached or the
+** counts can't be read (after the same wait). ob_consumer_status says which.
+** The counts are SQS's approximate ones. ob_detach / SIGTERM:
 ** the long poll is canceled, the message being handled finishes, what was
 ** committed is deleted and what was received but not handled is made
 ** visible again.
@@ -654,6 +681,46 @@ OB_EXTERN void ob_consumer_options_init(ob_consumer_options_t* o);
 */
 OB_EXTERN int ob_consumer_enable(ob_engine_t* e, const ob_consumer_options_t* o,
                                  char* errbuf, size_t errlen);
+
+/* Where the visibility timeout in force came from. */
+typedef enum {
+  OB_CONSUMER_VT_UNKNOWN = 0,   /* not started yet */
+  OB_CONSUMER_VT_CONFIGURED,    /* visibility_timeout_s */
+  OB_CONSUMER_VT_QUEUE,         /* the queue's VisibilityTimeout */
+  OB_CONSUMER_VT_DEFAULT        /* the queue's could not be read: 30 s */
+} ob_consumer_vt_source_t;
+
+/* What the SQS consumer knows of its queue (ob_consumer_status). */
+typedef struct ob_consumer_status_s {
+  int online;                  /* 1: its last request reached SQS; 0: it
+                               ** could not; -1: never started */
+  int visibility_timeout_s;    /* in force; 0 before it is known */
+  ob_consumer_vt_source_t visibility_source;
+  /* The counts of the last GetQueueAttributes of an until-idle run, read
+  ** after an empty receive: counts 1 when read, 0 when it was refused (then
+  ** counts_error holds the SQS error code, never a secret), -1 when never
+  ** asked; the three values are -1 unless counts is 1. */
+  int counts;
+  int64_t visible;             /* ApproximateNumberOfMessages */
+  int64_t not_visible;         /* ApproximateNumberOfMessagesNotVisible */
+  int64_t delayed;             /* ApproximateNumberOfMessagesDelayed */
+  char counts_error[128];
+  /* 1 when the last until-idle run found messages still left after its
+  ** wait (what made it OB_RUN_STALLED, besides SQS being unreachable);
+  ** waited_ms is how long it waited for them. */
+  int stalled;
+  int64_t waited_ms;
+} ob_consumer_status_t;
+
+/*
+** Fill *st with what the consumer of e knows of its queue: for a program to
+** say what an until-idle run left (the oncebox CLI's "not done:" line). Call
+** from the loop thread or when e is not attached (after ob_run returned: the
+** values of that run are kept until the next start). Returns 0, OB_EINVAL
+** when e or st is NULL, OB_ENOTFOUND when no consumer is enabled (st is then
+** zeroed, online -1).
+*/
+OB_EXTERN int ob_consumer_status(ob_engine_t* e, ob_consumer_status_t* st);
 
 /* ---------------------------------------------------------------------------
 ** The fence: external side effects (a call to a payment provider) made

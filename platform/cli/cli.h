@@ -60,10 +60,17 @@ typedef struct cli_sync_s {
 int cli_enable_relay(ob_engine_t* e, cli_sync_t* s);
 
 /* Consume an SQS queue of CloudEvents when one is configured (url, else
-** ONCEBOX_CONSUME_QUEUE_URL). prefetch 0: the default. Returns 0 or an exit
-** code after printing why. */
+** ONCEBOX_CONSUME_QUEUE_URL). prefetch 0: the default; visibility_s 0: the
+** queue's own VisibilityTimeout, else 1..43200. Returns 0 or an exit code
+** after printing why. */
 int cli_enable_consumer(ob_engine_t* e, const char* url, int prefetch,
-                        int until_idle);
+                        int visibility_s, int until_idle);
+
+/* What the SQS consumer left, for the "not done:" line: "" when nothing (or
+** no consumer), else "; the SQS queue ..." naming the messages in flight,
+** delayed and visible, counts that could not be read, or a queue that could
+** not be reached. */
+void cli_consumer_left(ob_engine_t* e, char* out, size_t n);
 
 /* The payment provider of the built-in ChargeOrder module, shared by `run`
 ** and `effects reconcile`. NULL/0 fields fall back to ONCEBOX_PROVIDER_URL

@@ -53,7 +53,7 @@ int cli_enable_relay(ob_engine_t* e, cli_sync_t* s) {
 }
 
 int cli_enable_consumer(ob_engine_t* e, const char* url, int prefetch,
-                        int until_idle) {
+                        int visibility_s, int until_idle) {
   ob_consumer_options_t o;
   char err[CLI_ERRLEN];
   int rc;
@@ -62,6 +62,7 @@ int cli_enable_consumer(ob_engine_t* e, const char* url, int prefetch,
   ob_consumer_options_init(&o);
   o.queue_url = url;
   if (prefetch > 0) o.prefetch = prefetch;
+  o.visibility_timeout_s = visibility_s;
   /* --until-idle ends on an empty receive: a short poll says so sooner. */
   if (until_idle) o.wait_seconds = 2;
   rc = ob_consumer_enable(e, &o, err, sizeof err);
@@ -97,6 +98,27 @@ static int mark_critical(ob_engine_t* e, const char* list) {
     if (*p == ',') p++;
   }
   return 0;
+}
+
+void cli_consumer_left(ob_engine_t* e, char* out, size_t n) {
+  ob_consumer_status_t st;
+  out[0] = '\0';
+  if (ob_consumer_status(e, &st) != 0) return;  /* no consumer */
+  if (st.online == 0)
+    snprintf(out, n, "; the SQS queue could not be read");
+  else if (st.stalled && st.counts == 1)
+    snprintf(out, n,
+             "; the SQS queue still reports %lld message(s) in flight, "
+             "%lld delayed and %lld visible after %lld s (visibility "
+             "timeout %d s): someone else holds them",
+             (long long)st.not_visible, (long long)st.delayed,
+             (long long)st.visible, (long long)(st.waited_ms / 1000),
+             st.visibility_timeout_s);
+  else if (st.stalled)
+    snprintf(out, n,
+             "; the SQS queue's message counts could not be read (%s), so "
+             "messages others hold can't be ruled out",
+             st.counts_error);
 }
 
 static ob_engine_t* open_with(cli_t* cli, int batch, int no_handling,

@@ -275,13 +275,16 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
       {"ordered", no_argument, NULL, 'o'},
       {"consume-queue-url", required_argument, NULL, 'c'},
       {"prefetch", required_argument, NULL, 'p'},
+      {"visibility-timeout", required_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       CLI_PROVIDER_LONG_OPTIONS,
       {NULL, 0, NULL, 0}};
   int c, p, code, rc, until_idle = 0;
   const char* consume_url = NULL;
   long long prefetch = 0;
+  long long visibility = 0;  /* the queue's */
   long long batch = 1;
+  char sqs_left[512];
   ob_engine_t* e;
   ob_stats_t before, after;
   ob_payout_stats_t pay_before, pay_after;
@@ -310,6 +313,14 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
           return EXIT_USAGE;
         }
         break;
+      case 'v':
+        visibility = cli_parse_count(optarg);
+        if (visibility < 0 || visibility > 43200) {
+          fprintf(stderr, "oncebox run: --visibility-timeout wants 0..43200 "
+                          "seconds (0: the queue's own)\n");
+          return EXIT_USAGE;
+        }
+        break;
       case 'b':
         batch = cli_parse_count(optarg);
         if (batch < 1 || batch > 10000) {
@@ -322,6 +333,7 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
                "              [--outbox-queue-url URL] [--source URI] "
                "[--ordered]\n"
                "              [--consume-queue-url URL] [--prefetch N]\n"
+               "              [--visibility-timeout SECONDS]\n"
                "              [--provider-url URL] [--provider-allow-http]\n"
                "              [--provider-no-idempotency] "
                "[--provider-no-lookup]\n"
@@ -337,16 +349,25 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
                "--consume-queue-url (or ONCEBOX_CONSUME_QUEUE_URL) also handles\n"
                "CloudEvents from that SQS queue, deleting each only after its\n"
                "transaction committed; --prefetch N receives up to N at once.\n"
+               "--visibility-timeout SECONDS (1..43200) hides each received\n"
+               "message from other consumers that long, and each keepalive\n"
+               "extends it by that much; 0 (the default) uses the queue's own\n"
+               "VisibilityTimeout, read when the run starts (30 s, with a\n"
+               "warning, if it can't be read).\n"
                "--provider-url (or ONCEBOX_PROVIDER_URL) makes the charges of\n"
                "ChargeOrder messages at that payment provider, each once,\n"
                "with an Idempotency-Key; without it they cannot be charged.\n"
                "ONCEBOX_PROVIDER_AUTHORIZATION (environment only) is sent as\n"
                "the Authorization header of every request to it.\n"
                "--until-idle exits once the queue holds no message, ready or\n"
-               "delayed, and the outbox has nothing it can publish right now:\n"
-               "exit 0 when everything is done, exit 5 (and a line saying what\n"
-               "is left) when work is left that waits for SQS or a provider\n"
-               "that can't be reached.\n"
+               "delayed, the outbox has nothing it can publish right now, and\n"
+               "the consumed SQS queue reports no message visible, in flight\n"
+               "or delayed (it waits up to the visibility timeout, plus 1 s,\n"
+               "for messages a killed worker held to come back, and for its\n"
+               "own retries): exit 0 when everything is done, exit 5 (and a\n"
+               "line saying what is left) when work is left that waits for\n"
+               "SQS or a provider that can't be reached, or SQS messages\n"
+               "someone else still holds.\n"
                "SIGTERM/SIGINT: finish the message in hand, exit 0; a second\n"
                "signal exits at once.\n"
                "\nProvider options:\n%s", cli_provider_help);
@@ -363,7 +384,7 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
   if ((code = cli_enable_provider(e, &prov, "run")) != 0 ||
       (code = cli_enable_relay(e, &sync)) != 0 ||
       (code = cli_enable_consumer(e, consume_url, (int)prefetch,
-                                  until_idle)) != 0) {
+                                  (int)visibility, until_idle)) != 0) {
     ob_close(e);
     return code;
   }
@@ -389,15 +410,17 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
             (long long)(after.failed - before.failed),
             (long long)(after.queue_ready + after.queue_delayed),
             (long long)(after.effects_pending + after.effects_unknown));
-    if (rc == OB_RUN_STALLED)
+    if (rc == OB_RUN_STALLED) {
+      cli_consumer_left(e, sqs_left, sizeof sqs_left);
       fprintf(stderr,
-              "not done: work is left that waits for a peer that can't be "
-              "reached: %lld unpublished outbox event(s), %lld message(s) "
-              "queued, %lld effect(s) open%s\n",
+              "not done: work is left that waits for a peer: %lld "
+              "unpublished outbox event(s), %lld message(s) queued, %lld "
+              "effect(s) open%s\n",
               (long long)(after.outbox_unpublished - after.outbox_parked),
               (long long)(after.queue_ready + after.queue_delayed),
               (long long)(after.effects_pending + after.effects_unknown),
-              consume_url ? "; the SQS queue could not be read" : "");
+              sqs_left);
+    }
   }
   ob_close(e);
   return rc == OB_RUN_STALLED ? EXIT_STALLED : EXIT_OK;

@@ -1,11 +1,14 @@
 /*
-** The SQS consumer component (see consumer.h for the life of a message).
+** The SQS consumer component (see consumer.h for the life of a message;
+** consumer_queue.c asks the queue for its VisibilityTimeout and, for an
+** until-idle run, its counts; consumer_int.h is the state both share).
 **
 ** Everything runs on the engine's loop. Handling is synchronous (one
 ** transaction, inside ob__handle_external), one message per loop turn, so
 ** SQS requests in flight and timers progress between messages. Requests:
 ** at most one ReceiveMessage, one DeleteMessageBatch and one
-** ChangeMessageVisibilityBatch in flight at a time, each up to 10 entries.
+** ChangeMessageVisibilityBatch in flight at a time, each up to 10 entries,
+** and one GetQueueAttributes, never alongside a receive.
 **
 ** Every message the consumer holds is in c->msgs, in receive order, in one
 ** of these states:
@@ -14,7 +17,8 @@
 **                waiting for its delete
 **   M_DELETING   in the DeleteMessageBatch in flight
 **   M_VIS        retried (vis_s = the delay) or released at close (vis_s 0):
-**                waiting for its visibility change, then forgotten
+**                waiting for its visibility change, then forgotten but
+**                for when it comes back (an until-idle run waits for it)
 **   M_VIS_SENT   in the ChangeMessageVisibilityBatch in flight
 ** M_NEW and M_DONE messages are kept invisible (the keepalive); ka_sent
 ** marks one whose extension is in the visibility batch in flight. A message
@@ -37,10 +41,11 @@
 #include "core/util/errbuf.h"
 #include "platform/aws/aws_config.h"
 #include "platform/consumer/consumer.h"
+#include "platform/consumer/consumer_int.h"
 #include "platform/loop/worker.h"
 #include "platform/sqs/sqs_client.h"
 
-#define BATCH_MAX OB__SQS_MAX_BATCH_ENTRIES
+#define BATCH_MAX OB__CONSUMER_BATCH_MAX
 /* Close: how long committed messages may take to be deleted (and unhandled
 ** ones released) before they are left to SQS. */
 #define CLOSE_DEADLINE_MS 5000
@@ -50,74 +55,14 @@
 ** wait_seconds 0) waits out the rest before the next one. */
 #define MIN_EMPTY_POLL_MS 1000
 
-enum { M_NEW, M_DONE, M_DELETING, M_VIS, M_VIS_SENT };
-
-typedef struct msg_s {
-  struct msg_s* next;
-  int state;
-  int ka_sent;                /* its extension is in the batch in flight */
-  int ka_off;                 /* no more extensions (12 h, or SQS said no) */
-  int vis_s;                  /* M_VIS: the visibility to set */
-  int receive_count;          /* ApproximateReceiveCount (0 if absent) */
-  int64_t first_receive_ms;   /* ApproximateFirstReceiveTimestamp (SQS) */
-  int64_t sent_ms;            /* SentTimestamp, -1 if absent */
-  uint64_t visible_until;     /* monotonic ms: when it may reappear */
-  uint64_t ka_retry_at;       /* monotonic ms: no extension before */
-  char* sqs_id;
-  char* receipt;
-  char* body;                 /* NUL-terminated copy */
-  size_t body_len;
-} msg_t;
-
-typedef struct batch_s {
-  ob__sqs_req_t req;
-  int inflight;
-  size_t n;
-  msg_t* msgs[BATCH_MAX];
-  int value[BATCH_MAX];       /* visibility asked for (CMV batches) */
-  uint64_t sent_at;           /* monotonic ms */
-} batch_t;
-
-typedef struct consumer_s {
-  ob__worker_t w;             /* the t_handle timer, link, close sequence */
-  /* Configuration, from ob_consumer_enable. */
-  char* queue_url;
-  int wait_s;
-  int prefetch;
-  int vt_s;
-  ob__aws_config_t aws;        /* kept for a later re-attach; wiped at destroy */
-
-  /* Running state, reset by start(). The worker's timer runs the next
-  ** transaction (0 ms, or a pause). */
-  ob_engine_t* e;
-  uv_loop_t* loop;
-  ob__sqs_client_t* client;
-  uv_timer_t t_receive;       /* the next receive, after a failed one or
-                              ** an early empty one */
-  uv_timer_t t_keepalive;     /* the next extension that falls due */
-  uv_timer_t t_close;         /* close deadline */
-  ob__sqs_req_t recv;
-  uint64_t recv_started;      /* monotonic ms */
-  int recv_inflight;
-  int recv_wait;              /* wait for t_receive before receiving */
-  int received_once;
-  int last_empty;             /* the last receive brought no message */
-  batch_t del;
-  batch_t cmv;
-  msg_t* msgs;                /* everything in hand, in receive order */
-  uint64_t pause_until;       /* monotonic ms: no handling before */
-} consumer_t;
-
-/* The worker's states, as the consumer reads them. */
 static int running(const consumer_t* c) {
-  return c->w.state == OB__WORKER_RUNNING;
+  return ob__consumer_running(c);
 }
 static int draining(const consumer_t* c) {
   return c->w.state == OB__WORKER_DRAINING;
 }
-/* The client is closing or closed: nothing may be sent. */
 static int client_gone(const consumer_t* c) {
-  return c->w.state == OB__WORKER_CLOSING || c->w.state == OB__WORKER_STOPPED;
+  return ob__consumer_client_gone(c);
 }
 #define LINK(c) ((c)->w.link)
 
@@ -128,8 +73,12 @@ static const char* const k_all_attrs[] = {"All"};
 
 static void pump(consumer_t* c);
 
-static uint64_t mono_ms(void) {
+uint64_t ob__consumer_mono_ms(void) {
   return uv_hrtime() / 1000000u;
+}
+
+static uint64_t mono_ms(void) {
+  return ob__consumer_mono_ms();
 }
 
 /* SQS's clock, as the SQS client learned it from Date headers. */
@@ -175,7 +124,8 @@ static msg_t* msg_new(consumer_t* c, const ob__sqs_message_t* s,
                             ? s->first_receive_timestamp_ms
                             : server_now(c);
   m->sent_ms = s->sent_timestamp_ms;
-  /* We asked for VisibilityTimeout = vt_s: it runs from about now. */
+  /* We asked for VisibilityTimeout = vt_s (the one in force): it runs
+  ** from about now. */
   m->visible_until = now + vt_ms(c);
   return m;
 }
@@ -338,6 +288,12 @@ static void on_visibility(ob__sqs_req_t* req, int status) {
         ob__log(e, OB_LOG_WARN,
                 "sqs consumer: visibility %d s of message %s refused: %s: %s",
                 c->cmv.value[i], m->sqs_id, f->code, f->message);
+      /* A retry: an until-idle run waits until it is back (a release at
+      ** close, 0 s, is visible at once). */
+      if (status == 0 && f == NULL && c->cmv.value[i] > 0)
+        ob__consumer_idle_own_hidden(
+            &c->idle, (int64_t)(c->cmv.sent_at +
+                                (uint64_t)c->cmv.value[i] * 1000u));
       msg_remove(c, m);
       continue;
     }
@@ -639,15 +595,15 @@ static void on_receive_timer(uv_timer_t* t) {
   pump(c);
 }
 
-static void receive_failed(consumer_t* c, int status, const char* detail) {
+void ob__consumer_request_failed(consumer_t* c, const char* op, int status,
+                                 const char* detail) {
   ob_engine_t* e = c->e;
   int was_online = LINK(c).online;
   int64_t delay = ob__worker_link_failed(&c->w);
 
   if (!ob__sqs_status_is_transient(status))
     ob__log(e, OB_LOG_ERROR,
-            "sqs consumer: ReceiveMessage failed: %s (%s); retrying in %lld "
-            "ms",
+            "sqs consumer: %s failed: %s (%s); retrying in %lld ms", op,
             ob__sqs_strerror(status), detail, (long long)delay);
   else if (was_online)
     ob__log(e, OB_LOG_WARN,
@@ -658,6 +614,10 @@ static void receive_failed(consumer_t* c, int status, const char* detail) {
             "%lld ms", detail, (long long)delay);
   c->recv_wait = 1;
   uv_timer_start(&c->t_receive, on_receive_timer, (uint64_t)delay, 0);
+}
+
+static void receive_failed(consumer_t* c, int status, const char* detail) {
+  ob__consumer_request_failed(c, "ReceiveMessage", status, detail);
 }
 
 static void on_received(ob__sqs_req_t* req, int status) {
@@ -675,6 +635,7 @@ static void on_received(ob__sqs_req_t* req, int status) {
     ob__log(e, OB_LOG_INFO, "sqs consumer: online again");
   c->received_once = 1;
   c->last_empty = req->receive.n == 0;
+  ob__consumer_queue_received(c, req->receive.n, c->recv_started);
   for (size_t i = 0; i < req->receive.n; i++) {
     msg_t* m = msg_new(c, &req->receive.messages[i], now);
     if (m == NULL) {
@@ -710,6 +671,8 @@ static void maybe_receive(consumer_t* c) {
   int rc;
 
   if (c->recv_inflight || c->recv_wait || !ob__worker_active(&c->w)) return;
+  /* The queue's VisibilityTimeout first, or an until-idle run's counts. */
+  if (ob__consumer_queue_step(c)) return;
   for (const msg_t* m = c->msgs; m != NULL; m = m->next) {
     if (m->state == M_NEW) return;  /* the prefetch buffer is not empty */
     if (m->state == M_DONE) done++;
@@ -724,8 +687,9 @@ static void maybe_receive(consumer_t* c) {
   p.nmessage_attribute_names = 1;
   p.max_messages = c->prefetch;
   p.wait_time_seconds = c->wait_s;
-  /* Our own visibility timeout, not the queue's: the keepalive then knows
-  ** exactly when each message would reappear. */
+  /* The one in force (the queue's, read at start, or the configured one),
+  ** always sent: the keepalive then knows exactly when each message would
+  ** reappear, even if the queue's is changed while we run. */
   p.visibility_timeout = c->vt_s;
   c->recv.data = c;
   rc = ob__sqs_receive_message(c->client, &c->recv, &p, on_received);
@@ -758,7 +722,9 @@ static void c_close_client(ob__worker_t* w) {
 /* Close the client once nothing is in flight and nothing is left to send. */
 static void maybe_finish_close(consumer_t* c) {
   if (!draining(c)) return;
-  if (c->recv_inflight || c->del.inflight || c->cmv.inflight) return;
+  if (c->recv_inflight || c->del.inflight || c->cmv.inflight ||
+      c->attrs_inflight)
+    return;
   if (!LINK(c).online) drop_idle_messages(c);
   if (c->msgs != NULL) return;
   uv_timer_stop(&c->t_close);
@@ -779,10 +745,15 @@ static void on_close_deadline(uv_timer_t* t) {
   if (c->recv_inflight) (void)ob__sqs_cancel(&c->recv);
   if (c->del.inflight) (void)ob__sqs_cancel(&c->del.req);
   if (c->cmv.inflight) (void)ob__sqs_cancel(&c->cmv.req);
+  ob__consumer_queue_drain(c);
   maybe_finish_close(c);
 }
 
 /* ---- the component ------------------------------------------------------- */
+
+void ob__consumer_pump(consumer_t* c) {
+  pump(c);
+}
 
 static void pump(consumer_t* c) {
   uint64_t now;
@@ -820,10 +791,17 @@ static void c_started(ob__worker_t* w) {
   c->received_once = c->last_empty = 0;
   c->msgs = NULL;
   c->pause_until = 0;
-  ob__log(c->e, OB_LOG_INFO,
-          "sqs consumer: consuming %s (prefetch %d, long poll %d s, "
-          "visibility %d s)",
-          c->queue_url, c->prefetch, c->wait_s, c->vt_s);
+  ob__consumer_queue_start(c);
+  if (c->vt_cfg > 0)
+    ob__log(c->e, OB_LOG_INFO,
+            "sqs consumer: consuming %s (prefetch %d, long poll %d s, "
+            "visibility %d s, configured)",
+            c->queue_url, c->prefetch, c->wait_s, c->vt_s);
+  else
+    ob__log(c->e, OB_LOG_INFO,
+            "sqs consumer: consuming %s (prefetch %d, long poll %d s, "
+            "visibility: the queue's VisibilityTimeout)",
+            c->queue_url, c->prefetch, c->wait_s);
   pump(c);
 }
 
@@ -836,19 +814,23 @@ static void c_network(ob__worker_t* w) {
   pump(c);
 }
 
-/* Idle: nothing to handle, nothing being deleted or changed, and either the
-** last receive came back empty (nothing held) or SQS can't be reached (what
-** is held can't progress now). */
+/* Idle: nothing to handle, nothing being deleted or changed, and either
+** SQS can't be reached (what is held can't progress now), or the last
+** receive came back empty, nothing is held, and the queue's counts say the
+** rest (consumer_queue.c: messages others hold, our own retries). */
 static int c_idle(ob__worker_t* w) {
   consumer_t* c = w->self;
+  /* Only an until-idle run asks: from now on, empty receives are followed
+  ** by the counts. */
+  c->idle_asked = 1;
   if (w->in_work > 0 || c->del.inflight || c->cmv.inflight)
     return OB__IDLE_BUSY;
   if (first_in(c, M_NEW) != NULL) return OB__IDLE_BUSY;
   /* Offline: whether the queue holds anything is unknown. */
   if (!LINK(c).online) return OB__IDLE_BLOCKED;
-  return c->msgs == NULL && c->received_once && c->last_empty
-             ? OB__IDLE_DONE
-             : OB__IDLE_BUSY;
+  if (c->msgs != NULL || !c->received_once || !c->last_empty)
+    return OB__IDLE_BUSY;
+  return ob__consumer_queue_idle(c);
 }
 
 /* Closing begins (the worker's drain): deletes and releases go out until
@@ -863,6 +845,7 @@ static int c_drain(ob__worker_t* w) {
   /* The long poll: its callback follows with OB_ECANCELED (or with the
   ** messages it already had, which are then released). */
   if (c->recv_inflight) (void)ob__sqs_cancel(&c->recv);
+  ob__consumer_queue_drain(c);
   /* Handling is synchronous, so no message is half-handled here. What was
   ** committed is deleted (if SQS answers before the deadline); what was
   ** received but not handled is made visible again at once for whoever
@@ -918,7 +901,7 @@ void ob_consumer_options_init(ob_consumer_options_t* o) {
   memset(o, 0, sizeof *o);
   o->wait_seconds = 20;
   o->prefetch = 1;
-  o->visibility_timeout_s = 30;
+  o->visibility_timeout_s = 0;  /* the queue's */
   ob__probe_options_init(&o->probe, 300000);
 }
 
@@ -943,7 +926,7 @@ int ob__consumer_enable_env(ob_engine_t* e, const ob_consumer_options_t* o,
   }
   c->wait_s = o->wait_seconds;
   c->prefetch = o->prefetch;
-  c->vt_s = o->visibility_timeout_s;
+  c->vt_cfg = o->visibility_timeout_s;
   rc = ob__aws_config_load(&c->aws, getenv_fn, env_ctx, NULL, err, sizeof err);
   if (rc < 0) {
     /* Every configuration problem is the caller's to fix: OB_EINVAL. */

@@ -9,7 +9,8 @@
 **
 ** Life of one SQS message (one loop thread, nothing blocks but the handling
 ** transaction itself):
-**   ReceiveMessage (long poll, VisibilityTimeout = visibility_timeout_s)
+**   ReceiveMessage (long poll, VisibilityTimeout = the one in force: the
+**   configured visibility_timeout_s, else the queue's own, read at start)
 **     -> the prefetch buffer (kept invisible by the keepalive)
 **     -> one transaction: ob__engine_handle_external (dedup guard, handlers, ack /
 **        failure store), or, for a body that is not a valid CloudEvent,

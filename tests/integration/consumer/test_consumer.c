@@ -31,6 +31,7 @@
 #include <sqlite3.h>
 
 #include "platform/consumer/consumer.h"
+#include "tests/integration/consumer/consumer_test_util.h"
 #include "tests/integration/sqs/sqs_test_util.h"
 #include "tests/support/testsupport.h"
 #include "oncebox_payout.h"
@@ -54,147 +55,6 @@ static void sleep_ms(int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
   }
-}
-
-/* ---- bodies -------------------------------------------------------------- */
-
-/* A valid PaymentCaptured payload for payment n. */
-static const char* payment(int n, char buf[256]) {
-  snprintf(buf, 256,
-           "{\"paymentId\":\"5c4080b1-b5d2-4e91-8de8-%012d\","
-           "\"merchantId\":\"3727331a-b533-4c6e-a0f8-48532237307b\","
-           "\"amountInMinorUnits\":12500,\"currency\":\"EUR\"}",
-           n);
-  return buf;
-}
-
-/* Event id n. */
-static const char* event_id(int n, char buf[OB_UUID_BUFLEN]) {
-  snprintf(buf, OB_UUID_BUFLEN, "0190b6d8-3ae7-7ca2-a653-%012d", n);
-  return buf;
-}
-
-/* A structured-mode CloudEvent (malloc'd). */
-static char* cloudevent(const char* id, const char* type, const char* source,
-                        const char* data) {
-  size_t n = strlen(data) + strlen(type) + strlen(source) + 256;
-  char* s = malloc(n);
-  snprintf(s, n,
-           "{\"specversion\":\"1.0\",\"id\":\"%s\",\"source\":\"%s\","
-           "\"type\":\"%s\",\"subject\":\"s\",\"datacontenttype\":"
-           "\"application/json\",\"data\":%s}",
-           id, source, type, data);
-  return s;
-}
-
-static char* payment_event(int n) {
-  char id[OB_UUID_BUFLEN], body[256];
-  return cloudevent(event_id(n, id), PAY, "urn:oncebox:test", payment(n, body));
-}
-
-/* ---- SQS from the test's side -------------------------------------------- */
-
-typedef struct sqc_s {
-  uv_loop_t loop;
-  ob__sqs_client_t* c;
-} sqc_t;
-
-static void sqc_open(sqc_t* s) {
-  ob__sqs_client_config_t cfg;
-  char err[256];
-  assert_int_equal(uv_loop_init(&s->loop), 0);
-  sq_client_config(&g_srv, &cfg, NULL, NULL);
-  if (ob__sqs_client_open(&s->c, &s->loop, &cfg, err, sizeof err) != 0)
-    fail_msg("client: %s", err);
-}
-
-static void sqc_closed(ob__sqs_client_t* c, void* arg) {
-  (void)c;
-  *(int*)arg = 1;
-}
-
-static void sqc_close(sqc_t* s) {
-  int closed = 0;
-  ob__sqs_client_close(s->c, sqc_closed, &closed);
-  uv_run(&s->loop, UV_RUN_DEFAULT);
-  assert_int_equal(closed, 1);
-  assert_int_equal(uv_loop_close(&s->loop), 0);
-}
-
-static char* new_queue(const char* attrs) {
-  char name[64];
-  char* url;
-  snprintf(name, sizeof name, "consumer-%d-%d", (int)getpid(), ++g_seq);
-  url = sq_create_queue(&g_srv, name, attrs);
-  assert_non_null(url);
-  return url;
-}
-
-/* SendMessageBatch the bodies (any number); ids (may be NULL) receives each
-** SQS MessageId. */
-static void send_bodies(const char* url, char* const* bodies, size_t n,
-                        char (*ids)[80]) {
-  sqc_t s;
-  sqc_open(&s);
-  for (size_t off = 0; off < n; off += 10) {
-    size_t k = n - off < 10 ? n - off : 10;
-    ob__sqs_send_t ent[10];
-    char eid[10][8];
-    ob__sqs_req_t req;
-    sq_done_t d = {0, 0};
-    for (size_t i = 0; i < k; i++) {
-      ob__sqs_send_init(&ent[i]);
-      snprintf(eid[i], sizeof eid[i], "e%zu", i);
-      ent[i].id = eid[i];
-      ent[i].body = bodies[off + i];
-      ent[i].body_len = strlen(bodies[off + i]);
-    }
-    memset(&req, 0, sizeof req);
-    req.data = &d;
-    assert_int_equal(ob__sqs_send_message_batch(s.c, &req, url, ent, k, sq_cb),
-                     0);
-    if (sq_wait(&s.loop, &req) != 0) fail_msg("send: %s", req.detail);
-    assert_int_equal(req.batch.nfailed, 0);
-    assert_int_equal(req.batch.nok, k);
-    for (size_t i = 0; ids != NULL && i < req.batch.nok; i++) {
-      int idx = atoi(req.batch.ok[i].id + 1);
-      snprintf(ids[off + (size_t)idx], 80, "%s", req.batch.ok[i].message_id);
-    }
-    ob__sqs_req_cleanup(&req);
-  }
-  sqc_close(&s);
-}
-
-static void send_one(const char* url, char* body) {
-  send_bodies(url, &body, 1, NULL);
-  free(body);
-}
-
-/* Messages in the queue: visible, in flight (not visible) and delayed. */
-static long queue_depth(const char* url, long* visible, long* hidden) {
-  static const char* const names[] = {"ApproximateNumberOfMessages",
-                                      "ApproximateNumberOfMessagesNotVisible",
-                                      "ApproximateNumberOfMessagesDelayed"};
-  long v[3] = {0, 0, 0};
-  sqc_t s;
-  ob__sqs_req_t req;
-  sq_done_t d = {0, 0};
-  sqc_open(&s);
-  memset(&req, 0, sizeof req);
-  req.data = &d;
-  assert_int_equal(
-      ob__sqs_get_queue_attributes(s.c, &req, url, names, 3, sq_cb), 0);
-  assert_int_equal(sq_wait(&s.loop, &req), 0);
-  for (int i = 0; i < 3; i++) {
-    const char* a = ob__sqs_attr_get(&req.attrs, names[i]);
-    assert_non_null(a);
-    v[i] = atol(a);
-  }
-  ob__sqs_req_cleanup(&req);
-  sqc_close(&s);
-  if (visible) *visible = v[0];
-  if (hidden) *hidden = v[1];
-  return v[0] + v[1] + v[2];
 }
 
 /* ---- engines ------------------------------------------------------------- */
@@ -406,21 +266,7 @@ static char* slurp(const char* path) {
 /* ---- setup --------------------------------------------------------------- */
 
 static void set_env(void) {
-  char endpoint[64];
-  snprintf(endpoint, sizeof endpoint, "https://localhost:%d", g_srv.port);
-  setenv("HOME", g_home, 1);
-  setenv("AWS_ACCESS_KEY_ID", SQ_AKID, 1);
-  setenv("AWS_SECRET_ACCESS_KEY", SQ_SECRET, 1);
-  setenv("AWS_REGION", SQ_REGION, 1);
-  setenv("AWS_ENDPOINT_URL_SQS", endpoint, 1);
-  setenv("AWS_CA_BUNDLE", g_srv.ca_file, 1);
-  unsetenv("AWS_SESSION_TOKEN");
-  unsetenv("AWS_PROFILE");
-  unsetenv("AWS_DEFAULT_REGION");
-  unsetenv("AWS_ENDPOINT_URL");
-  unsetenv("AWS_SHARED_CREDENTIALS_FILE");
-  unsetenv("AWS_CONFIG_FILE");
-  unsetenv("AWS_MAX_ATTEMPTS");
+  ct_set_env(&g_srv, g_home);
 }
 
 static int group_setup(void** state) {
@@ -463,15 +309,16 @@ static void test_same_event_many_times(void** state) {
   (void)state;
   SKIP_WITHOUT_SERVER();
   db = new_db();
-  url = new_queue(NULL);
+  url = ct_new_queue(&g_srv, NULL);
   for (int copy = 0; copy < 4; copy++)
     for (int p = 1; p <= 5; p++) {
       char id[OB_UUID_BUFLEN], body[256];
-      bodies[n++] = cloudevent(event_id(p, id), PAY,
-                               copy == 3 ? "urn:elsewhere" : "urn:oncebox:test",
-                               payment(p, body));
+      bodies[n++] = ct_cloudevent(
+          ct_event_id(p, id), PAY,
+          copy == 3 ? "urn:elsewhere" : "urn:oncebox:test",
+          ct_payment(p, body));
     }
-  send_bodies(url, bodies, n, NULL);
+  ct_send_bodies(&g_srv, url, bodies, n, NULL);
   for (size_t i = 0; i < n; i++) free(bodies[i]);
 
   eng_open(&g, db, -1, -1);
@@ -489,7 +336,7 @@ static void test_same_event_many_times(void** state) {
                                 " event_type = 'MerchantPayoutCreated'"),
                    5);
   assert_int_equal(db_count(db, "SELECT count(*) FROM failed_message"), 0);
-  assert_int_equal(queue_depth(url, NULL, NULL), 0);
+  assert_int_equal(ct_queue_depth(&g_srv, url, NULL, NULL), 0);
   check_invariants(db);
   free(url);
   free(db);
@@ -508,9 +355,9 @@ static void test_invalid_bodies(void** state) {
   (void)state;
   SKIP_WITHOUT_SERVER();
   db = new_db();
-  url = new_queue(NULL);
+  url = ct_new_queue(&g_srv, NULL);
   bodies[0] = strdup("this is not json");
-  bodies[1] = cloudevent("payment-42", PAY, "urn:x", "{}");
+  bodies[1] = ct_cloudevent("payment-42", PAY, "urn:x", "{}");
   bodies[2] = strdup("[1,2,3]");
   bodies[3] = strdup("{\"specversion\":\"1.0\",\"id\":\"0190b6d8-3ae7-7ca2-"
                      "a653-000000000101\",\"source\":\"urn:x\",\"type\":"
@@ -519,11 +366,11 @@ static void test_invalid_bodies(void** state) {
                      "a653-000000000102\",\"source\":\"urn:x\",\"type\":"
                      "\"PaymentCaptured\",\"data\":{}}");
   /* Valid CloudEvents the engine refuses: a bad payment, an unknown type. */
-  bodies[5] = cloudevent(event_id(103, id), PAY, "urn:x",
+  bodies[5] = ct_cloudevent(ct_event_id(103, id), PAY, "urn:x",
                          "{\"paymentId\":\"nope\"}");
-  bodies[6] = cloudevent(event_id(104, id), "NoSuchType", "urn:x", "{}");
-  bodies[7] = payment_event(105);
-  send_bodies(url, bodies, 8, ids);
+  bodies[6] = ct_cloudevent(ct_event_id(104, id), "NoSuchType", "urn:x", "{}");
+  bodies[7] = ct_payment_event(105);
+  ct_send_bodies(&g_srv, url, bodies, 8, ids);
 
   eng_open(&g, db, -1, -1);
   eng_consume(&g, url, 10, 30, 1);
@@ -573,7 +420,7 @@ static void test_invalid_bodies(void** state) {
                    1);
   assert_int_equal(db_count(db, "SELECT count(*) FROM failed_message"), 7);
   assert_int_equal(db_count(db, "SELECT count(*) FROM merchant_payout"), 1);
-  assert_int_equal(queue_depth(url, NULL, NULL), 0);
+  assert_int_equal(ct_queue_depth(&g_srv, url, NULL, NULL), 0);
   for (int i = 0; i < 8; i++) free(bodies[i]);
   free(url);
   free(db);
@@ -588,8 +435,8 @@ static void test_invalid_redelivered_once_in_store(void** state) {
   (void)state;
   SKIP_WITHOUT_SERVER();
   db = new_db();
-  url = new_queue(NULL);
-  send_one(url, strdup("{not json"));
+  url = ct_new_queue(&g_srv, NULL);
+  ct_send_one(&g_srv, url, strdup("{not json"));
   /* Every attempt of the first DeleteMessageBatch is reset before fauxqs
   ** sees it. */
   sq_fault(&g_srv, "{\"count\":3,\"mode\":\"reset\","
@@ -606,7 +453,7 @@ static void test_invalid_redelivered_once_in_store(void** state) {
   eng_close(&g);
   sq_clear(&g_srv);
   assert_int_equal(db_count(db, "SELECT count(*) FROM failed_message"), 1);
-  assert_int_equal(queue_depth(url, NULL, NULL), 0);
+  assert_int_equal(ct_queue_depth(&g_srv, url, NULL, NULL), 0);
   free(url);
   free(db);
 }
@@ -631,8 +478,8 @@ static void test_kill_between_commit_and_delete(void** state) {
   SKIP_WITHOUT_SERVER();
   db = new_db();
   log_path = ts_path(g_dir, "kill-worker.log");
-  url = new_queue(NULL);
-  send_one(url, payment_event(201));
+  url = ct_new_queue(&g_srv, NULL);
+  ct_send_one(&g_srv, url, ct_payment_event(201));
   assert_int_equal(pipe(fds), 0);
   deletes_before = sq_count(&g_srv, "REQ AmazonSQS.DeleteMessageBatch");
 
@@ -660,7 +507,7 @@ static void test_kill_between_commit_and_delete(void** state) {
   assert_int_equal(db_count(db, "SELECT count(*) FROM merchant_payout"), 1);
   assert_int_equal(sq_count(&g_srv, "REQ AmazonSQS.DeleteMessageBatch"),
                    deletes_before);
-  assert_int_equal(queue_depth(url, NULL, &hidden), 1);
+  assert_int_equal(ct_queue_depth(&g_srv, url, NULL, &hidden), 1);
   assert_int_equal(hidden, 1);
 
   /* A new process on the same database: the redelivery is a duplicate. */
@@ -672,7 +519,7 @@ static void test_kill_between_commit_and_delete(void** state) {
   eng_close(&g);
   assert_int_equal(db_count(db, "SELECT count(*) FROM merchant_payout"), 1);
   assert_int_equal(db_count(db, "SELECT count(*) FROM outbox_event"), 1);
-  assert_int_equal(queue_depth(url, NULL, NULL), 0);
+  assert_int_equal(ct_queue_depth(&g_srv, url, NULL, NULL), 0);
   check_invariants(db);
   free(log_path);
   free(url);
@@ -689,10 +536,10 @@ static void test_lost_and_failed_deletes(void** state) {
   (void)state;
   SKIP_WITHOUT_SERVER();
   db = new_db();
-  url = new_queue(NULL);
-  bodies[0] = payment_event(301);
-  bodies[1] = payment_event(302);
-  send_bodies(url, bodies, 2, NULL);
+  url = ct_new_queue(&g_srv, NULL);
+  bodies[0] = ct_payment_event(301);
+  bodies[1] = ct_payment_event(302);
+  ct_send_bodies(&g_srv, url, bodies, 2, NULL);
   free(bodies[0]);
   free(bodies[1]);
   /* First delete: every attempt applied, every answer lost. Second delete:
@@ -713,7 +560,7 @@ static void test_lost_and_failed_deletes(void** state) {
   eng_close(&g);
   sq_clear(&g_srv);
   assert_int_equal(db_count(db, "SELECT count(*) FROM merchant_payout"), 2);
-  assert_int_equal(queue_depth(url, NULL, NULL), 0);
+  assert_int_equal(ct_queue_depth(&g_srv, url, NULL, NULL), 0);
   check_invariants(db);
   free(url);
   free(db);
@@ -737,7 +584,7 @@ static void test_visibility_shorter_than_handler(void** state) {
   (void)state;
   SKIP_WITHOUT_SERVER();
   db = new_db();
-  url = new_queue("{\"VisibilityTimeout\":\"1\"}");
+  url = ct_new_queue(&g_srv, "{\"VisibilityTimeout\":\"1\"}");
   /* Create the schema before two processes race to. */
   eng_open(&g, db, -1, -1);
   eng_close(&g);
@@ -775,9 +622,9 @@ static void test_visibility_shorter_than_handler(void** state) {
     sleep_ms(50);
   }
   sleep_ms(300);
-  bodies[0] = payment_event(401);
-  bodies[1] = payment_event(402);
-  send_bodies(url, bodies, 2, NULL);
+  bodies[0] = ct_payment_event(401);
+  bodies[1] = ct_payment_event(402);
+  ct_send_bodies(&g_srv, url, bodies, 2, NULL);
   free(bodies[0]);
   free(bodies[1]);
   /* Until both are paid and nothing is left in the queue. */
@@ -790,7 +637,7 @@ static void test_visibility_shorter_than_handler(void** state) {
     sleep_ms(250);
     if (db_count(db, "SELECT count(*) FROM processed_message WHERE"
                      " consumer_name = 'slow-audit'") == 2 &&
-        queue_depth(url, NULL, NULL) == 0)
+        ct_queue_depth(&g_srv, url, NULL, NULL) == 0)
       break;
   }
   for (int i = 0; i < 2; i++) assert_int_equal(kill(pids[i], SIGTERM), 0);
@@ -815,14 +662,15 @@ static void test_visibility_shorter_than_handler(void** state) {
   assert_int_equal(db_count(db, "SELECT count(*) FROM processed_message WHERE"
                                 " consumer_name = 'slow-audit'"),
                    2);
-  assert_int_equal(queue_depth(url, NULL, NULL), 0);
+  assert_int_equal(ct_queue_depth(&g_srv, url, NULL, NULL), 0);
   check_invariants(db);
   free(url);
   free(db);
 }
 
 /* Prefetched messages wait while earlier ones are handled slowly: the
-** keepalive keeps them invisible, so none is delivered twice. */
+** keepalive, extending by the queue's own visibility timeout, keeps them
+** invisible, so none is delivered twice. */
 static void test_keepalive_prefetch_buffer(void** state) {
   static const int slow = 600;
   char* url;
@@ -833,9 +681,9 @@ static void test_keepalive_prefetch_buffer(void** state) {
   (void)state;
   SKIP_WITHOUT_SERVER();
   db = new_db();
-  url = new_queue("{\"VisibilityTimeout\":\"1\"}");
-  for (int i = 0; i < 5; i++) bodies[i] = payment_event(501 + i);
-  send_bodies(url, bodies, 5, NULL);
+  url = ct_new_queue(&g_srv, "{\"VisibilityTimeout\":\"1\"}");
+  for (int i = 0; i < 5; i++) bodies[i] = ct_payment_event(501 + i);
+  ct_send_bodies(&g_srv, url, bodies, 5, NULL);
   for (int i = 0; i < 5; i++) free(bodies[i]);
   cmv_before =
       sq_count(&g_srv, "REQ AmazonSQS.ChangeMessageVisibilityBatch 200");
@@ -843,9 +691,13 @@ static void test_keepalive_prefetch_buffer(void** state) {
   assert_int_equal(ob_register(g.e, PAY, "slow-audit", slow_handler,
                                (void*)&slow),
                    0);
-  /* Visibility 1 s; each message takes 0.6 s: the fifth waits 2.4 s. */
-  eng_consume(&g, url, 5, 1, 1);
+  /* Visibility 1 s, the queue's own (visibility_timeout_s 0: read at
+  ** start, what the keepalive extends by); each message takes 0.6 s: the
+  ** fifth waits 2.4 s. */
+  eng_consume(&g, url, 5, 0, 1);
   run_until_idle(&g);
+  assert_non_null(
+      strstr(g.log.text, "visibility 1 s (the queue's VisibilityTimeout)"));
   assert_int_equal(count_in(g.log.text, "handled, committed; deleting"), 5);
   assert_int_equal(count_in(g.log.text, "duplicate"), 0);
   assert_int_equal(count_in(g.log.text, "keepalive of message"), 0);
@@ -855,7 +707,7 @@ static void test_keepalive_prefetch_buffer(void** state) {
           cmv_before >=
       3);
   assert_int_equal(db_count(db, "SELECT count(*) FROM merchant_payout"), 5);
-  assert_int_equal(queue_depth(url, NULL, NULL), 0);
+  assert_int_equal(ct_queue_depth(&g_srv, url, NULL, NULL), 0);
   free(url);
   free(db);
 }
@@ -887,8 +739,8 @@ static void test_retry_comes_back_after_delay(void** state) {
   (void)state;
   SKIP_WITHOUT_SERVER();
   db = new_db();
-  url = new_queue(NULL);
-  send_one(url, payment_event(601));
+  url = ct_new_queue(&g_srv, NULL);
+  ct_send_one(&g_srv, url, ct_payment_event(601));
   g_flaky_calls = 0;
   eng_open(&g, db, -1, -1);
   assert_int_equal(ob_register(g.e, PAY, "flaky", flaky_handler, NULL), 0);
@@ -905,7 +757,7 @@ static void test_retry_comes_back_after_delay(void** state) {
   /* The retry rolled the first payout back; the second delivery paid. */
   assert_int_equal(db_count(db, "SELECT count(*) FROM merchant_payout"), 1);
   assert_int_equal(db_count(db, "SELECT count(*) FROM failed_message"), 0);
-  assert_int_equal(queue_depth(url, NULL, NULL), 0);
+  assert_int_equal(ct_queue_depth(&g_srv, url, NULL, NULL), 0);
   check_invariants(db);
   free(url);
   free(db);
@@ -928,8 +780,9 @@ static void test_retries_exhausted(void** state) {
   (void)state;
   SKIP_WITHOUT_SERVER();
   db = new_db();
-  url = new_queue(NULL);
-  send_one(url, cloudevent(event_id(701, id), "Busy", "urn:x", "{\"n\":1}"));
+  url = ct_new_queue(&g_srv, NULL);
+  ct_send_one(&g_srv, url, ct_cloudevent(ct_event_id(701, id), "Busy",
+                                         "urn:x", "{\"n\":1}"));
   eng_open(&g, db, -1, -1);
   assert_int_equal(ob_register(g.e, "Busy", "busy", busy_handler, NULL), 0);
   ob_retry_policy_init(&p);
@@ -946,7 +799,7 @@ static void test_retries_exhausted(void** state) {
                                 " queue_name = 'sqs'"
                                 " AND CAST(body AS TEXT) = '{\"n\":1}'"),
                    1);
-  assert_int_equal(queue_depth(url, NULL, NULL), 0);
+  assert_int_equal(ct_queue_depth(&g_srv, url, NULL, NULL), 0);
   free(url);
   free(db);
 }
@@ -987,9 +840,9 @@ static void test_detach_in_handler_releases_prefetched(void** state) {
   (void)state;
   SKIP_WITHOUT_SERVER();
   db = new_db();
-  url = new_queue(NULL);
-  for (int i = 0; i < 3; i++) bodies[i] = payment_event(801 + i);
-  send_bodies(url, bodies, 3, NULL);
+  url = ct_new_queue(&g_srv, NULL);
+  for (int i = 0; i < 3; i++) bodies[i] = ct_payment_event(801 + i);
+  ct_send_bodies(&g_srv, url, bodies, 3, NULL);
   for (int i = 0; i < 3; i++) free(bodies[i]);
   eng_open(&g, db, -1, -1);
   memset(&sc, 0, sizeof sc);
@@ -1008,7 +861,7 @@ static void test_detach_in_handler_releases_prefetched(void** state) {
   assert_non_null(strstr(g.log.text, "sqs consumer: closed"));
   eng_close(&g);
   assert_int_equal(db_count(db, "SELECT count(*) FROM merchant_payout"), 1);
-  assert_int_equal(queue_depth(url, &visible, &hidden), 2);
+  assert_int_equal(ct_queue_depth(&g_srv, url, &visible, &hidden), 2);
   assert_int_equal(visible, 2);
   assert_int_equal(hidden, 0);
 
@@ -1018,7 +871,7 @@ static void test_detach_in_handler_releases_prefetched(void** state) {
   run_until_idle(&g);
   eng_close(&g);
   assert_int_equal(db_count(db, "SELECT count(*) FROM merchant_payout"), 3);
-  assert_int_equal(queue_depth(url, NULL, NULL), 0);
+  assert_int_equal(ct_queue_depth(&g_srv, url, NULL, NULL), 0);
   check_invariants(db);
   free(url);
   free(db);
@@ -1054,7 +907,7 @@ static void test_detach_cancels_long_poll(void** state) {
   (void)state;
   SKIP_WITHOUT_SERVER();
   db = new_db();
-  url = new_queue(NULL);
+  url = ct_new_queue(&g_srv, NULL);
   eng_open(&g, db, -1, -1);
   eng_consume(&g, url, 1, 30, 20);
   memset(&d, 0, sizeof d);
@@ -1118,8 +971,8 @@ static void test_offline_then_network_changed(void** state) {
   (void)state;
   SKIP_WITHOUT_SERVER();
   db = new_db();
-  url = new_queue(NULL);
-  send_one(url, payment_event(901));
+  url = ct_new_queue(&g_srv, NULL);
+  ct_send_one(&g_srv, url, ct_payment_event(901));
   sq_fault(&g_srv, "{\"count\":3,\"mode\":\"reset\","
                    "\"target\":\"AmazonSQS.ReceiveMessage\"}");
   eng_open(&g, db, -1, -1);
@@ -1146,7 +999,7 @@ static void test_offline_then_network_changed(void** state) {
   assert_non_null(strstr(g.log.text, "sqs consumer: online again"));
   eng_close(&g);
   sq_clear(&g_srv);
-  assert_int_equal(queue_depth(url, NULL, NULL), 0);
+  assert_int_equal(ct_queue_depth(&g_srv, url, NULL, NULL), 0);
   free(url);
   free(db);
 }

@@ -77,6 +77,24 @@ static void test_retry_visibility(void** state) {
   assert_int_equal(ob__consumer_retry_visibility_s(5000, -1), -1);
 }
 
+/* The queue's VisibilityTimeout attribute, as GetQueueAttributes writes it. */
+static void test_queue_visibility(void** state) {
+  (void)state;
+  assert_int_equal(ob__consumer_queue_visibility_s("30"), 30);
+  assert_int_equal(ob__consumer_queue_visibility_s("3"), 3);
+  assert_int_equal(ob__consumer_queue_visibility_s("43200"), 43200);
+  /* A queue's 0 would leave nothing hidden while we hold it: 1. */
+  assert_int_equal(ob__consumer_queue_visibility_s("0"), 1);
+  assert_int_equal(ob__consumer_queue_visibility_s("43201"), -1);
+  assert_int_equal(ob__consumer_queue_visibility_s("99999999999999999999"),
+                   -1);
+  assert_int_equal(ob__consumer_queue_visibility_s("-1"), -1);
+  assert_int_equal(ob__consumer_queue_visibility_s(" 30"), -1);
+  assert_int_equal(ob__consumer_queue_visibility_s("30s"), -1);
+  assert_int_equal(ob__consumer_queue_visibility_s(""), -1);
+  assert_int_equal(ob__consumer_queue_visibility_s(NULL), -1);
+}
+
 /* ---- ob_consumer_enable -------------------------------------------------- */
 
 typedef struct env_s {
@@ -153,7 +171,7 @@ static void test_enable_validation(void** state) {
   ob_consumer_options_init(&o);
   assert_int_equal(o.wait_seconds, 20);
   assert_int_equal(o.prefetch, 1);
-  assert_int_equal(o.visibility_timeout_s, 30);
+  assert_int_equal(o.visibility_timeout_s, 0);  /* the queue's */
   assert_int_equal(o.probe.base_ms, 1000);
   assert_int_equal(o.probe.cap_ms, 300000);
   assert_null(o.queue_url);
@@ -178,7 +196,7 @@ static void test_enable_validation(void** state) {
   BAD(wait_seconds, -1, "wait_seconds");
   BAD(prefetch, 0, "prefetch");
   BAD(prefetch, 11, "prefetch");
-  BAD(visibility_timeout_s, 0, "visibility_timeout_s");
+  BAD(visibility_timeout_s, -1, "visibility_timeout_s");
   BAD(visibility_timeout_s, 43201, "visibility_timeout_s");
   BAD(probe.base_ms, 0, "probe.base_ms");
   BAD(probe.cap_ms, 10, "probe.cap_ms");
@@ -211,14 +229,27 @@ static void test_enable_validation(void** state) {
   assert_int_equal(ob_consumer_enable(NULL, &o, err, sizeof err), OB_EINVAL);
 }
 
-/* Enabled but never attached: ob_close destroys it without starting it. */
+/* Enabled but never attached: ob_close destroys it without starting it.
+** ob_consumer_status before: nothing known yet. */
 static void test_enable_then_close(void** state) {
   fx_t* f = *state;
   ob_consumer_options_t o;
+  ob_consumer_status_t st;
   char err[512];
+  assert_int_equal(ob_consumer_status(f->e, &st), OB_ENOTFOUND);
+  assert_int_equal(st.online, -1);
+  assert_int_equal(ob_consumer_status(NULL, &st), OB_EINVAL);
+  assert_int_equal(ob_consumer_status(f->e, NULL), OB_EINVAL);
   ob_consumer_options_init(&o);
   o.queue_url = "https://sqs.eu-west-1.amazonaws.com/123456789012/q";
   assert_int_equal(enable(f, &o, err, sizeof err), 0);
+  assert_int_equal(ob_consumer_status(f->e, &st), 0);
+  assert_int_equal(st.online, -1);
+  assert_int_equal(st.visibility_timeout_s, 0);
+  assert_int_equal(st.visibility_source, OB_CONSUMER_VT_UNKNOWN);
+  assert_int_equal(st.counts, -1);
+  assert_int_equal(st.not_visible, -1);
+  assert_int_equal(st.stalled, 0);
 }
 
 int main(void) {
@@ -226,6 +257,7 @@ int main(void) {
       cmocka_unit_test(test_failure_id),
       cmocka_unit_test(test_visibility_budget),
       cmocka_unit_test(test_retry_visibility),
+      cmocka_unit_test(test_queue_visibility),
       cmocka_unit_test_setup_teardown(test_enable_validation, setup, teardown),
       cmocka_unit_test_setup_teardown(test_enable_then_close, setup, teardown),
   };
