@@ -44,7 +44,7 @@ static int dup_col(sqlite3_stmt* st, int i, char** out, size_t* len) {
   " reference, response, http_status, reason, message_id, consumer_name,"  \
   " calls, lookups, successes, attempts, next_attempt_at, parked_at,"      \
   " created_at, updated_at, coalesce(first_call_at, 0),"                  \
-  " coalesce(first_call_observed_ms, 0), park_cause"
+  " coalesce(first_call_observed_ms, 0), park_cause, lookup_reference"
 
 void ob__effect_row_free(ob__effect_row_t* r) {
   free(r->key);
@@ -59,6 +59,7 @@ void ob__effect_row_free(ob__effect_row_t* r) {
   free(r->message_id);
   free(r->consumer);
   free(r->park_cause);
+  free(r->lookup_reference);
   memset(r, 0, sizeof *r);
 }
 
@@ -89,6 +90,7 @@ static int read_row(sqlite3_stmt* st, ob__effect_row_t* r) {
   r->first_call_at = sqlite3_column_int64(st, 21);
   r->first_call_observed_ms = sqlite3_column_int64(st, 22);
   bad |= dup_col(st, 23, &r->park_cause, NULL);
+  bad |= dup_col(st, 24, &r->lookup_reference, NULL);
   if (bad || r->key == NULL || r->request == NULL) {
     ob__effect_row_free(r);
     return -1;
@@ -122,6 +124,7 @@ void ob__effect_row_view(const ob__effect_row_t* r, ob_effect_t* o) {
   o->created_at_ms = r->created_at;
   o->updated_at_ms = r->updated_at;
   o->park_cause = r->parked_at ? r->park_cause : NULL;
+  o->lookup_reference = r->lookup_reference;
 }
 
 int ob__effect_get(ob__db_t* db, const char* key, ob__effect_row_t* r) {
@@ -154,8 +157,8 @@ int ob__effect_insert(ob__db_t* db, const char* key, const char* idem_key,
       db, OB__E_INSERT,
       "INSERT INTO effect(key, idempotency_key, provider, method, path,"
       " request, state, message_id, consumer_name, next_attempt_at,"
-      " created_at, updated_at)"
-      " VALUES (?1,?2,?3,?4,?5,?6,'pending',?7,?8,?9,?9,?9)"
+      " created_at, updated_at, lookup_reference)"
+      " VALUES (?1,?2,?3,?4,?5,?6,'pending',?7,?8,?9,?9,?9,?10)"
       " ON CONFLICT DO NOTHING RETURNING 1");
   if (st == NULL) return db->last_err;
   sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
@@ -168,6 +171,8 @@ int ob__effect_insert(ob__db_t* db, const char* key, const char* idem_key,
   sqlite3_bind_text(st, 7, message_id, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 8, consumer, -1, SQLITE_STATIC);
   sqlite3_bind_int64(st, 9, now);
+  if (req->lookup_reference)
+    sqlite3_bind_text(st, 10, req->lookup_reference, -1, SQLITE_STATIC);
   rc = sqlite3_step(st);
   inserted = rc == SQLITE_ROW;
   if (rc == SQLITE_ROW) rc = sqlite3_step(st);

@@ -212,6 +212,10 @@ static const char* const migrations[] = {
     "  WHERE clock_ref IS NOT NULL;"
     "CREATE INDEX effect_clock_ref ON effect(clock_ref)"
     "  WHERE clock_ref IS NOT NULL;",
+
+    /* 8 -> 9: the business reference an effect can be looked up by once its
+    ** idempotency key may have expired at the provider. */
+    "ALTER TABLE effect ADD COLUMN lookup_reference TEXT;",
 };
 
 #define MIGRATION_COUNT ((int)(sizeof migrations / sizeof migrations[0]))

@@ -92,7 +92,7 @@ typedef struct ob__db_s {
 } ob__db_t;
 
 /* Current schema version (PRAGMA user_version). */
-#define OB__SCHEMA_VERSION 8
+#define OB__SCHEMA_VERSION 9
 /* PRAGMA application_id: "OBX1". */
 #define OB__APPLICATION_ID 0x4f425831
 
@@ -456,6 +456,7 @@ typedef struct ob__effect_row_s {
   ** never (or before schema 7). */
   int64_t first_call_at, first_call_observed_ms;
   char* park_cause;
+  char* lookup_reference;
 } ob__effect_row_t;
 
 void ob__effect_row_free(ob__effect_row_t* r);

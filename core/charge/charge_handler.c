@@ -34,6 +34,7 @@ static int charge_handle(ob_tx_t* tx, const ob_message_t* msg, void* arg) {
   req.path = "/v1/charges";
   req.body = body;
   req.body_len = strlen(body);
+  req.lookup_reference = o.order_id;  /* the provider knows charges by it */
   rc = ob_tx_effect(tx, key, &req, &ef);
   free(body);
   if (rc != OB_DONE) return rc;

@@ -31,6 +31,7 @@ typedef struct ob__provider_s {
   int idempotency_keys;
   int64_t lease_ms;
   int64_t key_retention_ms;  /* 0: forever */
+  char* reference_lookup_path;  /* NULL: none */
   ob_retry_policy_t retry;
 } ob__provider_t;
 

@@ -27,6 +27,7 @@ void ob__effect_job_free(ob__effect_job_t* j) {
   free(j->path);
   free(j->body);
   free(j->lookup_path);
+  free(j->lookup_reference);
   memset(j, 0, sizeof *j);
 }
 
@@ -41,6 +42,7 @@ void ob__effect_job_call(const ob__effect_job_t* j, ob_effect_call_t* c) {
   c->path = j->path;
   c->body = j->body;
   c->body_len = j->body_len;
+  c->lookup_reference = j->lookup_reference;
 }
 
 /* Move the row's strings into the job (the row is left empty). */
@@ -55,7 +57,15 @@ static int job_from_row(ob__effect_job_t* j, ob__effect_row_t* r,
   j->path = r->path, r->path = NULL;
   j->body = r->request, r->request = NULL;
   j->body_len = r->request_len;
-  j->lookup_path = p->lookup_path ? strdup(p->lookup_path) : NULL;
+  {
+    const char* path = lookup == 2 ? p->reference_lookup_path : p->lookup_path;
+    j->lookup_path = path ? strdup(path) : NULL;
+    if (path && j->lookup_path == NULL) {
+      ob__effect_job_free(j);
+      return OB_ENOMEM;
+    }
+  }
+  j->lookup_reference = r->lookup_reference, r->lookup_reference = NULL;
   j->lookup = lookup;
 #ifdef OB_MUTANT_FENCE_NEW_KEY
   /* MUTANT for tests/integration/fence only: a new idempotency key on every
@@ -75,10 +85,6 @@ static int job_from_row(ob__effect_job_t* j, ob__effect_row_t* r,
   j->state = r->state;
   j->attempts = r->attempts;
   memcpy(j->token, token, OB_UUID_BUFLEN);
-  if (p->lookup_path && j->lookup_path == NULL) {
-    ob__effect_job_free(j);
-    return OB_ENOMEM;
-  }
   return 0;
 }
 
@@ -172,6 +178,8 @@ int ob__effect_take(ob_engine_t* e, const char* provider, int max,
     facts.fresh = fresh;
     facts.idempotency_keys = p->idempotency_keys;
     facts.has_lookup = p->lookup_path != NULL;
+    facts.has_reference_lookup =
+        p->reference_lookup_path != NULL && rows[i].lookup_reference != NULL;
     facts.key_age_ms = key_age_ms(e, &rows[i], now);
     facts.key_retention_ms = p->key_retention_ms;
     act = ob__fence_next_action(&facts);
@@ -198,7 +206,10 @@ int ob__effect_take(ob_engine_t* e, const char* provider, int max,
     rc = ob__effect_lease(&e->db, rows[i].key, token, now + p->lease_ms, now,
                           act == OB__FENCE_CALL, ob__observed_now(e));
     if (rc == 1)
-      rc = job_from_row(&jobs[got], &rows[i], p, act == OB__FENCE_LOOKUP,
+      rc = job_from_row(&jobs[got], &rows[i], p,
+                        act == OB__FENCE_LOOKUP             ? 1
+                        : act == OB__FENCE_LOOKUP_REFERENCE ? 2
+                                                            : 0,
                         token);
     if (rc == 0 && jobs[got].key != NULL) jobs[got++].fresh = fresh;
   }
@@ -213,7 +224,9 @@ int ob__effect_take(ob_engine_t* e, const char* provider, int max,
   /* Tests stop a worker on this line: claimed, leased, not sent. */
   for (int i = 0; i < got; i++)
     ob__log(e, OB_LOG_DEBUG, "effect %s: taken for a %s%s", jobs[i].key,
-            jobs[i].lookup ? "lookup" : "call",
+            jobs[i].lookup == 2 ? "lookup by reference"
+            : jobs[i].lookup    ? "lookup"
+                                : "call",
             jobs[i].fresh ? " (never sent)" : "");
   return got;
 }
@@ -251,8 +264,11 @@ int ob__effect_settle(ob_engine_t* e, ob__effect_job_t* job,
       job->outcome = OB__ANSWER_NOT_SENT;
       return 0;
     }
-    ob__log(e, OB_LOG_DEBUG, "effect %s: lookup found nothing, calling",
-            job->key);
+    ob__log(e, job->lookup == 2 ? OB_LOG_INFO : OB_LOG_DEBUG,
+            "effect %s: %s found nothing, calling", job->key,
+            job->lookup == 2 ? "the lookup by reference (its key may have "
+                               "expired)"
+                             : "the lookup");
     job->lookups_made++;
     job->lookup = 0;
     return 1;
@@ -273,8 +289,11 @@ int ob__effect_settle(ob_engine_t* e, ob__effect_job_t* job,
       u.state = OB_EFFECT_CONFIRMED;
       u.add_successes = 1;
       u.reason = NULL;
-      if (ob__fence_reference(reply->body, reply->body_len, ref,
-                              sizeof ref) == 0)
+      if ((job->lookup == 2
+               ? ob__fence_found(reply->body, reply->body_len, ref,
+                                 sizeof ref) == 1
+               : ob__fence_reference(reply->body, reply->body_len, ref,
+                                     sizeof ref) == 0))
         u.reference = ref;
       u.response = reply->body ? reply->body : "";
       u.response_len = reply->body ? reply->body_len : 0;
@@ -312,7 +331,12 @@ int ob__effect_settle(ob_engine_t* e, ob__effect_job_t* job,
     case OB__ANSWER_CONFLICT:
     case OB__ANSWER_REPLAYED_ERROR: {
       char why[OB__REASON_LEN];
-      if (job->outcome == OB__ANSWER_CONFLICT)
+      if (job->outcome == OB__ANSWER_CONFLICT && job->lookup == 2)
+        ob__errbuf_set(why, sizeof why, 0,
+                       "conflict: the provider has more than one result for "
+                       "the reference %s; a person decides which stands",
+                       job->lookup_reference ? job->lookup_reference : "?");
+      else if (job->outcome == OB__ANSWER_CONFLICT)
         ob__errbuf_set(why, sizeof why, 0,
                        "conflict: the provider holds a different request "
                        "under this idempotency key (another terminal, or "

@@ -86,7 +86,8 @@ int ob_tx_effect(ob_tx_t* tx, const char* key, const ob_effect_request_t* req,
                          OB__EFFECT_KEY_MAX);
   if (!valid_method(req->method) || !valid_path(req->path) ||
       (req->body == NULL && req->body_len > 0) ||
-      (req->body_len > 0 && !ob__json_valid(req->body, req->body_len)))
+      (req->body_len > 0 && !ob__json_valid(req->body, req->body_len)) ||
+      (req->lookup_reference != NULL && !valid_key(req->lookup_reference)))
     return ob__db_seterr(&e->db, OB_EINVAL,
                          "effect %s: the request needs an upper-case method, "
                          "a path starting with '/' and a JSON body", key);
@@ -107,10 +108,13 @@ int ob_tx_effect(ob_tx_t* tx, const char* key, const ob_effect_request_t* req,
     tx->claim.path = strdup(req->path);
     tx->claim.body = dup_n(req->body ? req->body : "", req->body_len);
     tx->claim.body_len = req->body_len;
+    tx->claim.lookup_reference =
+        req->lookup_reference ? strdup(req->lookup_reference) : NULL;
     tx->effect_action = OB__TX_EFFECT_CLAIM;
     snprintf(tx->effect_key, sizeof tx->effect_key, "%s", key);
     if (!tx->claim.provider || !tx->claim.method || !tx->claim.path ||
-        !tx->claim.body) {
+        !tx->claim.body ||
+        (req->lookup_reference && !tx->claim.lookup_reference)) {
       tx->fatal = OB_ENOMEM;
       return OB_ENOMEM;
     }
@@ -191,6 +195,7 @@ void ob__effect_tx_free(ob_tx_t* tx) {
   free((char*)tx->claim.method);
   free((char*)tx->claim.path);
   free((char*)tx->claim.body);
+  free((char*)tx->claim.lookup_reference);
   memset(&tx->claim, 0, sizeof tx->claim);
   for (size_t i = 0; i < tx->neffect_rows; i++)
     ob__effect_row_free(&tx->effect_rows[i]);

@@ -44,8 +44,10 @@ typedef struct ob__effect_job_s {
   char* path;
   char* body;
   size_t body_len;
-  char* lookup_path;   /* the provider's; NULL: none */
-  int lookup;          /* the action now: 1 look the key up, 0 make the call */
+  char* lookup_path;   /* the provider's for this lookup; NULL: none */
+  char* lookup_reference;  /* the effect's business reference, or NULL */
+  int lookup;          /* the action now: 0 make the call, 1 look the key
+                       ** up, 2 look the business reference up */
   char token[OB_UUID_BUFLEN];      /* the lease */
   ob_effect_state_t state;  /* OB_EFFECT_PENDING or _UNKNOWN when taken */
   int attempts;        /* failed attempts so far */
@@ -101,9 +103,11 @@ typedef enum {
   OB__FENCE_CALL = 1,    /* make (or repeat, with the same key) the call */
   OB__FENCE_LOOKUP = 2,  /* ask the provider whether it saw the key */
   OB__FENCE_PARK = 3,    /* nothing safe to do: a person decides */
-  OB__FENCE_PARK_KEY_EXPIRED = 4  /* the provider may have forgotten the
+  OB__FENCE_PARK_KEY_EXPIRED = 4, /* the provider may have forgotten the
                          ** key: a repeat could charge again, a lookup by
                          ** key could say "never seen": a person decides */
+  OB__FENCE_LOOKUP_REFERENCE = 5  /* ask the provider what it did for the
+                         ** effect's business reference, whatever the key */
 } ob__fence_action_t;
 
 /* What is known about an open effect when it is taken. */
@@ -112,6 +116,8 @@ typedef struct ob__fence_facts_s {
                          ** performer: certainly not sent yet */
   int idempotency_keys;  /* the provider honours Idempotency-Key */
   int has_lookup;        /* the provider can look a key up */
+  int has_reference_lookup;  /* the provider can look the effect's business
+                         ** reference up (and the effect has one) */
   int64_t key_age_ms;    /* since a call with the key may first have
                          ** reached the provider */
   int64_t key_retention_ms;  /* how long the provider keeps keys; 0:
@@ -126,7 +132,9 @@ ob__fence_action_t ob__fence_next_action(const ob__fence_facts_t* f);
 ** in flight and the provider's own pruning schedule. */
 int64_t ob__fence_key_deadline_ms(int64_t key_retention_ms);
 
-/* Classify a reply to a call (lookup 0) or a lookup (lookup 1). */
+/* Classify a reply to a call (lookup 0), a lookup by key (1) or by
+** reference (2: 404 or no entry: ABSENT; one entry: CONFIRMED; more:
+** CONFLICT). */
 ob__fence_answer_t ob__fence_classify(int lookup,
                                       const ob_effect_reply_t* reply);
 
@@ -135,6 +143,12 @@ ob__fence_answer_t ob__fence_classify(int lookup,
 ** -1 if not (out is then ""). */
 int ob__fence_reference(const char* body, size_t len, char* out,
                         size_t outlen);
+
+/* The provider's reference in a lookup by reference's answer: the "id" of
+** the only entry of a top-level "data" array, or the top-level "id".
+** Returns the number of entries found (0, 1, 2 for "more"), or -1 when the
+** body is not such an answer. */
+int ob__fence_found(const char* body, size_t len, char* out, size_t outlen);
 
 /* A one-line reason for a refusal or an error answer: "402 card_declined:
 ** Your card was declined." from {"error":{"code","message"}} or

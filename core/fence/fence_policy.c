@@ -59,12 +59,14 @@ ob__fence_action_t ob__fence_next_action(const ob__fence_facts_t* f) {
   ** a repeat is a new charge and a lookup by key finds "never seen". */
   if (f->key_retention_ms > 0 &&
       f->key_age_ms >= ob__fence_key_deadline_ms(f->key_retention_ms))
-    return OB__FENCE_PARK_KEY_EXPIRED;
+    return f->has_reference_lookup ? OB__FENCE_LOOKUP_REFERENCE
+                                   : OB__FENCE_PARK_KEY_EXPIRED;
   /* Maybe sent. The provider answers a repeated key with the original
   ** result, so repeating is the reconciliation. */
   if (f->idempotency_keys) return OB__FENCE_CALL;
   /* Otherwise only a lookup can tell whether the first call happened. */
   if (f->has_lookup) return OB__FENCE_LOOKUP;
+  if (f->has_reference_lookup) return OB__FENCE_LOOKUP_REFERENCE;
   return OB__FENCE_PARK;
 }
 
@@ -100,10 +102,21 @@ ob__fence_answer_t ob__fence_classify(int lookup,
   int s = reply->status;
   char type[64], code[64];
   if (s < 0) return reply->sent ? OB__ANSWER_UNKNOWN : OB__ANSWER_NOT_SENT;
-  if (s >= 200 && s <= 299) return OB__ANSWER_CONFIRMED;
+  if (s >= 200 && s <= 299 && lookup != 2) return OB__ANSWER_CONFIRMED;
   /* Credentials refused: the provider acted on nothing. A configuration
   ** fault must not fail (or use up the retries of) every effect. */
   if (s == 401 || s == 403) return OB__ANSWER_NOT_SENT;
+  if (lookup == 2) {
+    char ref[8];
+    if (s == 404) return OB__ANSWER_ABSENT;
+    if (s < 200 || s > 299) return OB__ANSWER_UNKNOWN;
+    switch (ob__fence_found(reply->body, reply->body_len, ref, sizeof ref)) {
+      case 0: return OB__ANSWER_ABSENT;
+      case 1: return OB__ANSWER_CONFIRMED;
+      case 2: return OB__ANSWER_CONFLICT;
+      default: return OB__ANSWER_UNKNOWN;  /* not an answer we can read */
+    }
+  }
   if (lookup) return s == 404 ? OB__ANSWER_ABSENT : OB__ANSWER_UNKNOWN;
   /* draft-ietf-httpapi-idempotency-key-header: 409 while the first request
   ** with the key is processed, 422 when the key is reused with another
@@ -161,6 +174,29 @@ int ob__fence_reference(const char* body, size_t len, char* out,
       out[0] == '\0')
     return -1;
   return 0;
+}
+
+int ob__fence_found(const char* body, size_t len, char* out, size_t outlen) {
+  const char* data;
+  out[0] = '\0';
+  if (body == NULL || len == 0 || !ob__json_valid(body, len)) return -1;
+  data = member(body, len, "data");
+  if (data == NULL)
+    return ob__fence_reference(body, len, out, outlen) == 0 ? 1 : -1;
+  if (*data != '[') return -1;
+  {
+    /* Count the array's entries: the first one's id, whether a second. */
+    const char* p = ob__json_skip_ws(data + 1);
+    size_t rest = len - (size_t)(p - body), n1;
+    if (*p == ']') return 0;
+    if (*p != '{') return -1;
+    n1 = ob__json_scan(p, rest);
+    if (n1 == 0) return -1;
+    if (string_value(member(p, n1, "id"), out, outlen) != 0 || out[0] == '\0')
+      return -1;
+    p = ob__json_skip_ws(p + n1);
+    return *p == ',' ? 2 : 1;
+  }
 }
 
 void ob__fence_reason(const ob_effect_reply_t* reply, char* out,

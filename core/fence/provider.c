@@ -37,6 +37,12 @@ int ob_provider_register(ob_engine_t* e, const ob_provider_options_t* o) {
     return ob__db_seterr(&e->db, OB_EINVAL,
                          "provider lookup_path must start with '/' and have "
                          "no spaces or control characters");
+  if (o->reference_lookup_path != NULL &&
+      (o->reference_lookup_path[0] != '/' ||
+       !printable(o->reference_lookup_path, 1024)))
+    return ob__db_seterr(&e->db, OB_EINVAL,
+                         "provider reference_lookup_path must start with '/' "
+                         "and have no spaces or control characters");
   if (o->lease_ms < 1000 || o->timeout_ms < 1 || o->max_in_flight < 1 ||
       ob__retry_policy_check(&o->retry) != 0)
     return ob__db_seterr(&e->db, OB_EINVAL,
@@ -57,9 +63,13 @@ int ob_provider_register(ob_engine_t* e, const ob_provider_options_t* o) {
   memset(p, 0, sizeof *p);
   p->name = strdup(o->name);
   p->lookup_path = o->lookup_path ? strdup(o->lookup_path) : NULL;
-  if (p->name == NULL || (o->lookup_path && p->lookup_path == NULL)) {
+  p->reference_lookup_path =
+      o->reference_lookup_path ? strdup(o->reference_lookup_path) : NULL;
+  if (p->name == NULL || (o->lookup_path && p->lookup_path == NULL) ||
+      (o->reference_lookup_path && p->reference_lookup_path == NULL)) {
     free(p->name);
     free(p->lookup_path);
+    free(p->reference_lookup_path);
     return OB_ENOMEM;
   }
   p->idempotency_keys = o->idempotency_keys != 0;
@@ -81,6 +91,7 @@ void ob__providers_free(ob_engine_t* e) {
   for (size_t i = 0; i < e->nproviders; i++) {
     free(e->providers[i].name);
     free(e->providers[i].lookup_path);
+    free(e->providers[i].reference_lookup_path);
   }
   e->nproviders = 0;
 }

@@ -767,6 +767,11 @@ typedef struct ob_effect_request_s {
   const char* path;       /* "/v1/refunds", appended to the provider's URL */
   const char* body;       /* JSON text sent as the request body */
   size_t body_len;
+  const char* lookup_reference; /* the business reference the provider can
+                          ** find this request's results by (ChargeOrder:
+                          ** the order id), for a provider with a
+                          ** reference_lookup_path; NULL: none. 1..200
+                          ** printable characters */
 } ob_effect_request_t;
 
 /* An effect as handlers and operators see it. Pointers are owned by the
@@ -799,6 +804,7 @@ typedef struct ob_effect_s {
   const char* park_cause;   /* why, when parked: "attempts", "no-fence",
                             ** "key-expired", "conflict", "replayed-error";
                             ** NULL otherwise */
+  const char* lookup_reference;  /* the request's, or NULL */
 } ob_effect_t;
 
 /*
@@ -855,6 +861,19 @@ typedef struct ob_provider_options_s {
                              ** it is parked for a person (park cause
                              ** "key-expired"). The age counts the wall
                              ** clock and the observed clock, the larger */
+  const char* reference_lookup_path; /* GET this path with an effect's
+                             ** URL-encoded lookup_reference in place of
+                             ** "{reference}" (appended when there is none)
+                             ** to find what the provider did for it, whatever
+                             ** the key: 404, or 200 with an empty "data"
+                             ** array: nothing; one entry (or a top-level
+                             ** "id"): that result; more: a conflict for a
+                             ** person. Stripe, which has no lookup by
+                             ** idempotency key, searches charges by
+                             ** metadata. Used once a key may have expired:
+                             ** nothing found, and the call is made (the
+                             ** provider never charged); found, and it is
+                             ** confirmed; NULL: such effects are parked */
 } ob_provider_options_t;
 
 /* Fill o with the defaults above (name and base_url NULL). Can't fail. */
@@ -883,13 +902,17 @@ typedef struct ob_effect_call_s {
   const char* key;
   const char* idempotency_key;
   const char* provider;
-  int lookup;             /* 1: ask whether idempotency_key was seen (GET
-                          ** lookup_path + key); 0: make the call */
+  int lookup;             /* 0: make the call; 1: ask whether
+                          ** idempotency_key was seen (GET lookup_path +
+                          ** key); 2: ask for the results of the business
+                          ** reference (GET lookup_path, the provider's
+                          ** reference_lookup_path, + lookup_reference) */
   const char* lookup_path;
   const char* method;
   const char* path;
   const char* body;
   size_t body_len;
+  const char* lookup_reference;  /* lookup 2: what to look for */
 } ob_effect_call_t;
 
 /* The provider's answer. body must stay valid until the performer is

@@ -84,6 +84,7 @@ typedef struct cli_provider_s {
   int no_lookup;          /* --provider-no-lookup */
   long long timeout_ms;   /* --provider-timeout; 0: the default */
   long long key_retention_ms;  /* --provider-key-retention */
+  const char* reference_lookup;  /* --provider-reference-lookup PATH */
   int key_retention_set;  /* 1 set, -1 a bad $ONCEBOX_PROVIDER_KEY_RETENTION */
 } cli_provider_t;
 
@@ -95,6 +96,7 @@ typedef struct cli_provider_s {
 #define CLI_OPT_PROVIDER_NO_LOOKUP 0x103
 #define CLI_OPT_PROVIDER_TIMEOUT 0x104
 #define CLI_OPT_PROVIDER_KEY_RETENTION 0x105
+#define CLI_OPT_PROVIDER_REFERENCE_LOOKUP 0x106
 #define CLI_PROVIDER_LONG_OPTIONS                                           \
   {"provider-url", required_argument, NULL, CLI_OPT_PROVIDER_URL},          \
   {"provider-allow-http", no_argument, NULL, CLI_OPT_PROVIDER_ALLOW_HTTP},  \
@@ -103,7 +105,9 @@ typedef struct cli_provider_s {
   {"provider-no-lookup", no_argument, NULL, CLI_OPT_PROVIDER_NO_LOOKUP},    \
   {"provider-timeout", required_argument, NULL, CLI_OPT_PROVIDER_TIMEOUT},  \
   {"provider-key-retention", required_argument, NULL,                       \
-   CLI_OPT_PROVIDER_KEY_RETENTION}
+   CLI_OPT_PROVIDER_KEY_RETENTION},                                         \
+  {"provider-reference-lookup", required_argument, NULL,                    \
+   CLI_OPT_PROVIDER_REFERENCE_LOOKUP}
 
 /* Help text of those options (each line indented by two spaces). */
 extern const char cli_provider_help[];

@@ -35,6 +35,12 @@ const char cli_provider_help[] =
     "effect\n"
     "                            older than 7/8 of it is parked, never "
     "repeated\n"
+    "  --provider-reference-lookup PATH  find an order's charges whatever the\n"
+    "                            key (or ONCEBOX_PROVIDER_REFERENCE_LOOKUP),\n"
+    "                            with {reference} for the order id, e.g.\n"
+    "                            \"/v1/charges/search?query=metadata['order_id']"
+    ":'{reference}'\";\n"
+    "                            used once a key may have expired\n"
     "  ONCEBOX_PROVIDER_AUTHORIZATION  (environment only, never an option:\n"
     "                            options show in ps) the value of the\n"
     "                            Authorization header of every request, e.g.\n"
@@ -56,6 +62,7 @@ int cli_provider_option(cli_provider_t* p, int c, const char* arg,
         return -1;
       }
       return 1;
+    case CLI_OPT_PROVIDER_REFERENCE_LOOKUP: p->reference_lookup = arg; return 1;
     case CLI_OPT_PROVIDER_KEY_RETENTION:
       p->key_retention_ms = cli_parse_duration_ms(arg);
       if (p->key_retention_ms < 0 ||
@@ -71,6 +78,10 @@ int cli_provider_option(cli_provider_t* p, int c, const char* arg,
 }
 
 static void provider_env(cli_provider_t* p) {
+  if (p->reference_lookup == NULL) {
+    const char* v = getenv("ONCEBOX_PROVIDER_REFERENCE_LOOKUP");
+    p->reference_lookup = v != NULL && v[0] != '\0' ? v : NULL;
+  }
   if (!p->key_retention_set) {
     const char* v = getenv("ONCEBOX_PROVIDER_KEY_RETENTION");
     if (v != NULL && v[0] != '\0') {
@@ -122,6 +133,7 @@ int cli_enable_provider(ob_engine_t* e, cli_provider_t* p, const char* cmd) {
   o.lookup_path = p->no_lookup ? NULL : OB_CHARGE_LOOKUP_PATH;
   if (p->timeout_ms > 0) o.timeout_ms = p->timeout_ms;
   if (p->key_retention_set > 0) o.key_retention_ms = p->key_retention_ms;
+  o.reference_lookup_path = p->reference_lookup;
   /* A lookup and a call are made under one lease: it must outlast both. */
   if (o.lease_ms <= 2 * o.timeout_ms) o.lease_ms = 2 * o.timeout_ms + 30000;
   rc = ob_provider_enable(e, &o, err, sizeof err);

@@ -124,7 +124,9 @@ static void kick_others(executor_t* x) {
 }
 
 static const char* action_name(const ob__effect_job_t* j) {
-  return j->lookup ? "lookup" : "call";
+  return j->lookup == 2 ? "lookup by reference"
+         : j->lookup    ? "lookup"
+                        : "call";
 }
 
 /* Percent-encode everything outside RFC 3986's unreserved characters.
@@ -165,6 +167,26 @@ static char* join_url(const char* base, const char* a, const char* b) {
   return u;
 }
 
+/* base + path with "{reference}" replaced by enc, or enc appended when
+** the path has no placeholder (a search query may need a closing quote
+** after it: "...metadata['order_id']:'{reference}'"). */
+static char* lookup_url(const char* base, const char* path, const char* enc) {
+  static const char mark[] = "{reference}";
+  const char* at = strstr(path, mark);
+  char *head, *u;
+  size_t n;
+  if (at == NULL) return join_url(base, path, enc);
+  n = (size_t)(at - path);
+  head = malloc(n + strlen(enc) + strlen(at + sizeof mark - 1) + 1);
+  if (head == NULL) return NULL;
+  memcpy(head, path, n);
+  strcpy(head + n, enc);
+  strcat(head, at + sizeof mark - 1);
+  u = join_url(base, head, NULL);
+  free(head);
+  return u;
+}
+
 static void on_reply(ob__http_req_t* req, int status,
                      const ob__http_response_t* res);
 
@@ -181,10 +203,12 @@ static int submit(executor_t* x, slot_t* s) {
   memset(&s->req, 0, sizeof s->req);
   s->req.data = s;
   if (j->lookup) {
-    if (j->lookup_path == NULL || j->idempotency_key == NULL) return OB_EINVAL;
-    enc = pct_encode(j->idempotency_key);
+    const char* arg = j->lookup == 2 ? j->lookup_reference : j->idempotency_key;
+    if (j->lookup_path == NULL || arg == NULL) return OB_EINVAL;
+    enc = pct_encode(arg);
     if (enc == NULL) return OB_ENOMEM;
-    url = join_url(x->base_url, j->lookup_path, enc);
+    url = j->lookup == 2 ? lookup_url(x->base_url, j->lookup_path, enc)
+                         : join_url(x->base_url, j->lookup_path, enc);
     free(enc);
     h[nh++] = (ob__http_header_t){"Accept", "application/json"};
     s->req.method = "GET";
@@ -291,7 +315,10 @@ static void log_answer(executor_t* x, const ob__effect_job_t* j,
   ob__fence_answer_t a = ob__fence_classify(j->lookup, reply);
   switch (a) {
     case OB__ANSWER_CONFIRMED:
-      if (ob__fence_reference(reply->body, reply->body_len, why, 128) != 0)
+      if ((j->lookup == 2
+               ? ob__fence_found(reply->body, reply->body_len, why, 128) != 1
+               : ob__fence_reference(reply->body, reply->body_len, why,
+                                     128) != 0))
         snprintf(why, sizeof why, "no reference");
       ob__log(ENGINE(x), OB_LOG_INFO, "effects: %s: %s answered HTTP %d: "
               "confirmed (%s)", j->key, action_name(j), reply->status, why);
@@ -302,8 +329,24 @@ static void log_answer(executor_t* x, const ob__effect_job_t* j,
               "refused: %s", j->key, action_name(j), reply->status, why);
       break;
     case OB__ANSWER_ABSENT:
-      ob__log(ENGINE(x), OB_LOG_INFO, "effects: %s: lookup answered HTTP %d: the "
-              "provider never saw the key; calling", j->key, reply->status);
+      ob__log(ENGINE(x), OB_LOG_INFO, "effects: %s: %s answered HTTP %d: the "
+              "provider has nothing for it; calling", j->key, action_name(j),
+              reply->status);
+      break;
+    case OB__ANSWER_IN_FLIGHT:
+      ob__log(ENGINE(x), OB_LOG_INFO, "effects: %s: %s answered HTTP %d: the "
+              "first request with this key still runs at the provider; "
+              "asking again later", j->key, action_name(j), reply->status);
+      break;
+    case OB__ANSWER_CONFLICT:
+    case OB__ANSWER_REPLAYED_ERROR:
+      ob__fence_reason(reply, why, sizeof why);
+      ob__log(ENGINE(x), OB_LOG_WARN, "effects: %s: %s answered HTTP %d: %s; "
+              "parked for a person: %s", j->key, action_name(j),
+              reply->status, a == OB__ANSWER_CONFLICT
+                                 ? "a conflict at the provider"
+                                 : "an error it saved and replays",
+              why);
       break;
     case OB__ANSWER_NOT_SENT:
       if (reply->status > 0)  /* 401/403 */

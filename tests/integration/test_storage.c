@@ -91,6 +91,8 @@ static void test_newer_schema_refused(void** state) {
   "ALTER TABLE effect DROP COLUMN first_call_observed_ms;"        \
   "ALTER TABLE effect DROP COLUMN park_cause;"
 
+/* What migration 8 -> 9 (an effect's lookup reference) added, undone. */
+#define UNDO_V9 "ALTER TABLE effect DROP COLUMN lookup_reference;"
 /* What migration 7 -> 8 (the deadlines' clock reference) added, undone. */
 #define UNDO_V8                                                           \
   "DROP INDEX queue_clock_ref; DROP INDEX outbox_clock_ref;"              \
@@ -105,7 +107,7 @@ static void test_migrates_version_5(void** state) {
   (void)state;
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V8 UNDO_V7 UNDO_V6 "PRAGMA user_version=5");
+  set_user_version(f->db_path, UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 "PRAGMA user_version=5");
   fx_open(f);
   assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM retention_swept"), 0);
@@ -120,7 +122,7 @@ static void test_migrates_version_6(void** state) {
   (void)state;
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V8 UNDO_V7 "PRAGMA user_version=6");
+  set_user_version(f->db_path, UNDO_V9 UNDO_V8 UNDO_V7 "PRAGMA user_version=6");
   fx_open(f);
   assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM pragma_table_info("
@@ -166,7 +168,7 @@ static void test_migrates_version_7(void** state) {
   ob__relay_row_free(&row);
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V8 "PRAGMA user_version=7");
+  set_user_version(f->db_path, UNDO_V9 UNDO_V8 "PRAGMA user_version=7");
   fake_clock_advance(&f->clock, -24LL * 3600 * 1000);
   fx_open(f);
   assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
@@ -199,7 +201,7 @@ static void test_migrates_version_3(void** state) {
   fx_drain(f);
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V8 UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 "PRAGMA user_version=3");
+  set_user_version(f->db_path, UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 "PRAGMA user_version=3");
   assert_int_equal(fx_count(f, "SELECT count(*) FROM sqlite_schema WHERE name ="
                                " 'outbox_unpublished_type'"),
                    0);
@@ -232,7 +234,7 @@ static void test_migrates_version_2(void** state) {
   fx_enqueue(f, "Nobody", fx_event(2, id), "{}");
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V8 UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 UNDO_V3
+  set_user_version(f->db_path, UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 UNDO_V3
                    "PRAGMA user_version=2");
   fx_open(f);
   assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
@@ -256,7 +258,7 @@ static void test_migrates_version_1(void** state) {
   fx_drain(f);
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V8 UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 UNDO_V3
+  set_user_version(f->db_path, UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 UNDO_V3
                    "DROP INDEX outbox_unpublished_aggregate;"
                    "DROP TABLE relay_status; PRAGMA user_version=1");
   assert_int_equal(fx_count(f, "PRAGMA user_version"), 1);

@@ -40,7 +40,8 @@ static ob__fence_action_t act(int fresh, int keys, int lookup, int64_t age,
   ob__fence_facts_t f;
   f.fresh = fresh;
   f.idempotency_keys = keys;
-  f.has_lookup = lookup;
+  f.has_lookup = lookup & 1;
+  f.has_reference_lookup = (lookup & 2) != 0;
   f.key_age_ms = age;
   f.key_retention_ms = retention;
   return ob__fence_next_action(&f);
@@ -74,6 +75,13 @@ static void test_key_retention(void** state) {
   assert_int_equal(act(0, 0, 1, 25 * HOUR, day), OB__FENCE_PARK_KEY_EXPIRED);
   assert_int_equal(act(0, 0, 1, 20 * HOUR, day), OB__FENCE_LOOKUP);
   assert_int_equal(act(1, 1, 0, 25 * HOUR, day), OB__FENCE_CALL);
+  /* A lookup by the business reference (2) is the way out past it; it
+  ** is also the only question a provider without keys can be asked. */
+  assert_int_equal(act(0, 1, 2, 25 * HOUR, day), OB__FENCE_LOOKUP_REFERENCE);
+  assert_int_equal(act(0, 1, 3, 25 * HOUR, day), OB__FENCE_LOOKUP_REFERENCE);
+  assert_int_equal(act(0, 1, 2, 20 * HOUR, day), OB__FENCE_CALL);
+  assert_int_equal(act(0, 0, 2, 1 * HOUR, day), OB__FENCE_LOOKUP_REFERENCE);
+  assert_int_equal(act(0, 0, 3, 1 * HOUR, day), OB__FENCE_LOOKUP);
   /* Adyen keeps keys at least 31 days. */
   assert_int_equal(act(0, 1, 0, 25 * HOUR, 31 * day), OB__FENCE_CALL);
 }
@@ -126,6 +134,38 @@ static void test_classify_idempotency(void** state) {
   r = reply(200, 1, "{\"id\":\"ch_1\"}");
   r.replayed = 1;
   assert_int_equal(ob__fence_classify(0, &r), OB__ANSWER_CONFIRMED);
+}
+
+/* A lookup by reference: Stripe's search result shape, and a plain
+** object. */
+static void test_classify_reference_lookup(void** state) {
+  ob_effect_reply_t r;
+  char ref[64];
+  (void)state;
+  r = reply(200, 1, "{\"object\":\"search_result\",\"data\":[]}");
+  assert_int_equal(ob__fence_classify(2, &r), OB__ANSWER_ABSENT);
+  r = reply(200, 1, "{\"object\":\"search_result\",\"data\":[{\"id\":"
+            "\"ch_1\",\"amount\":1999}],\"has_more\":false}");
+  assert_int_equal(ob__fence_classify(2, &r), OB__ANSWER_CONFIRMED);
+  assert_int_equal(ob__fence_found(r.body, r.body_len, ref, sizeof ref), 1);
+  assert_string_equal(ref, "ch_1");
+  r = reply(200, 1, "{\"data\":[{\"id\":\"ch_1\"},{\"id\":\"ch_2\"}]}");
+  assert_int_equal(ob__fence_classify(2, &r), OB__ANSWER_CONFLICT);
+  r = reply(200, 1, "{\"id\":\"ch_9\"}");
+  assert_int_equal(ob__fence_classify(2, &r), OB__ANSWER_CONFIRMED);
+  r = reply(404, 1, "{}");
+  assert_int_equal(ob__fence_classify(2, &r), OB__ANSWER_ABSENT);
+  /* Unreadable: nothing is concluded. */
+  r = reply(200, 1, "{\"data\":[{\"amount\":1}]}");
+  assert_int_equal(ob__fence_classify(2, &r), OB__ANSWER_UNKNOWN);
+  r = reply(200, 1, "not json");
+  assert_int_equal(ob__fence_classify(2, &r), OB__ANSWER_UNKNOWN);
+  r = reply(200, 1, "{\"data\":{}}");
+  assert_int_equal(ob__fence_classify(2, &r), OB__ANSWER_UNKNOWN);
+  r = reply(503, 1, "{}");
+  assert_int_equal(ob__fence_classify(2, &r), OB__ANSWER_UNKNOWN);
+  r = reply(401, 1, "{}");
+  assert_int_equal(ob__fence_classify(2, &r), OB__ANSWER_NOT_SENT);
 }
 
 static void test_classify_lookup(void** state) {
@@ -203,6 +243,7 @@ int main(void) {
       cmocka_unit_test(test_next_action),
       cmocka_unit_test(test_key_retention),
       cmocka_unit_test(test_classify_idempotency),
+      cmocka_unit_test(test_classify_reference_lookup),
       cmocka_unit_test(test_classify_call),
       cmocka_unit_test(test_classify_lookup),
       cmocka_unit_test(test_reference),

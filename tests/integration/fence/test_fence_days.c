@@ -13,6 +13,9 @@
 **     is a new request; the same key with other parameters is a 400
 **     `idempotency_error`; a key whose first request is still running is a
 **     409 (code `idempotency_key_in_use`);
+**   - Stripe's Search API, https://docs.stripe.com/search: charges found by
+**     their metadata (here the order id the request carries), answered as
+**     {"object":"search_result","data":[...]}, whatever key made them;
 **   - draft-ietf-httpapi-idempotency-key-header: 422 when a key is reused
 **     with another payload, 409 while the first request is in progress.
 ** The provider's clock is the test's wall clock: pruning happens in the
@@ -73,7 +76,7 @@ typedef struct provider_s {
   int nkeys;
   int script[16];
   int nscript;
-  int calls, charges;
+  int calls, charges, searches;
   char orders_charged[MAX_KEYS][256];
   char out[256];
 } provider_t;
@@ -109,7 +112,28 @@ static int perform(void* arg, const ob_effect_call_t* c, ob_effect_reply_t* r) {
     memmove(p->script, p->script + 1, sizeof p->script - sizeof p->script[0]);
     p->nscript--;
   }
-  assert_false(c->lookup);  /* this provider has no lookup */
+  if (c->lookup == 2) {
+    /* Search charges by the order id in their parameters. */
+    char needle[160];
+    int n = 0;
+    size_t len = 0;
+    p->searches++;
+    snprintf(needle, sizeof needle, "\"order_id\":\"%s\"", c->lookup_reference);
+    len += (size_t)snprintf(p->out, sizeof p->out,
+                            "{\"object\":\"search_result\",\"data\":[");
+    for (int i = 0; i < p->charges; i++) {
+      if (strstr(p->orders_charged[i], needle) == NULL) continue;
+      len += (size_t)snprintf(p->out + len, sizeof p->out - len,
+                              "%s{\"id\":\"ch_%d\"}", n++ ? "," : "", i + 1);
+    }
+    snprintf(p->out + len, sizeof p->out - len, "],\"has_more\":false}");
+    r->sent = 1;
+    r->status = 200;
+    r->body = p->out;
+    r->body_len = strlen(p->out);
+    return 0;
+  }
+  assert_int_equal(c->lookup, 0);  /* no lookup by idempotency key */
   p->calls++;
   snprintf(body, sizeof body, "%.*s", (int)c->body_len, c->body);
   r->sent = 1;
@@ -185,6 +209,7 @@ static int perform(void* arg, const ob_effect_call_t* c, ob_effect_reply_t* r) {
 typedef struct term_s {
   fixture_t* f;
   jclock_t clock;
+  int search;  /* the provider description names the search */
 } term_t;
 
 static void reg(term_t* t) {
@@ -192,12 +217,16 @@ static void reg(term_t* t) {
   ob_provider_options_init(&o);
   o.name = OB_CHARGE_PROVIDER;
   o.lookup_path = NULL;  /* Stripe has no lookup by idempotency key */
+  if (t->search)
+    o.reference_lookup_path =
+        "/v1/charges/search?query=metadata['order_id']:'{reference}'";
   assert_int_equal(ob_provider_register(t->f->e, &o), 0);
   assert_int_equal(ob_register_charge_order(t->f->e), 0);
 }
 
-static term_t* terminal(void) {
+static term_t* terminal_with(int search) {
   term_t* t = calloc(1, sizeof *t);
+  t->search = search;
   t->f = fx_new(8);
   t->clock.wall = FX_T0;
   t->clock.mono = 1000;
@@ -213,6 +242,8 @@ static term_t* terminal(void) {
   reg(t);
   return t;
 }
+
+static term_t* terminal(void) { return terminal_with(0); }
 
 /* The terminal is switched off for `ms` and started again. */
 static void off_for(term_t* t, int64_t ms) {
@@ -472,6 +503,80 @@ static void test_replayed_500_parks_at_once(void** state) {
   done(t, p);
 }
 
+/* Past the retention, a provider whose description names a search by the
+** order's reference is asked instead of a person: the lost reply's charge
+** is found and confirmed, nothing charged again. */
+static void test_after_the_retention_a_search_finds_the_charge(void** state) {
+  term_t* t = terminal_with(1);
+  provider_t* p = stripe(t);
+  (void)state;
+  order(t, 1, "order-1", 1999);
+  p->script[p->nscript++] = LOST_REPLY;
+  fx_drain(t->f);
+  perform_due(t, p);
+  off_for(t, 25 * HOUR);
+  perform_due(t, p);
+  assert_int_equal(p->searches, 1);
+  assert_int_equal(p->calls, 1);
+  assert_int_equal(p->charges, 1);
+  assert_int_equal(count(t, "SELECT count(*) FROM effect WHERE state ="
+                            " 'confirmed' AND reference = 'ch_1'"), 1);
+  fx_drain(t->f);
+  assert_int_equal(count(t, "SELECT count(*) FROM charge WHERE"
+                            " provider_charge_id = 'ch_1'"), 1);
+  assert_int_equal(ob_check(t->f->e, NULL, NULL), 0);
+  done(t, p);
+}
+
+/* The search finds nothing: the first call never reached the provider, so
+** the call is made now (once); and two charges for one order are a
+** conflict for a person. */
+static void test_search_finds_none_or_two(void** state) {
+  term_t* t = terminal_with(1);
+  provider_t* p = stripe(t);
+  char sql[256];
+  (void)state;
+  order(t, 1, "order-1", 1999);
+  fx_drain(t->f);
+  /* A claim whose call was handed out and lost before it left: a worker
+  ** killed right after taking it (first_call_at set, nothing sent). */
+  snprintf(sql, sizeof sql, "UPDATE effect SET state = 'unknown',"
+           " first_call_at = %lld", (long long)t->clock.wall);
+  {
+    sqlite3* db;
+    assert_int_equal(sqlite3_open(t->f->db_path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  off_for(t, 25 * HOUR);
+  perform_due(t, p);
+  assert_int_equal(p->searches, 1);
+  assert_int_equal(p->calls, 1);
+  assert_int_equal(p->charges, 1);
+  assert_int_equal(count(t, "SELECT count(*) FROM effect WHERE state ="
+                            " 'confirmed'"), 1);
+  done(t, p);
+
+  t = terminal_with(1);
+  p = stripe(t);
+  order(t, 2, "order-2", 500);
+  p->script[p->nscript++] = LOST_REPLY;
+  fx_drain(t->f);
+  perform_due(t, p);
+  /* Another charge for the same order, made under another key. */
+  snprintf(p->orders_charged[p->charges++], 256,
+           "{\"order_id\":\"order-2\",\"amount_minor\":500}");
+  off_for(t, 25 * HOUR);
+  perform_due(t, p);
+  assert_int_equal(p->searches, 1);
+  assert_int_equal(p->calls, 1);
+  assert_int_equal(count(t, "SELECT count(*) FROM effect WHERE parked_at IS"
+                            " NOT NULL AND park_cause = 'conflict' AND"
+                            " reason LIKE '%more than one result%order-2%'"),
+                   1);
+  done(t, p);
+}
+
 /* key_retention_ms: 0 (forever) or at least an hour. */
 static void test_retention_option(void** state) {
   fixture_t* f = fx_new(1);
@@ -497,6 +602,8 @@ int main(void) {
       cmocka_unit_test(test_400_mismatch_is_a_conflict),
       cmocka_unit_test(test_422_mismatch_is_a_conflict),
       cmocka_unit_test(test_replayed_500_parks_at_once),
+      cmocka_unit_test(test_after_the_retention_a_search_finds_the_charge),
+      cmocka_unit_test(test_search_finds_none_or_two),
       cmocka_unit_test(test_retention_option),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
