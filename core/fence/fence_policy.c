@@ -53,6 +53,13 @@ ob__fence_action_t ob__fence_next_action(const ob__fence_facts_t* f) {
   (void)f;
   return OB__FENCE_CALL;
 #endif
+#ifdef OB_MUTANT_FENCE_IGNORE_KEY_AGE
+  /* MUTANT for tests/integration/fence only: ignore the key's age (the rule
+  ** before issue 14: with idempotency keys, always call again, however long
+  ** ago). Built into a separate test library; never define it elsewhere. */
+  if (f->fresh || f->idempotency_keys) return OB__FENCE_CALL;
+  return f->has_lookup ? OB__FENCE_LOOKUP : OB__FENCE_PARK;
+#endif
   /* Never sent: nothing to repeat, nothing to look up. */
   if (f->fresh) return OB__FENCE_CALL;
   /* Maybe sent, long ago: the provider may have pruned the key, and then
