@@ -314,6 +314,9 @@ int ob__effect_update(ob__db_t* db, const char* key, const char* token,
       " successes = successes + ?10, attempts = ?11, next_attempt_at = ?12,"
       " parked_at = ?13, lease_token = NULL, lease_until = NULL,"
       " updated_at = ?14, park_cause = ?15,"
+      " first_call_at = CASE WHEN ?16 THEN NULL ELSE first_call_at END,"
+      " first_call_observed_ms = CASE WHEN ?16 THEN NULL ELSE"
+      " first_call_observed_ms END,"
       " clock_ref = CASE WHEN ?3 IN ('pending','unknown')"
       " AND ?12 > ?14 THEN ?14 END"
       " WHERE key = ?1 AND state IN ('pending','unknown')"
@@ -339,6 +342,7 @@ int ob__effect_update(ob__db_t* db, const char* key, const char* token,
   sqlite3_bind_int64(st, 14, now);
   if (u->parked_at > 0 && u->park_cause)
     sqlite3_bind_text(st, 15, u->park_cause, -1, SQLITE_STATIC);
+  sqlite3_bind_int(st, 16, u->clear_first_call != 0);
   return ob__db_step_done(db, st, "effect outcome");
 }
 

@@ -215,7 +215,12 @@ static const char* const migrations[] = {
 
     /* 8 -> 9: the business reference an effect can be looked up by once its
     ** idempotency key may have expired at the provider. */
-    "ALTER TABLE effect ADD COLUMN lookup_reference TEXT;",
+    "ALTER TABLE effect ADD COLUMN lookup_reference TEXT;"
+    /* From now on an open effect without first_call_at was never handed out
+    ** for a call (so its key can't have expired); older ones count from
+    ** their claim, the safe side. */
+    "UPDATE effect SET first_call_at = created_at WHERE first_call_at IS NULL"
+    "  AND state IN ('pending','unknown');",
 };
 
 #define MIGRATION_COUNT ((int)(sizeof migrations / sizeof migrations[0]))

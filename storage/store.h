@@ -511,6 +511,8 @@ typedef struct ob__effect_update_s {
   int64_t next_attempt_at;
   int64_t parked_at;        /* 0: not parked */
   const char* park_cause;   /* with parked_at: why ("attempts", ...) */
+  int clear_first_call;     /* the first call handed out never left: forget
+                            ** its time (the key never reached anyone) */
 } ob__effect_update_t;
 
 /* Apply u to the open effect `key` (only if token still holds its lease

@@ -133,12 +133,15 @@ static int park(ob_engine_t* e, const ob__effect_row_t* r, const char* cause,
 /* Since a call with the key may first have reached the provider: the
 ** larger of the wall clock's and the observed clock's reading, so that a
 ** long shutdown (not observed) and a wall clock set back while running
-** (not seen by the wall) both count. Before schema 7 (or for a lookup-only
-** effect) the claim time stands in: it is earlier, the safe side. */
+** (not seen by the wall) both count. -1: no call was ever handed out (the
+** lease that hands one out records the time before the call can leave),
+** so the key cannot have reached the provider, whatever the claim's age.
+** Effects from before schema 9 count from their claim, the safe side. */
 static int64_t key_age_ms(const ob_engine_t* e, const ob__effect_row_t* r,
                           int64_t now) {
-  int64_t since = r->first_call_at ? r->first_call_at : r->created_at;
-  int64_t age = now - since;
+  int64_t age;
+  if (r->first_call_at == 0) return -1;
+  age = now - r->first_call_at;
   if (r->first_call_observed_ms > 0) {
     int64_t seen = ob__observed_now(e) - r->first_call_observed_ms;
     if (seen > age) age = seen;
@@ -211,7 +214,10 @@ int ob__effect_take(ob_engine_t* e, const char* provider, int max,
                         : act == OB__FENCE_LOOKUP_REFERENCE ? 2
                                                             : 0,
                         token);
-    if (rc == 0 && jobs[got].key != NULL) jobs[got++].fresh = fresh;
+    if (rc == 0 && jobs[got].key != NULL) {
+      jobs[got].first_call = rows[i].first_call_at == 0;
+      jobs[got++].fresh = fresh;
+    }
   }
   for (int i = 0; i < (n > 0 ? n : 0); i++) ob__effect_row_free(&rows[i]);
   free(rows);
@@ -310,6 +316,8 @@ int ob__effect_settle(ob_engine_t* e, ob__effect_job_t* job,
       ** certainly unsent if it was). The performer backs off while the
       ** provider can't be reached. */
       if (job->fresh) ob__fresh_keep(e, job->key);
+      /* The key reached no one: its age has not started. */
+      u.clear_first_call = job->first_call && !job->lookup;
       u.reason = reason;
       u.next_attempt_at =
           now + (p ? p->retry.delay_ms : e->opts.retry.delay_ms);

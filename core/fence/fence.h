@@ -53,6 +53,8 @@ typedef struct ob__effect_job_s {
   int attempts;        /* failed attempts so far */
   int lookups_made;    /* lookups answered "absent" before this call */
   int fresh;           /* certainly never sent before this attempt */
+  int first_call;      /* no call was handed out before this job: a call it
+                       ** makes records the effect's first */
   ob__fence_answer_t outcome;  /* after ob__effect_settle: the answer seen */
 } ob__effect_job_t;
 

@@ -57,7 +57,7 @@ static void pass(jclock_t* c, int64_t ms) {
 }
 
 typedef enum { P_STRIPE, P_IETF } profile_t;
-enum { NORMAL = 0, LOST_REPLY, HOLD, E500_SAVED };
+enum { NORMAL = 0, LOST_REPLY, HOLD, E500_SAVED, OFFLINE };
 
 typedef struct saved_s {
   char key[OB_UUID_BUFLEN];
@@ -111,6 +111,13 @@ static int perform(void* arg, const ob_effect_call_t* c, ob_effect_reply_t* r) {
     mode = p->script[0];
     memmove(p->script, p->script + 1, sizeof p->script - sizeof p->script[0]);
     p->nscript--;
+  }
+  if (mode == OFFLINE) {
+    /* No route to the provider: nothing leaves the terminal. */
+    r->sent = 0;
+    r->status = OB_ENET;
+    r->detail = "connection refused";
+    return 0;
   }
   if (c->lookup == 2) {
     /* Search charges by the order id in their parameters. */
@@ -577,6 +584,30 @@ static void test_search_finds_none_or_two(void** state) {
   done(t, p);
 }
 
+/* Offline for two days (the README's promise): every attempt fails before
+** a byte leaves, so the key never reached the provider and its age never
+** starts. Once the provider is reachable the order is charged, once. */
+static void test_offline_for_days_is_not_expired(void** state) {
+  term_t* t = terminal();
+  provider_t* p = stripe(t);
+  (void)state;
+  order(t, 1, "order-1", 1999);
+  fx_drain(t->f);
+  for (int h = 0; h < 48; h++) {
+    p->script[p->nscript++] = OFFLINE;
+    perform_due(t, p);
+    pass(&t->clock, 3600 * 1000);
+    if (h == 20) off_for(t, 3600 * 1000);  /* and a restart on the way */
+  }
+  p->nscript = 0;
+  perform_due(t, p);
+  assert_int_equal(p->calls, 1);
+  assert_int_equal(p->charges, 1);
+  assert_int_equal(count(t, "SELECT count(*) FROM effect WHERE state ="
+                            " 'confirmed' AND park_cause IS NULL"), 1);
+  done(t, p);
+}
+
 /* key_retention_ms: 0 (forever) or at least an hour. */
 static void test_retention_option(void** state) {
   fixture_t* f = fx_new(1);
@@ -604,6 +635,7 @@ int main(void) {
       cmocka_unit_test(test_replayed_500_parks_at_once),
       cmocka_unit_test(test_after_the_retention_a_search_finds_the_charge),
       cmocka_unit_test(test_search_finds_none_or_two),
+      cmocka_unit_test(test_offline_for_days_is_not_expired),
       cmocka_unit_test(test_retention_option),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
