@@ -10,6 +10,8 @@
 #include "core/fence/fence.h"
 #include "core/util/assert.h"
 #include "core/util/errbuf.h"
+#include "core/util/json_write.h"
+#include "core/util/peer_text.h"
 #include "core/util/retry.h"
 #include "core/util/uuid.h"
 
@@ -237,12 +239,43 @@ int ob__effect_take(ob_engine_t* e, const char* provider, int max,
   return got;
 }
 
+/* The stored form of an answer (malloc'd, or NULL for none). */
+static char* stored_response(const ob_effect_reply_t* reply, const char* reason,
+                             const char* reference, size_t* len) {
+  char status[16];
+  size_t n = 0;
+  char* buf;
+  if (reply->body == NULL || reply->status <= 0) return NULL;
+  if (reply->status >= 200 && reply->status <= 299)
+    return ob__peer_redact(reply->body, reply->body_len, len);
+  snprintf(status, sizeof status, "%d", reply->status);
+  for (int pass = 0; pass < 2; pass++) {
+    buf = pass ? malloc(n + 1) : NULL;
+    if (pass && buf == NULL) return NULL;
+    n = 0;
+    ob__json_put_raw(buf, &n, "{\"status\":");
+    ob__json_put_raw(buf, &n, status);
+    ob__json_put_raw(buf, &n, ",\"reason\":");
+    ob__json_put_str(buf, &n, reason, OB__REASON_LEN);
+    if (reference != NULL) {
+      ob__json_put_raw(buf, &n, ",\"id\":");
+      ob__json_put_str(buf, &n, reference, 256);
+    }
+    ob__json_put_raw(buf, &n, "}");
+  }
+  buf[n] = '\0';
+  *len = n;
+  return buf;
+}
+
 int ob__effect_settle(ob_engine_t* e, ob__effect_job_t* job,
                       const ob_effect_reply_t* reply, ob_batch_result_t* res) {
   const ob__provider_t* p = ob__provider_find(e, job->provider);
   ob_batch_result_t local;
   ob__effect_update_t u;
   char reason[OB__REASON_LEN], ref[256];
+  char* stored = NULL;
+  size_t stored_len = 0;
   int rc, final = 0, parked = 0;
   int64_t now;
 
@@ -387,8 +420,13 @@ int ob__effect_settle(ob_engine_t* e, ob__effect_job_t* job,
       break;
     }
   }
-  u.response = u.response ? u.response : (reply->body_len ? reply->body : NULL);
-  u.response_len = u.response ? reply->body_len : 0;
+  /* What is stored of the answer (effect.response) is what a person needs
+  ** and nothing that can carry a secret a peer echoed: a success's body
+  ** with credentials redacted (handlers read it), else a summary of the
+  ** status and the cleaned reason (docs/security.md). */
+  stored = stored_response(reply, reason, u.reference, &stored_len);
+  u.response = stored;
+  u.response_len = stored ? stored_len : 0;
   /* Final outcomes end the state machine; parking keeps it open. */
   OB__ASSERT(!final || u.state == OB_EFFECT_CONFIRMED ||
              u.state == OB_EFFECT_FAILED);
@@ -399,11 +437,16 @@ int ob__effect_settle(ob_engine_t* e, ob__effect_job_t* job,
           job->lookup ? "lookup" : "call", reply->status);
   rc = job->outcome == OB__ANSWER_NOT_SENT ? ob__db_begin_relaxed(&e->db)
                                            : ob__db_begin(&e->db);
-  if (rc < 0) return rc;
+  if (rc < 0) {
+    free(stored);
+    return rc;
+  }
   now = ob__now(e);
   /* A final answer is recorded even if the lease ran out: it is the truth
   ** about the effect. Anything else only by the lease holder. */
   rc = ob__effect_update(&e->db, job->key, final ? NULL : job->token, &u, now);
+  free(stored);  /* bound for that statement only */
+  u.response = NULL;
   if (rc == 0) {
     ob__log(e, OB_LOG_INFO, "effect %s: already settled or taken over; "
             "answer %d not recorded", job->key, reply->status);

@@ -7,6 +7,7 @@
 #include "core/fence/fence.h"
 #include "core/util/assert.h"
 #include "core/util/json_check.h"
+#include "core/util/peer_text.h"
 #include "core/util/uuid.h"
 
 int ob__fence_idempotency_key(const char* key, char out[OB_UUID_BUFLEN]) {
@@ -243,6 +244,14 @@ void ob__fence_reason(const ob_effect_reply_t* reply, char* out,
     }
     msg[i] = '\0';
   }
-  snprintf(out, outlen, "%d%s%s%s%s", reply->status, code[0] ? " " : "", code,
-           msg[0] ? ": " : "", msg);
+  {
+    /* Through the one cleaning every peer text gets: a provider or gateway
+    ** may echo the credentials of the request. */
+    char raw[512];
+    int k = snprintf(raw, sizeof raw, "%d%s%s%s%s", reply->status,
+                     code[0] ? " " : "", code, msg[0] ? ": " : "", msg);
+    if (k < 0) k = 0;
+    if ((size_t)k >= sizeof raw) k = (int)sizeof raw - 1;
+    ob__peer_text(raw, (size_t)k, out, outlen);
+  }
 }

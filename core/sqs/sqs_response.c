@@ -12,6 +12,7 @@
 
 #include <mbedtls/base64.h>
 
+#include "core/util/peer_text.h"
 #include "core/sqs/sqs_int.h"
 #include "oncebox.h"
 
@@ -478,6 +479,17 @@ int ob__sqs_parse_batch(ob__sqs_op_t op, const char* body, size_t len,
                          &e->message, d)) != 0)
       goto fail;
     if (e->message == NULL) e->message = "";
+    {
+      /* SQS's text (or a proxy's before it) reaches logs and last_error:
+      ** cleaned of credentials and control characters (peer_text.h). */
+      size_t n = strlen(e->message), cap = n * 4 + 1;
+      char* clean = ob__sqs_pool_alloc(pool, 1, cap > 2048 ? 2048 : cap);
+      if (clean == NULL) {
+        rc = OB_ENOMEM;
+        goto fail;
+      }
+      e->message = ob__peer_text(e->message, n, clean, cap > 2048 ? 2048 : cap);
+    }
     sf = cJSON_GetObjectItemCaseSensitive(it, "SenderFault");
     if (sf == NULL) {
       rc = ob__sqs_fail(d, OB_EINVAL, OB__SQS_FAULT_MISSING, "%sSenderFault",
@@ -711,8 +723,8 @@ int ob__sqs_parse_error(int http_status, const char* body, size_t len,
       for (size_t i = 0; i < 2 && out->message[0] == '\0'; i++) {
         const cJSON* v = cJSON_GetObjectItemCaseSensitive(root, msg_keys[i]);
         if (cJSON_IsString(v) && v->valuestring)
-          copy_trunc(out->message, sizeof out->message, v->valuestring,
-                     strlen(v->valuestring));
+          ob__peer_text(v->valuestring, strlen(v->valuestring), out->message,
+                        sizeof out->message);
       }
     }
     cJSON_Delete(root);

@@ -41,6 +41,7 @@
 
 #include "core/fence/fence.h"
 #include "core/util/errbuf.h"
+#include "core/util/peer_text.h"
 #include "core/util/secret.h"
 #include "platform/http/http_client.h"
 #include "platform/http/http_int.h"
@@ -614,6 +615,7 @@ static void executor_destroy(void* self) {
   free(x->name);
   free(x->base_url);
   free(x->ca_file);
+  ob__secret_forget(x->authorization);
   ob__free_secret(x->authorization);
   x->authorization = NULL;
   free(x);
@@ -720,6 +722,9 @@ int ob_provider_enable(ob_engine_t* e, const ob_provider_options_t* o,
   x->base_url = strdup(o->base_url);
   x->ca_file = o->ca_file ? strdup(o->ca_file) : NULL;
   x->authorization = o->authorization ? strdup(o->authorization) : NULL;
+  /* What the provider (or a gateway before it) echoes back is cleaned of
+  ** it before it is logged, shown or stored (core/util/peer_text.h). */
+  if (x->authorization != NULL) (void)ob__secret_hold(x->authorization);
   x->component_name = malloc(strlen(o->name) + sizeof "effects:");
   x->slots = calloc((size_t)o->max_in_flight, sizeof *x->slots);
   x->taken = calloc((size_t)o->max_in_flight, sizeof *x->taken);

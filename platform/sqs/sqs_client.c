@@ -11,6 +11,7 @@
 
 #include "core/sigv4/sigv4.h"
 #include "core/util/errbuf.h"
+#include "core/util/peer_text.h"
 #include "core/util/secret.h"
 
 #define USER_AGENT "oncebox/" OB_VERSION_STRING
@@ -66,6 +67,7 @@ struct ob__sqs_client_s {
   char* access_key_id;
   char* secret;
   char* token;
+  int held;              /* secret and token are held (peer_text.h) */
   const ob_clock_t* clock;
   int max_attempts;
   uint64_t request_timeout_ms;
@@ -120,6 +122,10 @@ static void client_free(ob__sqs_client_t* c) {
   ob__sigv4_cache_clear(&c->sigcache);
   free(c->region);
   free(c->access_key_id);
+  if (c->held) {
+    ob__secret_forget(c->secret);
+    ob__secret_forget(c->token);
+  }
   ob__free_secret(c->secret);
   ob__free_secret(c->token);
   mbedtls_platform_zeroize(c, sizeof *c);
@@ -176,6 +182,10 @@ int ob__sqs_client_open(ob__sqs_client_t** out, uv_loop_t* loop,
     rc = OB_ENOMEM;
     goto fail;
   }
+  /* What SQS (or a proxy before it) echoes back is cleaned of them. */
+  c->held = 1;
+  (void)ob__secret_hold(c->secret);
+  (void)ob__secret_hold(c->token);
   c->clock = cfg->clock != NULL ? cfg->clock : ob_system_clock();
   c->max_attempts = cfg->max_attempts > 0 ? cfg->max_attempts
                                           : OB__SQS_MAX_ATTEMPTS;
@@ -212,6 +222,11 @@ static void on_http_closed(ob__http_client_t* http, void* arg) {
   (void)http;
   /* Credentials are wiped before anyone hears the client is gone. */
   ob__sigv4_cache_clear(&c->sigcache);
+  if (c->held) {
+    ob__secret_forget(c->secret);
+    ob__secret_forget(c->token);
+    c->held = 0;
+  }
   ob__free_secret(c->secret);
   c->secret = NULL;
   ob__free_secret(c->token);

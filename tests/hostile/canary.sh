@@ -179,6 +179,60 @@ step profile-sqs 0 env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESS
 step profile-drain 0 env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN \
   "$OB" --log-level debug --db "$DB" outbox drain --timeout 30 --outbox-queue-url "$Q2"
 
+# ---- peers that echo the request's headers -------------------------------------
+# Some gateways and debugging proxies answer errors that echo the request's
+# headers: the SigV4 signature, the session token, a provider's
+# Authorization value, with CR/LF and escape sequences. sqs_server.mjs's
+# "echo" fault and provider_sim.mjs's echo_headers mode do that; what
+# reaches outputs, logs and the databases must be cleaned
+# (core/util/peer_text.h).
+step_any() {  # step_any NAME COMMAND...: any exit code is fine
+  local name=$1
+  shift
+  n=$((n + 1))
+  local f="$W/out/$(printf '%02d' $n)-$name"
+  (cd "$W" && timeout -k 5 120 "$@") >"$f.out" 2>"$f.err" </dev/null
+}
+fault() { curl -s --cacert "$W/pki/ca.crt" -X POST --data "$1" "$EP/_test/fault" >/dev/null; }
+fault '{"count":1,"mode":"echo","status":400}'
+step_any echo-sqs-send "$OB" sqs send --queue-url "$Q" --body "echo"
+grep -q 'headers were' "$W"/out/*-echo-sqs-send.err || note_fail "the echoing SQS error never reached sqs send"
+enqueue_n "$DB" 301 3
+fault '{"count":8,"mode":"echo","status":400,"target":"AmazonSQS.SendMessageBatch"}'
+step_any echo-relay "$OB" --log-level debug --db "$DB" run --until-idle --outbox-queue-url "$Q2"
+curl -s --cacert "$W/pki/ca.crt" -X POST --data '{}' "$EP/_test/clear" >/dev/null
+step echo-outbox-show 0 "$OB" --db "$DB" outbox show --json
+# The provider, with a canary Authorization value.
+PMARK=$(rnd 12)
+PAUTH="Bearer sk_canary_$PMARK"
+mkfifo "$W/provider.in"
+node "$here/tests/integration/fence/provider_sim.mjs" --cert "$W/pki/good.crt" \
+  --key "$W/pki/good.key" --state "$W/provider.json" <"$W/provider.in" >"$W/provider.out" 2>&1 &
+PSIM=$!
+exec 9>"$W/provider.in"
+for i in $(seq 100); do grep -q '^PORT ' "$W/provider.out" && break; sleep 0.1; done
+PPORT=$(sed -n 's/^PORT //p' "$W/provider.out" | head -1)
+[ -n "$PPORT" ] || note_fail "the provider simulator did not start"
+printf '{"seq":1,"cmd":"mode","mode":"echo_headers","count":20}\n' >&9
+DB3="$W/till.db"
+printf '{"id":"0190b6d8-3ae7-7ca2-a653-000000000401","type":"ChargeOrder","body":{"orderId":"order-401","amountInMinorUnits":1999,"currency":"EUR"}}\n' >"$W/charge.ndjson"
+step enqueue-charge 0 "$OB" --db "$DB3" enqueue --ndjson "$W/charge.ndjson"
+step_any echo-provider env ONCEBOX_PROVIDER_URL="https://localhost:$PPORT" \
+  ONCEBOX_PROVIDER_AUTHORIZATION="$PAUTH" "$OB" --log-level debug --db "$DB3" run --until-idle
+grep -q 'request was' "$W"/out/*-echo-provider.err || note_fail "the echoing provider answer never reached the log"
+step echo-effects-show 0 "$OB" --db "$DB3" effects show
+step echo-effects-json 0 "$OB" --db "$DB3" effects show --json
+step echo-failed-show 0 "$OB" --db "$DB3" failed show --json
+exec 9>&-
+kill "$PSIM" 2>/dev/null; wait "$PSIM" 2>/dev/null
+# One escaping rule: no escape sequence and no forged line from a peer.
+if grep -l -a $'\e' "$W"/out/*-echo-* >/dev/null 2>&1; then
+  note_fail "an escape sequence from a peer reached an output: $(grep -l -a $'\e' "$W"/out/*-echo-* | tr '\n' ' ')"
+fi
+if grep -a -h '^2026-01-01T00:00:00.000Z info FAKE' "$W"/out/*-echo-* >/dev/null 2>&1; then
+  note_fail "a forged log line from a peer reached an output"
+fi
+
 # ---- core files of a process that has signed requests ----------------------------
 # core_pattern is the machine's; it is read, never written. A plain file
 # name: SIGABRT. A pipe (systemd-coredump, apport): gcore instead.
@@ -252,6 +306,8 @@ for v in "$TOKEN" "$TOKEN_MARK" "$(url_enc "$TOKEN")" "$(hex_of "$TOKEN_MARK")";
   printf '%s\n' "$v" >>"$W/patterns.token"
 done
 b64_variants "$TOKEN_MARK" >>"$W/patterns.token"
+# The provider's canary Authorization value (the echo steps above).
+printf '%s\n' "$PMARK" "sk_canary_$PMARK" >>"$W/patterns.secret"
 sed -i '/^$/d' "$W/patterns.secret" "$W/patterns.token"
 
 # Artifacts: everything oncebox wrote or printed, the databases, and every
@@ -288,7 +344,8 @@ echo "searching $nart artifacts:" >&2
 s=$(count "$W/patterns.secret" F "${files[@]}")
 t=$(count "$W/patterns.token" F "${files[@]}")
 g=$(count 'Signature=[0-9a-f]{64}' E "${files[@]}")
-h=$(count 'AWS4-HMAC-SHA256 Credential|[Xx]-[Aa]mz-[Ss]ecurity-[Tt]oken:' E "${files[@]}")
+# A header a peer echoed may stay by name; its value must be redacted.
+h=$(count 'AWS4-HMAC-SHA256 Credential|[Xx]-[Aa]mz-[Ss]ecurity-[Tt]oken: *[^[ ]|[Aa]uthorization: *Bearer [^[]' E "${files[@]}")
 echo "canary: $nart artifacts ($nout stdout/stderr files of $n commands, $ndb database files, $ntmp other files in its work folder, TMPDIR and HOME): secret $s, token $t, signatures $g, auth headers $h"
 [ $((s + t + g + h)) -eq 0 ] || note_fail "a secret, token, signature or auth header reached an artifact (listed above)"
 # Self-check: the search finds what it looks for.

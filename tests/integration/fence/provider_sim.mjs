@@ -234,7 +234,7 @@ const stats = { requests: 0, posts: 0, replays: 0, lookups: 0, held: 0, unauthor
   pruned: 0 };
 const MODES = new Set(['normal', 'slow', 'drop_after_charge', 'error_5xx',
   'error_5xx_after_charge', 'rate_limited', 'die_after_charge',
-  'die_before_charge', 'lookup_error_5xx', 'error_500_saved']);
+  'die_before_charge', 'lookup_error_5xx', 'error_500_saved', 'echo_headers']);
 let mode = { name: 'normal', count: 0, delayMs: 0, chargeFirst: false };
 const inProgress = new Set();   // keys whose first request is still held
 
@@ -486,6 +486,14 @@ async function handleCharge(req, res, buf, tooBig) {
     case 'rate_limited':
       return send(req, res, 429, errBody(ERR.rateLimited), { 'retry-after': '1' });
     case 'die_before_charge': return die();
+    case 'echo_headers': {
+      // Some gateways and debugging proxies answer an error that echoes the
+      // request's headers (the Authorization value included), with control
+      // characters: nothing is charged.
+      const hdrs = Object.entries(req.headers).map(([k, v]) => `${k}: ${v}`).join('\r\n');
+      return send(req, res, 402, JSON.stringify({ error: { type: 'card_error',
+        code: 'card_declined', message: `declined; request was:\r\n${hdrs}\r\n\u001b[2J` } }));
+    }
     default: break;
   }
 

@@ -21,7 +21,8 @@
 //   POST /_test/fault  {"count","mode","status","code","query","message",
 //                       "target","retryAfterMs"}   queue N faults for the
 //                       next SQS requests (of that X-Amz-Target if given).
-//                       mode: error (default) | reset | hang | lost-reply
+//                       mode: error (default) | reset | hang | lost-reply |
+//                             echo (an error echoing the request headers)
 //   POST /_test/clear                               drop queued faults
 //   GET  /_test/stats                               {"requests","sigBad",...}
 // Everything listens on 127.0.0.1 only. Node core modules plus the two
@@ -215,6 +216,17 @@ const tls = https.createServer({
       if (mode === 'reset') { log(`FAULT ${target} reset 0`); req.socket.destroy(); return; }
       if (mode === 'hang') { log(`FAULT ${target} hang 0`); return; }
       if (mode === 'lost-reply') return forward(req, body, res, target, 'ok', true);
+      if (mode === 'echo') {
+        // What some gateways and debugging proxies do: an error whose text
+        // echoes the request's headers, credentials included, with a
+        // control sequence and a forged log line for good measure.
+        const hdrs = Object.entries(req.headers).map(([k, v]) => `${k}: ${v}`).join('\r\n');
+        log(`FAULT ${target} echo ${f.status || 400}`);
+        sqsError(res, f.status || 400, f.code || 'InvalidParameterValue',
+                 `request rejected; headers were:\r\n${hdrs}\r\n\u001b[31m` +
+                 `2026-01-01T00:00:00.000Z info FAKE LOG LINE`, f.query || null, {});
+        return;
+      }
       const extra = {};
       if (f.retryAfterMs !== undefined) extra['x-amz-retry-after'] = String(f.retryAfterMs);
       log(`FAULT ${target} error ${f.status || 503}`);
