@@ -576,6 +576,9 @@ typedef struct ob_relay_options_s {
                                ** (OB_PAYOUT_EVENT_TYPE, OB_CHARGE_EVENT_TYPE);
                                ** an empty list ({NULL}): no priorities, the
                                ** oldest rows first */
+  int allow_http;              /* 1: use an http:// SQS endpoint (see
+                               ** ob_relay_enable); 0 (the default): refuse
+                               ** it unless ONCEBOX_SQS_ALLOW_HTTP=1 */
 } ob_relay_options_t;
 
 /* Fill o with the defaults above (queue_url NULL). This function can't
@@ -589,6 +592,16 @@ OB_EXTERN void ob_relay_options_init(ob_relay_options_t* o);
 ** profile files, the AWS SDKs' way. Call before attaching. Returns 0, or
 ** OB_EINVAL with a specific reason in errbuf (never a secret), OB_EEXIST if
 ** a relay is already enabled, OB_ESTATE when attached.
+**
+** Plain HTTP: an http:// endpoint (AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL
+** or the profile's endpoint_url; the default is always https) is refused
+** with OB_EINVAL, errbuf naming where it was set, unless o->allow_http is 1
+** or the environment has ONCEBOX_SQS_ALLOW_HTTP=1: over http:// the signed
+** requests and the session token travel in clear, and a forged 200 would
+** mark rows published that SQS never received. With the opt-in the relay
+** uses it (a loopback test server, an emulator) and logs one warning at
+** OB_LOG_WARN when enabled. The opt-in changes nothing for https://.
+** See docs/security.md, "Plain HTTP".
 */
 OB_EXTERN int ob_relay_enable(ob_engine_t* e, const ob_relay_options_t* o,
                               char* errbuf, size_t errlen);
@@ -642,6 +655,9 @@ typedef struct ob_consumer_options_s {
   int visibility_timeout_s;    /* see above: 0 (the queue's), 1..43200 */
   ob_probe_options_t probe;    /* offline: receive retried after 1000 ..
                                ** 300000 */
+  int allow_http;              /* 1: use an http:// SQS endpoint (see
+                               ** ob_consumer_enable); 0 (the default):
+                               ** refuse it unless ONCEBOX_SQS_ALLOW_HTTP=1 */
 } ob_consumer_options_t;
 
 /* Fill o with the defaults above (queue_url NULL). This function can't
@@ -674,6 +690,13 @@ OB_EXTERN void ob_consumer_options_init(ob_consumer_options_t* o);
 ** the long poll is canceled, the message being handled finishes, what was
 ** committed is deleted and what was received but not handled is made
 ** visible again.
+**
+** Plain HTTP: as for ob_relay_enable, an http:// endpoint is refused
+** (OB_EINVAL, errbuf naming where it was set) unless o->allow_http is 1 or
+** ONCEBOX_SQS_ALLOW_HTTP=1, and then used with one warning in the log:
+** over http:// the signed requests and the session token travel in clear,
+** and a forged ReceiveMessage answer would hand the handlers messages
+** nobody sent (a PaymentCaptured the payout module would pay).
 **
 ** Returns 0, or OB_EINVAL with a specific reason in errbuf (never a
 ** secret), OB_EEXIST if a consumer is already enabled, OB_ESTATE when

@@ -651,6 +651,11 @@ static int load_endpoint(loader_t* L, const ob__aws_overrides_t* ov,
     url = kv->value;
     snprintf(where, sizeof where, "%s:%d: endpoint_url", L->conf_path,
              kv->line);
+    snprintf(cfg->endpoint_source, sizeof cfg->endpoint_source,
+             "%.440s:%d: endpoint_url", L->conf_path, kv->line);
+  } else {
+    snprintf(cfg->endpoint_source, sizeof cfg->endpoint_source, "%.500s",
+             where);
   }
   if (url != NULL) {
     if (ob__aws_endpoint_parse(url, &cfg->endpoint) != 0) {
@@ -660,10 +665,12 @@ static int load_endpoint(loader_t* L, const ob__aws_overrides_t* ov,
                             "info", where);
     }
     cfg->endpoint_explicit = 1;
-    /* Plain http only because someone wrote http:// on purpose. */
+    /* Plain http only because someone wrote http:// on purpose, and even
+    ** then only with the opt-in (ob__aws_plain_http_check). */
     cfg->allow_plain_http = !cfg->endpoint.tls;
     return 0;
   }
+  cfg->endpoint_source[0] = '\0';
   snprintf(def, sizeof def, "https://sqs.%s.amazonaws.com", cfg->region);
   if (ob__aws_endpoint_parse(def, &cfg->endpoint) != 0) {
     return ob__errbuf_set(L->err, L->errlen, OB_EINVAL,
@@ -678,6 +685,9 @@ static int load_misc(loader_t* L, const ob__aws_overrides_t* ov,
   const char* v;
   const ini_kv_t* kv;
   int rc;
+
+  v = env_get(L->env, L->env_ctx, "ONCEBOX_SQS_ALLOW_HTTP");
+  cfg->allow_http_env = v == NULL ? 0 : strcmp(v, "1") == 0 ? 1 : -1;
 
   if (ca == NULL) ca = env_get(L->env, L->env_ctx, "AWS_CA_BUNDLE");
   if (ca == NULL && (kv = ini_get(L->conf_sec, "ca_bundle")) != NULL &&
@@ -774,6 +784,40 @@ fail:
   ini_free(&L.conf);
   ob__aws_config_free(cfg);
   return rc;
+}
+
+int ob__aws_plain_http_check(ob__aws_config_t* cfg, int allow, char* warn,
+                             size_t warnlen, char* errbuf, size_t errlen) {
+  const char* source;
+  if (warn != NULL && warnlen > 0) warn[0] = '\0';
+  if (errbuf != NULL && errlen > 0) errbuf[0] = '\0';
+  if (cfg == NULL) return OB_EINVAL;
+  if (cfg->endpoint.tls) return 0;
+  /* An http:// endpoint is always an explicit one; name where it was set. */
+  source = cfg->endpoint_source[0] ? cfg->endpoint_source : "the endpoint";
+  if (!allow && cfg->allow_http_env != 1) {
+    cfg->plain_http_allowed = 0;
+    return ob__errbuf_set(errbuf, errlen, OB_EINVAL,
+                          "%s is http://%s: plain HTTP sends the signed "
+                          "requests and the session token in clear; use "
+                          "https://, or set ONCEBOX_SQS_ALLOW_HTTP=1 "
+                          "(--sqs-allow-http, allow_http) for a local test "
+                          "server%s", source, cfg->endpoint.host_header,
+                          cfg->allow_http_env < 0
+                              ? " (ONCEBOX_SQS_ALLOW_HTTP is set, but only "
+                                "the value 1 opts in)"
+                              : "");
+  }
+  cfg->plain_http_allowed = 1;
+  if (warn != NULL && warnlen > 0)
+    snprintf(warn, warnlen,
+             "%s is http://%s: plain HTTP allowed by %s: the signed requests "
+             "and the session token travel in clear and SQS's answers can be "
+             "forged; for a local test server only", source,
+             cfg->endpoint.host_header,
+             allow ? "the opt-in (--sqs-allow-http, allow_http)"
+                   : "ONCEBOX_SQS_ALLOW_HTTP=1");
+  return 1;
 }
 
 void ob__aws_config_free(ob__aws_config_t* cfg) {

@@ -26,9 +26,15 @@
 **   endpoint     overrides->endpoint, AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL,
 **                the profile's `endpoint_url`; default
 **                https://sqs.<region>.amazonaws.com. An http:// endpoint is
-**                accepted only from one of these explicit settings (local
-**                emulators) and then sets allow_plain_http; the default is
-**                always https and nothing falls back to http.
+**                parsed only from one of these explicit settings (the default
+**                is always https and nothing falls back to http), sets
+**                allow_plain_http and names its source in endpoint_source;
+**                it is still not used without the opt-in below.
+**   plain HTTP   ONCEBOX_SQS_ALLOW_HTTP=1 (exactly "1"), read into
+**                allow_http_env. Loading never refuses an http:// endpoint:
+**                ob__aws_plain_http_check does, at the relay's and the
+**                consumer's enable and in `oncebox sqs` (docs/security.md,
+**                "Plain HTTP").
 **   CA bundle    overrides->ca_file, AWS_CA_BUNDLE, the profile's ca_bundle;
 **                NULL means the HTTP client's default bundle.
 **   attempts     AWS_MAX_ATTEMPTS, the profile's max_attempts (1..20);
@@ -49,7 +55,10 @@
 ** heap strings (and in transient file buffers that are wiped) and are wiped
 ** with mbedtls_platform_zeroize by ob__aws_config_free. No error message ever
 ** contains a value read from a file or the environment: messages name the
-** variable, or the file and line.
+** variable, or the file and line. The one exception is the endpoint in the
+** plain-HTTP messages, and only in its normalised form (scheme, host and
+** port: user info, paths and queries are refused by the parser, so they
+** can't carry a password or a signature).
 */
 #ifndef OB_PLATFORM_AWS_CONFIG_H
 #define OB_PLATFORM_AWS_CONFIG_H
@@ -98,12 +107,25 @@ typedef struct ob__aws_config_s {
   char* ca_file;            /* NULL: the HTTP client's default bundle */
   ob__aws_endpoint_t endpoint;
   int endpoint_explicit;    /* 1: configured, 0: the regional default */
-  int allow_plain_http;     /* 1 only for an explicit http:// endpoint */
+  /* 1 for an explicit http:// endpoint: the configuration ASKS for plain
+  ** HTTP. Not a permission: see plain_http_allowed. */
+  int allow_plain_http;
   int max_attempts;         /* 0: the client's default */
   /* Where things came from, for `oncebox sqs` diagnostics (no values):
   ** "environment", "/home/u/.aws/credentials [prod]", "override". */
   char credentials_source[512];
   char region_source[512];
+  /* Where an explicit endpoint came from, "" for the default:
+  ** "AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL", "the endpoint given"
+  ** (overrides->endpoint) or "/home/u/.aws/config:7: endpoint_url". */
+  char endpoint_source[512];
+  /* ONCEBOX_SQS_ALLOW_HTTP: 1 when it is "1", -1 when set to anything else
+  ** (which does not opt in), 0 when unset or empty. */
+  int allow_http_env;
+  /* 1 once ob__aws_plain_http_check let an http:// endpoint through;
+  ** ob__sqs_client_config_from_aws hands it to the client, which refuses
+  ** http:// without it. */
+  int plain_http_allowed;
 } ob__aws_config_t;
 
 /*
@@ -122,6 +144,32 @@ typedef struct ob__aws_config_s {
 int ob__aws_config_load(ob__aws_config_t* cfg, ob__aws_getenv_fn getenv_fn,
                        void* env_ctx, const ob__aws_overrides_t* overrides,
                        char* errbuf, size_t errlen);
+
+/*
+** The plain-HTTP rule (docs/security.md, "Plain HTTP"). Over http:// the
+** signed requests and the session token travel in clear and anyone on the
+** path can forge SQS's answers (a 200 that makes the relay mark rows
+** published, a receive of messages nobody sent), so an http:// endpoint,
+** wherever it was configured, is used only with an explicit opt-in:
+** `allow` (the caller's:
+** allow_http in ob_relay_options_t / ob_consumer_options_t, the CLI's
+** --sqs-allow-http) or ONCEBOX_SQS_ALLOW_HTTP=1 (cfg->allow_http_env). A
+** loopback host gets no exemption: a test server opts in like any other.
+**
+** Returns 0 when the endpoint is https (warn then gets ""); 1 when it is
+** http:// and opted in: cfg->plain_http_allowed is set and warn (if not
+** NULL) gets one line for a warn-level log naming the source and the
+** endpoint; OB_EINVAL when it is http:// without the opt-in: errbuf (if
+** not NULL) names the source and the endpoint and says how to opt in, e.g.
+**   AWS_ENDPOINT_URL_SQS is http://127.0.0.1:4566: plain HTTP sends the
+**   signed requests and the session token in clear; use https://, or set
+**   ONCEBOX_SQS_ALLOW_HTTP=1 (--sqs-allow-http, allow_http) for a local
+**   test server
+** Neither message holds a credential, a path or a query: only the
+** normalised scheme, host and port. cfg NULL is OB_EINVAL.
+*/
+int ob__aws_plain_http_check(ob__aws_config_t* cfg, int allow, char* warn,
+                             size_t warnlen, char* errbuf, size_t errlen);
 
 /* Wipe the secrets, free everything, zero *cfg. NULL and a zeroed struct
 ** are fine; calling it twice is fine. This function can't fail. */

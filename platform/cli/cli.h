@@ -52,19 +52,32 @@ typedef struct cli_sync_s {
   const char* outbox_queue_url;
   const char* source;
   int ordered;
+  int sqs_allow_http;  /* --sqs-allow-http (ONCEBOX_SQS_ALLOW_HTTP=1 is read
+                       ** by the library itself) */
 } cli_sync_t;
+
+/* --sqs-allow-http: accept a plain http:// SQS endpoint (run, outbox drain;
+** `oncebox sqs` parses it itself). A getopt_long value above the provider
+** options'. */
+#define CLI_OPT_SQS_ALLOW_HTTP 0x120
+#define CLI_SQS_LONG_OPTIONS \
+  {"sqs-allow-http", no_argument, NULL, CLI_OPT_SQS_ALLOW_HTTP}
+
+/* Help text of --sqs-allow-http (each line indented by two spaces). */
+extern const char cli_sqs_allow_http_help[];
 
 /* Enable the relay when an outbox queue is configured. Returns 0 (also when
 ** none is: the outbox then accumulates), or an exit code after printing
-** why. */
+** why (EXIT_USAGE for a configuration fault, e.g. an http:// endpoint
+** without --sqs-allow-http or ONCEBOX_SQS_ALLOW_HTTP=1). */
 int cli_enable_relay(ob_engine_t* e, cli_sync_t* s);
 
 /* Consume an SQS queue of CloudEvents when one is configured (url, else
 ** ONCEBOX_CONSUME_QUEUE_URL). prefetch 0: the default; visibility_s 0: the
-** queue's own VisibilityTimeout, else 1..43200. Returns 0 or an exit code
-** after printing why. */
+** queue's own VisibilityTimeout, else 1..43200; sqs_allow_http: the
+** --sqs-allow-http flag. Returns 0 or an exit code after printing why. */
 int cli_enable_consumer(ob_engine_t* e, const char* url, int prefetch,
-                        int visibility_s, int until_idle);
+                        int visibility_s, int until_idle, int sqs_allow_http);
 
 /* What the SQS consumer left, for the "not done:" line: "" when nothing (or
 ** no consumer), else "; the SQS queue ..." naming the messages in flight,

@@ -32,6 +32,15 @@ ob_engine_t* cli_open_publisher(cli_t* cli, int* exit_code) {
   return open_with(cli, 0, 1, exit_code);
 }
 
+const char cli_sqs_allow_http_help[] =
+    "  --sqs-allow-http      accept a plain http:// SQS endpoint from\n"
+    "                        AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL or\n"
+    "                        endpoint_url in ~/.aws/config (or set\n"
+    "                        ONCEBOX_SQS_ALLOW_HTTP=1); a local test server\n"
+    "                        only: the signed requests and the session token\n"
+    "                        travel in clear. Without it http:// is refused\n"
+    "                        (exit 2)\n";
+
 int cli_enable_relay(ob_engine_t* e, cli_sync_t* s) {
   ob_relay_options_t o;
   char err[CLI_ERRLEN];
@@ -43,6 +52,7 @@ int cli_enable_relay(ob_engine_t* e, cli_sync_t* s) {
   o.queue_url = s->outbox_queue_url;
   o.source = s->source && s->source[0] ? s->source : NULL;
   o.ordered = s->ordered;
+  o.allow_http = s->sqs_allow_http;
   rc = ob_relay_enable(e, &o, err, sizeof err);
   if (rc < 0) {
     fprintf(stderr, "oncebox: cannot publish the outbox: %s (%s)\n",
@@ -53,7 +63,7 @@ int cli_enable_relay(ob_engine_t* e, cli_sync_t* s) {
 }
 
 int cli_enable_consumer(ob_engine_t* e, const char* url, int prefetch,
-                        int visibility_s, int until_idle) {
+                        int visibility_s, int until_idle, int sqs_allow_http) {
   ob_consumer_options_t o;
   char err[CLI_ERRLEN];
   int rc;
@@ -63,6 +73,7 @@ int cli_enable_consumer(ob_engine_t* e, const char* url, int prefetch,
   o.queue_url = url;
   if (prefetch > 0) o.prefetch = prefetch;
   o.visibility_timeout_s = visibility_s;
+  o.allow_http = sqs_allow_http;
   /* --until-idle ends on an empty receive: a short poll says so sooner. */
   if (until_idle) o.wait_seconds = 2;
   rc = ob_consumer_enable(e, &o, err, sizeof err);

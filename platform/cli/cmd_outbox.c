@@ -19,6 +19,7 @@ static void outbox_usage(FILE* out) {
           "       oncebox --db FILE outbox retry-parked\n"
           "       oncebox --db FILE outbox drain [--until-empty] [--timeout S]\n"
           "                [--outbox-queue-url URL] [--source URI] [--ordered]\n"
+          "                [--sqs-allow-http]\n"
           "\n"
           "drain publishes the outbox to SQS (ONCEBOX_OUTBOX_QUEUE_URL, AWS_*\n"
           "variables) without handling the local queue. It exits 0 once\n"
@@ -26,7 +27,8 @@ static void outbox_usage(FILE* out) {
           "left except parked ones), 1 on --timeout. Parked rows gave up after\n"
           "SQS refused them; retry-parked makes them publishable again.\n"
           "The money events (MerchantPayoutCreated, OrderCharged) go first;\n"
-          "with --ordered, never ahead of an earlier event of their aggregate.\n");
+          "with --ordered, never ahead of an earlier event of their aggregate.\n"
+          "\n%s", cli_sqs_allow_http_help);
 }
 
 static void iso_time(int64_t ms, char* out, size_t n) {
@@ -217,6 +219,7 @@ int cmd_outbox(cli_t* cli, int argc, char** argv) {
       {"source", required_argument, NULL, 's'},
       {"ordered", no_argument, NULL, 'o'},
       {"help", no_argument, NULL, 'h'},
+      CLI_SQS_LONG_OPTIONS,
       {NULL, 0, NULL, 0}};
   const char* sub;
   int c, code, json = 0, filter = OB_OUTBOX_ALL, until_empty = 0;
@@ -256,6 +259,7 @@ int cmd_outbox(cli_t* cli, int argc, char** argv) {
       case 'q': sync.outbox_queue_url = optarg; break;
       case 's': sync.source = optarg; break;
       case 'o': sync.ordered = 1; break;
+      case CLI_OPT_SQS_ALLOW_HTTP: sync.sqs_allow_http = 1; break;
       case 'h': outbox_usage(stdout); return EXIT_OK;
       default: outbox_usage(stderr); return EXIT_USAGE;
     }

@@ -278,6 +278,7 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
       {"visibility-timeout", required_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
       CLI_PROVIDER_LONG_OPTIONS,
+      CLI_SQS_LONG_OPTIONS,
       {NULL, 0, NULL, 0}};
   int c, p, code, rc, until_idle = 0;
   const char* consume_url = NULL;
@@ -306,6 +307,7 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
       case 's': sync.source = optarg; break;
       case 'o': sync.ordered = 1; break;
       case 'c': consume_url = optarg; break;
+      case CLI_OPT_SQS_ALLOW_HTTP: sync.sqs_allow_http = 1; break;
       case 'p':
         prefetch = cli_parse_count(optarg);
         if (prefetch < 1 || prefetch > 10) {
@@ -333,7 +335,7 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
                "              [--outbox-queue-url URL] [--source URI] "
                "[--ordered]\n"
                "              [--consume-queue-url URL] [--prefetch N]\n"
-               "              [--visibility-timeout SECONDS]\n"
+               "              [--visibility-timeout SECONDS] [--sqs-allow-http]\n"
                "              [--provider-url URL] [--provider-allow-http]\n"
                "              [--provider-no-idempotency] "
                "[--provider-no-lookup]\n"
@@ -354,6 +356,9 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
                "extends it by that much; 0 (the default) uses the queue's own\n"
                "VisibilityTimeout, read when the run starts (30 s, with a\n"
                "warning, if it can't be read).\n"
+               "An http:// SQS endpoint (AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL,\n"
+               "endpoint_url) is refused unless --sqs-allow-http (or\n"
+               "ONCEBOX_SQS_ALLOW_HTTP=1) is given: a local test server only.\n"
                "--provider-url (or ONCEBOX_PROVIDER_URL) makes the charges of\n"
                "ChargeOrder messages at that payment provider, each once,\n"
                "with an Idempotency-Key; without it they cannot be charged.\n"
@@ -370,7 +375,9 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
                "someone else still holds.\n"
                "SIGTERM/SIGINT: finish the message in hand, exit 0; a second\n"
                "signal exits at once.\n"
-               "\nProvider options:\n%s", cli_provider_help);
+               "\nSQS options:\n%s"
+               "\nProvider options:\n%s", cli_sqs_allow_http_help,
+               cli_provider_help);
         return EXIT_OK;
       default: return EXIT_USAGE;
     }
@@ -384,7 +391,8 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
   if ((code = cli_enable_provider(e, &prov, "run")) != 0 ||
       (code = cli_enable_relay(e, &sync)) != 0 ||
       (code = cli_enable_consumer(e, consume_url, (int)prefetch,
-                                  (int)visibility, until_idle)) != 0) {
+                                  (int)visibility, until_idle,
+                                  sync.sqs_allow_http)) != 0) {
     ob_close(e);
     return code;
   }

@@ -34,6 +34,7 @@ typedef struct sqs_opts_s {
   int visibility;   /* -1: omit */
   int del;
   int json;
+  int allow_http;   /* --sqs-allow-http */
   ob__aws_overrides_t ov;
   ob__http_resolve_t resolve[MAX_RESOLVE];
   char* resolve_buf[MAX_RESOLVE];
@@ -71,7 +72,10 @@ static void usage(FILE* out) {
       "Options for all three:\n"
       "  --region R          instead of AWS_REGION / AWS_DEFAULT_REGION / profile\n"
       "  --endpoint-url URL  instead of AWS_ENDPOINT_URL_SQS / AWS_ENDPOINT_URL\n"
-      "                      (http:// only when given explicitly: emulators)\n"
+      "  --sqs-allow-http    accept a plain http:// endpoint (or set\n"
+      "                      ONCEBOX_SQS_ALLOW_HTTP=1): a local test server\n"
+      "                      only, the signed requests and the session token\n"
+      "                      travel in clear; without it http:// is refused\n"
       "  --profile NAME      instead of AWS_PROFILE\n"
       "  --ca-bundle FILE    instead of AWS_CA_BUNDLE\n"
       "  --resolve HOST:ADDR connect to ADDR for HOST (tests; like curl)\n"
@@ -80,7 +84,8 @@ static void usage(FILE* out) {
       "Credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,\n"
       "or the profile in ~/.aws/credentials and ~/.aws/config.\n"
       "Exit codes: 0 ok; 1 the call failed (the SQS error code and message are\n"
-      "printed); 2 usage error.\n");
+      "printed), or the configuration is unusable; 2 usage error, or an\n"
+      "http:// endpoint without --sqs-allow-http.\n");
 }
 
 static void opts_free(sqs_opts_t* o) {
@@ -186,6 +191,8 @@ static int parse_args(sqs_opts_t* o, int argc, char** argv) {
 #define TAKES(name) (strcmp(a, name) == 0 && v != NULL && (i++, 1))
     if (strcmp(a, "--json") == 0) {
       o->json = 1;
+    } else if (strcmp(a, "--sqs-allow-http") == 0) {
+      o->allow_http = 1;
     } else if (recv && strcmp(a, "--delete") == 0) {
       o->del = 1;
     } else if (TAKES("--queue-url")) {
@@ -532,10 +539,10 @@ int cmd_sqs(cli_t* cli, int argc, char** argv) {
   ob__sqs_client_config_t cc;
   run_t r;
   char err[1024];
+  char warn[1024];
   int code;
   int rc;
 
-  (void)cli;
   memset(&aws, 0, sizeof aws);
   if (cli_wants_help(argc, argv)) {
     usage(stdout);
@@ -548,6 +555,22 @@ int cmd_sqs(cli_t* cli, int argc, char** argv) {
     fprintf(stderr, "oncebox sqs %s: configuration: %s\n", o.sub, err);
     code = EXIT_FAIL;
     goto out_opts;
+  }
+  /* http:// only with the opt-in (docs/security.md, "Plain HTTP"): like
+  ** the provider's --provider-allow-http, a missing opt-in is a usage
+  ** error. */
+  rc = ob__aws_plain_http_check(&aws, o.allow_http, warn, sizeof warn, err,
+                                sizeof err);
+  if (rc < 0) {
+    fprintf(stderr, "oncebox sqs %s: %s\n", o.sub, err);
+    ob__aws_config_free(&aws);
+    code = EXIT_USAGE;
+    goto out_opts;
+  }
+  if (rc == 1 && cli->log_level >= OB_LOG_WARN) {
+    char line[1100];
+    snprintf(line, sizeof line, "sqs: %s", warn);
+    cli_log(NULL, OB_LOG_WARN, line);
   }
   memset(&r, 0, sizeof r);
   uv_loop_init(&r.loop);

@@ -909,8 +909,9 @@ int ob__consumer_enable_env(ob_engine_t* e, const ob_consumer_options_t* o,
                             ob__aws_getenv_fn getenv_fn, void* env_ctx,
                             char* errbuf, size_t errlen) {
   consumer_t* c = NULL;
-  char err[512] = "";
-  int rc;
+  char err[768] = "";
+  char warn[768];
+  int rc, plain;
 
   if (errbuf != NULL && errlen > 0) errbuf[0] = '\0';
   rc = ob__consumer_options_check(o, errbuf, errlen);
@@ -933,9 +934,14 @@ int ob__consumer_enable_env(ob_engine_t* e, const ob_consumer_options_t* o,
     if (rc != OB_ENOMEM) rc = OB_EINVAL;
     goto fail;
   }
+  /* http:// only with the opt-in (docs/security.md, "Plain HTTP"). */
+  plain = rc = ob__aws_plain_http_check(&c->aws, o->allow_http, warn,
+                                        sizeof warn, err, sizeof err);
+  if (rc < 0) goto fail;
   rc = ob__worker_register(&c->w, e, OB__CONSUMER_NAME, &consumer_ops, c,
                            &o->probe, err, sizeof err);
   if (rc < 0) goto fail;
+  if (plain == 1) ob__log(e, OB_LOG_WARN, "sqs consumer: %s", warn);
   ob__log(e, OB_LOG_DEBUG, "sqs consumer enabled for %s (endpoint %s)",
           c->queue_url, c->aws.endpoint.url);
   return 0;

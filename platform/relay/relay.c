@@ -463,9 +463,9 @@ void ob_relay_options_init(ob_relay_options_t* o) {
 int ob_relay_enable(ob_engine_t* e, const ob_relay_options_t* o, char* errbuf,
                     size_t errlen) {
   relay_t* r;
-  char host[128], source[200];
+  char host[128], source[200], warn[768];
   const char* why;
-  int rc, npriority;
+  int rc, npriority, plain = 0;
 
   if (errbuf && errlen) errbuf[0] = '\0';
   if (o == NULL) return OB_EINVAL;
@@ -511,12 +511,17 @@ int ob_relay_enable(ob_engine_t* e, const ob_relay_options_t* o, char* errbuf,
     return OB_ENOMEM;
   }
   rc = ob__aws_config_load(&r->aws, NULL, NULL, NULL, errbuf, errlen);
+  /* http:// only with the opt-in (docs/security.md, "Plain HTTP"). */
   if (rc == 0)
+    plain = rc = ob__aws_plain_http_check(&r->aws, o->allow_http, warn,
+                                          sizeof warn, errbuf, errlen);
+  if (rc >= 0)
     rc = ob__worker_register(&r->w, e, "relay", &relay_ops, r, &o->probe,
                              errbuf, errlen);
   if (rc < 0) {
     relay_destroy(r);
     return rc;
   }
+  if (plain == 1) ob__log(e, OB_LOG_WARN, "relay: %s", warn);
   return 0;
 }

@@ -106,7 +106,9 @@ void ob__sqs_client_config_from_aws(ob__sqs_client_config_t* cfg,
   cfg->secret_access_key = aws->secret_access_key;
   cfg->session_token = aws->session_token;
   cfg->ca_file = aws->ca_file;
-  cfg->allow_plain_http = aws->allow_plain_http;
+  /* Not aws->allow_plain_http (an http:// endpoint was configured): only
+  ** the opt-in ob__aws_plain_http_check recorded lets it through. */
+  cfg->allow_plain_http = aws->plain_http_allowed;
   if (aws->max_attempts > 0) cfg->max_attempts = aws->max_attempts;
 }
 
@@ -151,8 +153,11 @@ int ob__sqs_client_open(ob__sqs_client_t** out, uv_loop_t* loop,
   }
   if (!c->ep.tls && !cfg->allow_plain_http) {
     rc = ob__errbuf_set(errbuf, errlen, OB_EINVAL,
-                        "http:// endpoint refused: plain HTTP was not "
-                        "explicitly allowed");
+                        "endpoint http://%s refused: plain HTTP sends the "
+                        "signed requests and the session token in clear; use "
+                        "https://, or opt in (allow_plain_http; "
+                        "ONCEBOX_SQS_ALLOW_HTTP=1) for a local test server",
+                        c->ep.host_header);
     goto fail;
   }
   if (cfg->region == NULL || cfg->region[0] == '\0' ||

@@ -45,9 +45,11 @@ typedef struct ob__sqs_client_config_s {
   const char* access_key_id;      /* required; copied */
   const char* secret_access_key;  /* required; copied, wiped at close */
   const char* session_token;      /* NULL or "": none; copied, wiped */
-  /* HTTP: CA bundle (NULL: the system bundle), plain http (only for an
-  ** explicitly configured http:// endpoint), timeouts (0: 10 s connect,
-  ** 30 s per request), host overrides for tests. */
+  /* HTTP: CA bundle (NULL: the system bundle), plain http (1: an http://
+  ** endpoint is accepted; 0: refused with OB_EINVAL. Only for a local test
+  ** server: the signed requests and the session token travel in clear; see
+  ** ob__aws_plain_http_check), timeouts (0: 10 s connect, 30 s per
+  ** request), host overrides for tests. */
   const char* ca_file;
   int allow_plain_http;
   uint64_t connect_timeout_ms;
@@ -64,8 +66,10 @@ typedef struct ob__sqs_client_config_s {
 void ob__sqs_client_config_init(ob__sqs_client_config_t* cfg);
 
 /* Fill cfg from a loaded AWS configuration (borrowing its strings: aws must
-** outlive the ob__sqs_client_open call, not the client). Fields not in
-** ob__aws_config_t keep their values. This function can't fail. */
+** outlive the ob__sqs_client_open call, not the client). allow_plain_http
+** is aws->plain_http_allowed: 1 only after ob__aws_plain_http_check let an
+** http:// endpoint through. Fields not in ob__aws_config_t keep their
+** values. This function can't fail. */
 void ob__sqs_client_config_from_aws(ob__sqs_client_config_t* cfg,
                                    const ob__aws_config_t* aws);
 
@@ -131,9 +135,9 @@ int ob__sqs_client_open(ob__sqs_client_t** out, uv_loop_t* loop,
                        const ob__sqs_client_config_t* cfg, char* errbuf,
                        size_t errlen);
 
-/* ob__sqs_client_open with the defaults, the endpoint, region, credentials
-** and CA bundle of aws, and clock (the relay's and the consumer's client).
-** Same contract. */
+/* ob__sqs_client_open with the defaults, the endpoint, region, credentials,
+** CA bundle and plain-HTTP opt-in of aws (ob__sqs_client_config_from_aws),
+** and clock (the relay's and the consumer's client). Same contract. */
 int ob__sqs_client_open_aws(ob__sqs_client_t** out, uv_loop_t* loop,
                             const ob__aws_config_t* aws,
                             const ob_clock_t* clock, char* errbuf,

@@ -228,6 +228,52 @@ contains "stats space line" out "of a 256 KiB cap in use (reserve 64 KiB): only 
 check "stats space json" 0 env ONCEBOX_MAX_DB_BYTES=256k "$OB" --db "$CAP" stats --json
 contains "stats json space" out '"refusing":	true'
 
+# Plain http:// to SQS (docs/security.md, "Plain HTTP"): refused, exit 2,
+# naming where it was set (AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL, or
+# endpoint_url in ~/.aws/config), unless --sqs-allow-http or
+# ONCEBOX_SQS_ALLOW_HTTP=1 opts in, which logs one warning. Nothing listens
+# on 127.0.0.1:9; the refusals happen before any connection.
+SQH="$T/sqs-home"
+mkdir -p "$SQH/.aws"
+SQDB="$T/sqs.db"
+SQQ=https://sqs.eu-west-1.amazonaws.com/123456789012/q
+SQENV=(env -u ONCEBOX_SQS_ALLOW_HTTP -u AWS_ENDPOINT_URL_SQS -u AWS_ENDPOINT_URL
+  -u AWS_CONFIG_FILE -u AWS_SHARED_CREDENTIALS_FILE -u AWS_PROFILE
+  -u AWS_CA_BUNDLE -u ONCEBOX_OUTBOX_QUEUE_URL -u ONCEBOX_CONSUME_QUEUE_URL
+  HOME="$SQH" AWS_ACCESS_KEY_ID=AKIDCLIPLAIN AWS_SECRET_ACCESS_KEY=cli/plain+secret_canary
+  AWS_SESSION_TOKEN=cli_plain_token_canary AWS_REGION=eu-west-1)
+PLAIN="plain HTTP sends the signed requests and the session token in clear; use https://, or set ONCEBOX_SQS_ALLOW_HTTP=1"
+check "sqs plain init" 0 "$OB" --db "$SQDB" init
+check "run outbox http endpoint refused" 2 "${SQENV[@]}" AWS_ENDPOINT_URL_SQS=http://127.0.0.1:9 "$OB" --db "$SQDB" run --until-idle --outbox-queue-url "$SQQ"
+contains "run outbox http endpoint reason" err "AWS_ENDPOINT_URL_SQS is http://127.0.0.1:9: $PLAIN"
+lacks "run outbox http endpoint secret" err "canary"
+check "run consume http endpoint refused" 2 "${SQENV[@]}" AWS_ENDPOINT_URL=http://127.0.0.1:9 "$OB" --db "$SQDB" run --until-idle --consume-queue-url "$SQQ"
+contains "run consume http endpoint reason" err "cannot consume the SQS queue: AWS_ENDPOINT_URL is http://127.0.0.1:9: $PLAIN"
+printf '[default]\nendpoint_url = http://127.0.0.1:9\n' > "$SQH/.aws/config"
+check "drain config endpoint_url refused" 2 "${SQENV[@]}" "$OB" --db "$SQDB" outbox drain --outbox-queue-url "$SQQ" --timeout 1
+contains "drain config endpoint_url reason" err "$SQH/.aws/config:2: endpoint_url is http://127.0.0.1:9: $PLAIN"
+check "sqs config endpoint_url refused" 2 "${SQENV[@]}" "$OB" sqs attributes --queue-url "$SQQ"
+contains "sqs config endpoint_url reason" err "oncebox sqs attributes: $SQH/.aws/config:2: endpoint_url is http://127.0.0.1:9: $PLAIN"
+lacks "sqs config endpoint_url secret" err "canary"
+rm -f "$SQH/.aws/config"
+check "sqs http endpoint refused" 2 "${SQENV[@]}" AWS_ENDPOINT_URL_SQS=http://127.0.0.1:9 "$OB" sqs send --queue-url "$SQQ" --body x
+contains "sqs http endpoint reason" err "AWS_ENDPOINT_URL_SQS is http://127.0.0.1:9: $PLAIN"
+check "only 1 opts in" 2 "${SQENV[@]}" ONCEBOX_SQS_ALLOW_HTTP=yes AWS_ENDPOINT_URL_SQS=http://127.0.0.1:9 "$OB" --db "$SQDB" run --until-idle --outbox-queue-url "$SQQ"
+contains "only 1 opts in reason" err "only the value 1 opts in"
+check "run --sqs-allow-http" 0 "${SQENV[@]}" AWS_ENDPOINT_URL_SQS=http://127.0.0.1:9 "$OB" --db "$SQDB" run --until-idle --outbox-queue-url "$SQQ" --sqs-allow-http
+contains "run --sqs-allow-http warns" err "warn relay: AWS_ENDPOINT_URL_SQS is http://127.0.0.1:9: plain HTTP allowed"
+equals "run --sqs-allow-http warns once" "$(grep -c 'plain HTTP allowed' "$T/err")" 1
+lacks "run --sqs-allow-http secret" err "canary"
+check "run ONCEBOX_SQS_ALLOW_HTTP=1" 0 "${SQENV[@]}" ONCEBOX_SQS_ALLOW_HTTP=1 AWS_ENDPOINT_URL=http://127.0.0.1:9 "$OB" --db "$SQDB" run --until-idle --outbox-queue-url "$SQQ"
+contains "run ONCEBOX_SQS_ALLOW_HTTP=1 warns" err "AWS_ENDPOINT_URL is http://127.0.0.1:9: plain HTTP allowed by ONCEBOX_SQS_ALLOW_HTTP=1"
+check "run https endpoint, no warning" 0 "${SQENV[@]}" ONCEBOX_SQS_ALLOW_HTTP=1 AWS_ENDPOINT_URL_SQS=https://127.0.0.1:9 "$OB" --db "$SQDB" run --until-idle --outbox-queue-url "$SQQ" --sqs-allow-http
+lacks "run https endpoint, no warning" err "plain HTTP"
+for c in run "outbox drain" "sqs send"; do
+  # shellcheck disable=SC2086
+  check "$c --help names --sqs-allow-http" 0 "$OB" $c --help
+  contains "$c --help --sqs-allow-http" out "--sqs-allow-http"
+done
+
 check "demo" 0 "$OB" demo --payments 300
 contains "demo says done" out "every payment paid and every order charged exactly once"
 

@@ -812,6 +812,247 @@ static void test_faketime_dead_lease_restart(void** state) {
   free(q);
 }
 
+/* ---- plain HTTP (docs/security.md, "Plain HTTP") ---------------------------
+** Over http:// a forged 200 would make the relay mark rows published that
+** SQS never got: an http:// endpoint from AWS_ENDPOINT_URL_SQS,
+** AWS_ENDPOINT_URL or endpoint_url in the config file is refused at enable
+** (OB_EINVAL, naming where it was set) without allow_http or
+** ONCEBOX_SQS_ALLOW_HTTP=1, for the relay and the consumer alike; with it,
+** plain-HTTP fauxqs (behind the TLS terminator) gets everything, and one
+** warning is logged. */
+typedef struct ph_log_s {
+  int plain_warnings;   /* warn lines saying plain HTTP is allowed */
+  char last[1024];
+} ph_log_t;
+
+static void ph_log(void* ctx, ob_log_level_t level, const char* msg) {
+  ph_log_t* l = ctx;
+  if (level == OB_LOG_WARN && strstr(msg, "plain HTTP allowed") != NULL) {
+    l->plain_warnings++;
+    snprintf(l->last, sizeof l->last, "%s", msg);
+  }
+}
+
+static fixture_t* ph_terminal(ph_log_t* log) {
+  fixture_t* f = fx_new(8);
+  ob_close(f->e);
+  f->e = NULL;
+  f->opts.clock = NULL;
+  f->opts.poll_interval_ms = 20;
+  f->opts.log = ph_log;
+  f->opts.log_ctx = log;
+  f->opts.log_level = OB_LOG_WARN;
+  fx_open(f);
+  assert_int_equal(ob_register_payout(f->e), 0);
+  return f;
+}
+
+static void ph_plain_endpoint(const char* var) {
+  unsetenv("AWS_ENDPOINT_URL_SQS");
+  unsetenv("AWS_ENDPOINT_URL");
+  unsetenv("AWS_CONFIG_FILE");
+  unsetenv("ONCEBOX_SQS_ALLOW_HTTP");
+  if (var != NULL) setenv(var, g_srv.plain_endpoint, 1);
+}
+
+static void ph_expect_refused(const char* q, const char* source) {
+  ph_log_t log;
+  ob_relay_options_t o;
+  ob_consumer_options_t co;
+  char err[1024], want[4600];
+  memset(&log, 0, sizeof log);
+  fixture_t* f = ph_terminal(&log);
+  snprintf(want, sizeof want, "%s is http://127.0.0.1:%d: plain HTTP sends the "
+           "signed requests and the session token in clear; use https://, or "
+           "set ONCEBOX_SQS_ALLOW_HTTP=1", source, g_srv.fauxqs_port);
+  ob_relay_options_init(&o);
+  o.queue_url = q;
+  assert_int_equal(ob_relay_enable(f->e, &o, err, sizeof err), OB_EINVAL);
+  if (strstr(err, want) == NULL) fail_msg("relay: '%s' lacks '%s'", err, want);
+  assert_null(strstr(err, SQ_SECRET));
+  ob_consumer_options_init(&co);
+  co.queue_url = q;
+  assert_int_equal(ob_consumer_enable(f->e, &co, err, sizeof err), OB_EINVAL);
+  if (strstr(err, want) == NULL) fail_msg("consumer: '%s' lacks '%s'", err, want);
+  assert_int_equal(log.plain_warnings, 0);
+  /* Nothing enabled: the rows stay in the outbox. */
+  rf_enqueue_payments(f, 0, 3);
+  assert_int_equal(ob_run(f->e, OB_RUN_UNTIL_IDLE, 0), 0);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event WHERE"
+                               " published_at IS NULL"), 3);
+  fx_free(f);
+}
+
+static void test_plain_http_refused(void** state) {
+  (void)state;
+  if (g_skip) skip();
+  char* q = sq_create_queue(&g_srv, "relay-plain-refused", NULL);
+  char* dir = ts_mkdtemp("relay-plain");
+  char* conf = ts_path(dir, "config");
+  char src[4300];
+  FILE* fp;
+  ph_plain_endpoint("AWS_ENDPOINT_URL_SQS");
+  ph_expect_refused(q, "AWS_ENDPOINT_URL_SQS");
+  ph_plain_endpoint("AWS_ENDPOINT_URL");
+  ph_expect_refused(q, "AWS_ENDPOINT_URL");
+  fp = fopen(conf, "w");
+  assert_non_null(fp);
+  fprintf(fp, "[default]\nendpoint_url = %s\n", g_srv.plain_endpoint);
+  fclose(fp);
+  ph_plain_endpoint(NULL);
+  setenv("AWS_CONFIG_FILE", conf, 1);
+  snprintf(src, sizeof src, "%s:2: endpoint_url", conf);
+  ph_expect_refused(q, src);
+  ph_plain_endpoint(NULL);
+  /* Nothing reached fauxqs. */
+  cJSON* events = drain_queue(q);
+  assert_int_equal(cJSON_GetArraySize(events), 0);
+  cJSON_Delete(events);
+  free(conf);
+  ts_rmdir(dir);
+  free(q);
+}
+
+static void test_plain_http_opt_in(void** state) {
+  (void)state;
+  if (g_skip) skip();
+  char* q = sq_create_queue(&g_srv, "relay-plain", NULL);
+  int tls0 = sq_count(&g_srv, "REQ AmazonSQS.SendMessageBatch");
+  ph_log_t log;
+  ob_relay_options_t o;
+  ob_consumer_options_t co;
+  char err[1024];
+  /* allow_http: published over plain HTTP, one warning however many
+  ** attaches. */
+  memset(&log, 0, sizeof log);
+  fixture_t* f = ph_terminal(&log);
+  ph_plain_endpoint("AWS_ENDPOINT_URL_SQS");
+  ob_relay_options_init(&o);
+  o.queue_url = q;
+  o.source = "urn:oncebox:test-terminal";
+  o.allow_http = 1;
+  if (ob_relay_enable(f->e, &o, err, sizeof err) != 0) fail_msg("enable: %s", err);
+  assert_int_equal(log.plain_warnings, 1);
+  assert_non_null(strstr(log.last, "relay: AWS_ENDPOINT_URL_SQS is http://127.0.0.1:"));
+  rf_enqueue_payments(f, 0, 15);
+  assert_int_equal(ob_run(f->e, OB_RUN_UNTIL_IDLE, 0), 0);
+  rf_enqueue_payments(f, 15, 5);
+  assert_int_equal(ob_run(f->e, OB_RUN_UNTIL_IDLE, 0), 0);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event WHERE"
+                               " published_at IS NULL"), 0);
+  assert_int_equal(log.plain_warnings, 1);
+  /* The consumer's option, on the same engine. */
+  ob_consumer_options_init(&co);
+  co.queue_url = q;
+  co.allow_http = 1;
+  assert_int_equal(ob_consumer_enable(f->e, &co, err, sizeof err), 0);
+  assert_int_equal(log.plain_warnings, 2);
+  assert_non_null(strstr(log.last, "sqs consumer: AWS_ENDPOINT_URL_SQS is"));
+  /* Through fauxqs directly, not the TLS terminator. */
+  assert_int_equal(sq_count(&g_srv, "REQ AmazonSQS.SendMessageBatch"), tls0);
+  cJSON* events = drain_queue(q);
+  assert_int_equal(cJSON_GetArraySize(events), 20);
+  assert_all_delivered(f, events, 20);
+  cJSON_Delete(events);
+  fx_free(f);
+  /* ONCEBOX_SQS_ALLOW_HTTP=1 instead of the option, for endpoint_url. */
+  memset(&log, 0, sizeof log);
+  f = ph_terminal(&log);
+  {
+    char* dir = ts_mkdtemp("relay-plain");
+    char* conf = ts_path(dir, "config");
+    FILE* fp = fopen(conf, "w");
+    assert_non_null(fp);
+    fprintf(fp, "[default]\nendpoint_url = %s\n", g_srv.plain_endpoint);
+    fclose(fp);
+    ph_plain_endpoint(NULL);
+    setenv("AWS_CONFIG_FILE", conf, 1);
+    setenv("ONCEBOX_SQS_ALLOW_HTTP", "1", 1);
+    o.allow_http = 0;
+    assert_int_equal(ob_relay_enable(f->e, &o, err, sizeof err), 0);
+    assert_int_equal(log.plain_warnings, 1);
+    assert_non_null(strstr(log.last, ":2: endpoint_url is http://127.0.0.1:"));
+    assert_non_null(strstr(log.last, "ONCEBOX_SQS_ALLOW_HTTP=1"));
+    rf_enqueue_payments(f, 100, 4);
+    assert_int_equal(ob_run(f->e, OB_RUN_UNTIL_IDLE, 0), 0);
+    assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event WHERE"
+                                 " published_at IS NULL"), 0);
+    ph_plain_endpoint(NULL);
+    free(conf);
+    ts_rmdir(dir);
+  }
+  events = drain_queue(q);
+  assert_int_equal(cJSON_GetArraySize(events), 4);
+  cJSON_Delete(events);
+  fx_free(f);
+  /* https: the option changes nothing and says nothing. */
+  memset(&log, 0, sizeof log);
+  f = ph_terminal(&log);
+  rf_set_endpoint(g_srv.port);
+  o.allow_http = 1;
+  assert_int_equal(ob_relay_enable(f->e, &o, err, sizeof err), 0);
+  rf_enqueue_payments(f, 200, 2);
+  assert_int_equal(ob_run(f->e, OB_RUN_UNTIL_IDLE, 0), 0);
+  assert_int_equal(log.plain_warnings, 0);
+  events = drain_queue(q);
+  assert_int_equal(cJSON_GetArraySize(events), 2);
+  cJSON_Delete(events);
+  fx_free(f);
+  free(q);
+}
+
+/* `oncebox outbox drain` and `run`: exit 2 and the reason without the
+** opt-in; --sqs-allow-http publishes everything over plain HTTP. */
+static void test_cli_plain_http(void** state) {
+  (void)state;
+  if (g_skip) skip();
+  const char* bin = getenv("OB_BINARY_DIR");
+  assert_non_null(bin);
+  char* q = sq_create_queue(&g_srv, "relay-cli-plain", NULL);
+  char* dir = ts_mkdtemp("relay-cli-plain");
+  char ob[1024], db[1024], out[1024];
+  snprintf(ob, sizeof ob, "%s/oncebox", bin);
+  snprintf(db, sizeof db, "%s/t.db", dir);
+  snprintf(out, sizeof out, "%s/out", dir);
+  for (int i = 0; i < 6; i++)
+    assert_int_equal(sh("'%s' --db '%s' enqueue --type PaymentCaptured --id "
+                        "0190b6d8-3ae7-7ca2-a653-%012d --body "
+                        "'{\"paymentId\":\"5c4080b1-b5d2-4e91-8de8-%012d\","
+                        "\"merchantId\":\"3727331a-b533-4c6e-a0f8-48532237307b\","
+                        "\"amountInMinorUnits\":100,\"currency\":\"EUR\"}' >/dev/null",
+                        ob, db, i, i),
+                     0);
+  ph_plain_endpoint("AWS_ENDPOINT_URL_SQS");
+  assert_int_equal(sh("'%s' --db '%s' run --until-idle --outbox-queue-url '%s' "
+                      "--source urn:oncebox:test-terminal 2>'%s'", ob, db, q,
+                      out), 2);
+  assert_int_equal(sh("grep -q 'cannot publish the outbox: AWS_ENDPOINT_URL_SQS "
+                      "is http://127.0.0.1:%d: plain HTTP sends the signed "
+                      "requests' '%s'", g_srv.fauxqs_port, out), 0);
+  assert_int_equal(sh("ONCEBOX_OUTBOX_QUEUE_URL='%s' '%s' --db '%s' outbox drain "
+                      "--until-empty --timeout 30 2>'%s'", q, ob, db, out), 2);
+  assert_int_equal(sh("grep -q 'set ONCEBOX_SQS_ALLOW_HTTP=1' '%s'", out), 0);
+  /* The refused run stopped before handling anything; this one handles
+  ** the six payments and publishes their events. */
+  assert_int_equal(sh("ONCEBOX_OUTBOX_QUEUE_URL='%s' ONCEBOX_SOURCE="
+                      "urn:oncebox:test-terminal '%s' --db '%s' run --until-idle"
+                      " --sqs-allow-http 2>'%s'", q, ob, db, out), 0);
+  assert_int_equal(sh("grep -c 'warn relay: AWS_ENDPOINT_URL_SQS is "
+                      "http://127.0.0.1:%d: plain HTTP allowed' '%s' | grep -qx 1",
+                      g_srv.fauxqs_port, out), 0);
+  assert_int_equal(sh("ONCEBOX_OUTBOX_QUEUE_URL='%s' ONCEBOX_SOURCE="
+                      "urn:oncebox:test-terminal '%s' --db '%s' outbox drain "
+                      "--until-empty --timeout 30 --sqs-allow-http 2>'%s'",
+                      q, ob, db, out), 0);
+  assert_int_equal(sh("grep -q 'plain HTTP allowed' '%s'", out), 0);
+  ph_plain_endpoint(NULL);
+  cJSON* events = drain_queue(q);
+  assert_int_equal(cJSON_GetArraySize(events), 6);
+  cJSON_Delete(events);
+  ts_rmdir(dir);
+  free(q);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_publishes_everything),
@@ -825,6 +1066,9 @@ int main(void) {
       cmocka_unit_test(test_priority_relay),
       cmocka_unit_test(test_priority_options),
       cmocka_unit_test(test_faketime_dead_lease_restart),
+      cmocka_unit_test(test_plain_http_refused),
+      cmocka_unit_test(test_plain_http_opt_in),
+      cmocka_unit_test(test_cli_plain_http),
   };
   /* The mutant build runs one case (OB_TEST_FILTER, a cmocka glob). */
   const char* only = getenv("OB_TEST_FILTER");

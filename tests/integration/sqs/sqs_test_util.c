@@ -81,6 +81,14 @@ int sq_server_start(sq_server_t* s, const char* tag, const char* token) {
   }
   snprintf(s->endpoint, sizeof s->endpoint, "https://%s:%d", SQ_HOST,
            s->port);
+  /* Printed before PORT, so it is there already. */
+  s->fauxqs_port = ht_wait_number(s->proc, "FAUXQS ", 5000);
+  if (s->fauxqs_port <= 0) {
+    fprintf(stderr, "sqs_server.mjs printed no FAUXQS line\n");
+    return -1;
+  }
+  snprintf(s->plain_endpoint, sizeof s->plain_endpoint, "http://127.0.0.1:%d",
+           s->fauxqs_port);
   return 0;
 }
 

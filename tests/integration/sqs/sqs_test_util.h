@@ -25,6 +25,11 @@ typedef struct sq_server_s {
   ht_proc_t* proc;
   int port;           /* TLS terminator on 127.0.0.1 */
   char endpoint[64];  /* "https://sqs.test:PORT" */
+  /* fauxqs itself, plain HTTP on 127.0.0.1 (no SigV4 check, no faults):
+  ** for the plain-HTTP opt-in tests. Queues are the same; use the QueueUrl
+  ** sq_create_queue returned (fauxqs 1.9.2 matches it exactly). */
+  int fauxqs_port;
+  char plain_endpoint[64];  /* "http://127.0.0.1:FAUXQS_PORT" */
 } sq_server_t;
 
 /* NULL if node and tests/interop/node_modules (fauxqs, @smithy/signature-v4)

@@ -88,6 +88,32 @@ static out_t run(const char* args) {
   return r;
 }
 
+/* Run `oncebox ARGS` (any command) the same way. */
+static out_t run_top(const char* args) {
+  char cmd[16384], o[4300], e[4300];
+  out_t r;
+  int st;
+  snprintf(o, sizeof o, "%s/run%d.out", g_srv.dir, g_runs);
+  snprintf(e, sizeof e, "%s/run%d.err", g_srv.dir, g_runs);
+  g_runs++;
+  snprintf(cmd, sizeof cmd, "'%s' %s </dev/null >'%s' 2>'%s'", g_oncebox, args,
+           o, e);
+  st = system(cmd);
+  r.rc = (st != -1 && WIFEXITED(st)) ? WEXITSTATUS(st) : -1;
+  r.out = slurp(o);
+  r.err = slurp(e);
+  assert_no_secret("stdout", r.out);
+  assert_no_secret("stderr", r.err);
+  return r;
+}
+
+static int count_str(const char* s, const char* needle) {
+  int n = 0;
+  for (const char* p = strstr(s, needle); p != NULL; p = strstr(p + 1, needle))
+    n++;
+  return n;
+}
+
 static void out_free(out_t* r) {
   free(r->out);
   free(r->err);
@@ -117,6 +143,7 @@ static void set_env(void) {
   unsetenv("AWS_SHARED_CREDENTIALS_FILE");
   unsetenv("AWS_CONFIG_FILE");
   unsetenv("AWS_MAX_ATTEMPTS");
+  unsetenv("ONCEBOX_SQS_ALLOW_HTTP");
 }
 
 static int group_setup(void** state) {
@@ -438,6 +465,191 @@ static void test_config_errors(void** state) {
   set_env();
 }
 
+/* ---- plain HTTP (docs/security.md, "Plain HTTP") ---------------------------
+** fauxqs answers plain HTTP itself on 127.0.0.1 (behind the TLS terminator
+** the other tests use). An http:// endpoint from AWS_ENDPOINT_URL_SQS,
+** AWS_ENDPOINT_URL or endpoint_url in ~/.aws/config is refused with exit 2
+** and a message naming it, unless --sqs-allow-http or
+** ONCEBOX_SQS_ALLOW_HTTP=1, which log one warning. */
+
+/* "SOURCE is http://127.0.0.1:PORT: plain HTTP sends ..." in r's stderr. */
+static void expect_plain_refused(out_t* r, const char* source) {
+  char want[4600];
+  snprintf(want, sizeof want, "%s is http://127.0.0.1:%d: plain HTTP sends the "
+           "signed requests and the session token in clear; use https://, or "
+           "set ONCEBOX_SQS_ALLOW_HTTP=1", source, g_srv.fauxqs_port);
+  expect(r, 2, NULL, want);
+}
+
+static void write_aws_config(const char* endpoint) {
+  char path[4400];
+  FILE* f;
+  snprintf(path, sizeof path, "%s/.aws", g_home);
+  mkdir(path, 0700);
+  snprintf(path, sizeof path, "%s/.aws/config", g_home);
+  f = fopen(path, "w");
+  assert_non_null(f);
+  fprintf(f, "[default]\nendpoint_url = %s\n", endpoint);
+  fclose(f);
+}
+
+static void remove_aws_config(void) {
+  char path[4400];
+  snprintf(path, sizeof path, "%s/.aws/config", g_home);
+  remove(path);
+}
+
+static void test_plain_http_refused(void** state) {
+  char args[2048], src[4400];
+  const char* const subs[] = {"attributes", "send", "receive"};
+  out_t r;
+  int reqs0;
+  SKIP_IF_NEEDED;
+  reqs0 = sq_count(&g_srv, "REQ ");
+  /* 1. AWS_ENDPOINT_URL_SQS, for each subcommand. */
+  setenv("AWS_ENDPOINT_URL_SQS", g_srv.plain_endpoint, 1);
+  for (size_t i = 0; i < 3; i++) {
+    snprintf(args, sizeof args, "%s --queue-url '%s'%s", subs[i], g_q,
+             i == 1 ? " --body never-sent" : "");
+    r = run(args);
+    expect_plain_refused(&r, "AWS_ENDPOINT_URL_SQS");
+    assert_non_null(strstr(r.err, "oncebox sqs "));
+    assert_null(strstr(r.err, "plain HTTP allowed"));
+    out_free(&r);
+  }
+  /* Only "1" opts in. */
+  setenv("ONCEBOX_SQS_ALLOW_HTTP", "true", 1);
+  snprintf(args, sizeof args, "attributes --queue-url '%s'", g_q);
+  r = run(args);
+  expect_plain_refused(&r, "AWS_ENDPOINT_URL_SQS");
+  assert_non_null(strstr(r.err, "only the value 1 opts in"));
+  out_free(&r);
+  unsetenv("ONCEBOX_SQS_ALLOW_HTTP");
+  /* 2. AWS_ENDPOINT_URL */
+  unsetenv("AWS_ENDPOINT_URL_SQS");
+  setenv("AWS_ENDPOINT_URL", g_srv.plain_endpoint, 1);
+  r = run(args);
+  expect_plain_refused(&r, "AWS_ENDPOINT_URL");
+  out_free(&r);
+  /* 3. endpoint_url in ~/.aws/config */
+  unsetenv("AWS_ENDPOINT_URL");
+  write_aws_config(g_srv.plain_endpoint);
+  r = run(args);
+  snprintf(src, sizeof src, "%s/.aws/config:2: endpoint_url", g_home);
+  expect_plain_refused(&r, src);
+  out_free(&r);
+  remove_aws_config();
+  /* And --endpoint-url. */
+  snprintf(args, sizeof args, "attributes --queue-url '%s' --endpoint-url %s",
+           g_q, g_srv.plain_endpoint);
+  r = run(args);
+  expect_plain_refused(&r, "the endpoint given");
+  out_free(&r);
+  /* Nothing was sent anywhere (fauxqs holds nothing new either: below). */
+  assert_int_equal(sq_count(&g_srv, "REQ "), reqs0);
+  set_env();
+  snprintf(args, sizeof args, "attributes --queue-url '%s' --json", g_q);
+  r = run(args);
+  expect(&r, 0, "\"ApproximateNumberOfMessages\":\"0\"", NULL);
+  out_free(&r);
+}
+
+static void test_plain_http_opt_in(void** state) {
+  char args[2048];
+  out_t r;
+  int sends0;
+  SKIP_IF_NEEDED;
+  sends0 = sq_count(&g_srv, "REQ AmazonSQS.SendMessage");
+  /* ONCEBOX_SQS_ALLOW_HTTP=1: used, one warning naming the source. */
+  setenv("AWS_ENDPOINT_URL_SQS", g_srv.plain_endpoint, 1);
+  setenv("ONCEBOX_SQS_ALLOW_HTTP", "1", 1);
+  snprintf(args, sizeof args, "send --queue-url '%s' --body 'plain one'", g_q);
+  r = run(args);
+  expect(&r, 0, "sent ", "warn sqs: AWS_ENDPOINT_URL_SQS is http://127.0.0.1:");
+  assert_int_equal(count_str(r.err, "plain HTTP allowed by "
+                                    "ONCEBOX_SQS_ALLOW_HTTP=1"), 1);
+  out_free(&r);
+  unsetenv("ONCEBOX_SQS_ALLOW_HTTP");
+  /* --sqs-allow-http, with endpoint_url from ~/.aws/config. */
+  unsetenv("AWS_ENDPOINT_URL_SQS");
+  write_aws_config(g_srv.plain_endpoint);
+  snprintf(args, sizeof args,
+           "receive --queue-url '%s' --wait 1 --delete --sqs-allow-http", g_q);
+  r = run(args);
+  expect(&r, 0, "body:      plain one", "/.aws/config:2: endpoint_url is http://");
+  assert_non_null(strstr(r.out, "deleted 1"));
+  assert_int_equal(count_str(r.err, "plain HTTP allowed"), 1);
+  out_free(&r);
+  remove_aws_config();
+  /* AWS_ENDPOINT_URL with the flag. */
+  setenv("AWS_ENDPOINT_URL", g_srv.plain_endpoint, 1);
+  snprintf(args, sizeof args, "attributes --queue-url '%s' --sqs-allow-http",
+           g_q);
+  r = run(args);
+  expect(&r, 0, "QueueArn", "AWS_ENDPOINT_URL is http://127.0.0.1:");
+  out_free(&r);
+  /* The plain calls never reached the TLS terminator. */
+  assert_int_equal(sq_count(&g_srv, "REQ AmazonSQS.SendMessage"), sends0);
+  /* https with the opt-in: unchanged, no warning. */
+  set_env();
+  setenv("ONCEBOX_SQS_ALLOW_HTTP", "1", 1);
+  snprintf(args, sizeof args, "attributes --queue-url '%s' --sqs-allow-http",
+           g_q);
+  r = run(args);
+  expect(&r, 0, "QueueArn", NULL);
+  assert_null(strstr(r.err, "plain HTTP"));
+  out_free(&r);
+  unsetenv("ONCEBOX_SQS_ALLOW_HTTP");
+}
+
+/* The consumer of `oncebox run`: refused without the opt-in (exit 2, before
+** anything is received), and with --sqs-allow-http it handles a CloudEvent
+** through plain-HTTP fauxqs. */
+static void test_plain_http_run_consumer(void** state) {
+  char args[8192], db[4400];
+  char* q;
+  out_t r;
+  SKIP_IF_NEEDED;
+  q = sq_create_queue(&g_srv, "cli-plain-consume", NULL);
+  assert_non_null(q);
+  snprintf(db, sizeof db, "%s/consume.db", g_srv.dir);
+  snprintf(args, sizeof args,
+           "send --queue-url '%s' --body '{\"specversion\":\"1.0\",\"id\":"
+           "\"0190b6d8-3ae7-7ca2-a653-000000000777\",\"source\":"
+           "\"urn:oncebox:test\",\"type\":\"PaymentCaptured\",\"data\":"
+           "{\"paymentId\":\"5c4080b1-b5d2-4e91-8de8-000000000777\","
+           "\"merchantId\":\"3727331a-b533-4c6e-a0f8-48532237307b\","
+           "\"amountInMinorUnits\":100,\"currency\":\"EUR\"}}'", q);
+  r = run(args);   /* over https */
+  expect(&r, 0, "sent ", NULL);
+  out_free(&r);
+  setenv("AWS_ENDPOINT_URL_SQS", g_srv.plain_endpoint, 1);
+  snprintf(args, sizeof args, "--db '%s' run --until-idle --consume-queue-url "
+           "'%s'", db, q);
+  r = run_top(args);
+  expect(&r, 2, NULL, "cannot consume the SQS queue: AWS_ENDPOINT_URL_SQS is "
+                      "http://127.0.0.1:");
+  assert_non_null(strstr(r.err, "plain HTTP sends the signed requests"));
+  out_free(&r);
+  /* The outbox's relay too. */
+  snprintf(args, sizeof args, "--db '%s' run --until-idle --outbox-queue-url "
+           "'%s'", db, q);
+  r = run_top(args);
+  expect(&r, 2, NULL, "cannot publish the outbox: AWS_ENDPOINT_URL_SQS is "
+                      "http://127.0.0.1:");
+  out_free(&r);
+  snprintf(args, sizeof args, "--db '%s' run --until-idle --consume-queue-url "
+           "'%s' --sqs-allow-http", db, q);
+  r = run_top(args);
+  expect(&r, 0, NULL, "1 processed records, 1 payouts");
+  assert_int_equal(count_str(r.err, "warn sqs consumer: AWS_ENDPOINT_URL_SQS "
+                                    "is http://127.0.0.1:"), 1);
+  assert_int_equal(count_str(r.err, "plain HTTP allowed"), 1);
+  out_free(&r);
+  set_env();
+  free(q);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_help_and_usage, setup),
@@ -445,6 +657,9 @@ int main(void) {
       cmocka_unit_test_setup(test_fifo, setup),
       cmocka_unit_test_setup(test_errors, setup),
       cmocka_unit_test_setup(test_config_errors, setup),
+      cmocka_unit_test_setup(test_plain_http_refused, setup),
+      cmocka_unit_test_setup(test_plain_http_opt_in, setup),
+      cmocka_unit_test_setup(test_plain_http_run_consumer, setup),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -792,6 +792,238 @@ static void test_open_errors(void** state) {
                    OB__HTTP_E_TLS_CA);
 }
 
+/* ---- plain HTTP (docs/security.md, "Plain HTTP") ---------------------------
+** An http:// endpoint from any of the three places the SDKs read is used
+** only with the opt-in: refused at open otherwise, naming where it came
+** from; with it, plain-HTTP fauxqs (the server behind the TLS terminator)
+** answers. */
+#define PH_TOKEN "CANARYsessionTOKEN/plain+http=="
+
+typedef struct ph_env_s {
+  const char* name[12];
+  const char* value[12];
+  size_t n;
+} ph_env_t;
+
+static const char* ph_getenv(void* ctx, const char* name) {
+  ph_env_t* e = ctx;
+  for (size_t i = 0; i < e->n; i++)
+    if (strcmp(e->name[i], name) == 0) return e->value[i];
+  return NULL;
+}
+
+static void ph_set(ph_env_t* e, const char* name, const char* value) {
+  for (size_t i = 0; i < e->n; i++)
+    if (strcmp(e->name[i], name) == 0) {
+      e->value[i] = value;
+      return;
+    }
+  assert_true(e->n < 12);
+  e->name[e->n] = name;
+  e->value[e->n++] = value;
+}
+
+/* The terminal's AWS variables, nothing from the process environment. */
+static void ph_base(ph_env_t* e, const char* home) {
+  memset(e, 0, sizeof *e);
+  ph_set(e, "HOME", home);
+  ph_set(e, "AWS_ACCESS_KEY_ID", SQ_AKID);
+  ph_set(e, "AWS_SECRET_ACCESS_KEY", SQ_SECRET);
+  ph_set(e, "AWS_SESSION_TOKEN", PH_TOKEN);
+  ph_set(e, "AWS_REGION", SQ_REGION);
+}
+
+static void ph_no_secret(const char* s) {
+  if (strstr(s, SQ_SECRET) != NULL || strstr(s, PH_TOKEN) != NULL ||
+      strstr(s, SQ_AKID) != NULL) {
+    fprintf(stderr, "a credential leaked into: %s\n", s);
+    fail();
+  }
+}
+
+static void ph_load(ph_env_t* e, ob__aws_config_t* aws) {
+  char err[512];
+  int rc = ob__aws_config_load(aws, ph_getenv, e, NULL, err, sizeof err);
+  if (rc != 0) fail_msg("load: %s", err);
+}
+
+/* Refused at open by the client (the relay's and the consumer's path) and
+** by the check, which names `source`. */
+static void ph_expect_refused(fix_t* f, ph_env_t* e, const char* source) {
+  ob__aws_config_t aws;
+  ob__sqs_client_t* c = (ob__sqs_client_t*)1;
+  char err[1024], warn[1024], want[256];
+  ph_load(e, &aws);
+  assert_int_equal(aws.endpoint.tls, 0);
+  snprintf(want, sizeof want, "%s:%d", "http://127.0.0.1", g_srv.fauxqs_port);
+  /* Nothing checked it, nothing opted in: the client refuses. */
+  assert_int_equal(ob__sqs_client_open_aws(&c, &f->loop, &aws, NULL, err,
+                                           sizeof err), OB_EINVAL);
+  assert_null(c);
+  assert_non_null(strstr(err, "plain HTTP"));
+  assert_non_null(strstr(err, want));
+  ph_no_secret(err);
+  /* The check: OB_EINVAL, the source, the endpoint, how to opt in. */
+  assert_int_equal(ob__aws_plain_http_check(&aws, 0, warn, sizeof warn, err,
+                                            sizeof err), OB_EINVAL);
+  assert_string_equal(warn, "");
+  assert_int_equal(aws.plain_http_allowed, 0);
+  snprintf(want, sizeof want, "%s is http://127.0.0.1:%d: plain HTTP sends the "
+           "signed requests and the session token in clear", source,
+           g_srv.fauxqs_port);
+  if (strstr(err, want) == NULL) fail_msg("error '%s' lacks '%s'", err, want);
+  assert_non_null(strstr(err, "use https://"));
+  assert_non_null(strstr(err, "ONCEBOX_SQS_ALLOW_HTTP=1"));
+  ph_no_secret(err);
+  assert_int_equal(ob__sqs_client_open_aws(&c, &f->loop, &aws, NULL, err,
+                                           sizeof err), OB_EINVAL);
+  assert_null(c);
+  ob__aws_config_free(&aws);
+}
+
+static void test_plain_http_refused(void** state) {
+  FIX;
+  ph_env_t e;
+  char* home = ts_mkdtemp("sqs-plain-home");
+  char* conf = ts_path(home, "config");
+  char src[4300];
+  FILE* fp;
+  /* 1. AWS_ENDPOINT_URL_SQS */
+  ph_base(&e, home);
+  ph_set(&e, "AWS_ENDPOINT_URL_SQS", g_srv.plain_endpoint);
+  ph_expect_refused(f, &e, "AWS_ENDPOINT_URL_SQS");
+  /* Any value but 1 is no opt-in, and the message says so. */
+  {
+    ob__aws_config_t aws;
+    char err[1024];
+    ph_set(&e, "ONCEBOX_SQS_ALLOW_HTTP", "yes");
+    ph_load(&e, &aws);
+    assert_int_equal(aws.allow_http_env, -1);
+    assert_int_equal(ob__aws_plain_http_check(&aws, 0, NULL, 0, err,
+                                              sizeof err), OB_EINVAL);
+    assert_non_null(strstr(err, "only the value 1 opts in"));
+    ob__aws_config_free(&aws);
+    ph_set(&e, "ONCEBOX_SQS_ALLOW_HTTP", "");   /* empty: unset */
+    ph_expect_refused(f, &e, "AWS_ENDPOINT_URL_SQS");
+  }
+  /* 2. AWS_ENDPOINT_URL (with a path-less trailing slash, upper case) */
+  ph_base(&e, home);
+  {
+    char url[80];
+    snprintf(url, sizeof url, "HTTP://127.0.0.1:%d/", g_srv.fauxqs_port);
+    ph_set(&e, "AWS_ENDPOINT_URL", url);
+    ph_expect_refused(f, &e, "AWS_ENDPOINT_URL");
+  }
+  /* 3. endpoint_url of the profile in the config file */
+  fp = fopen(conf, "w");
+  assert_non_null(fp);
+  fprintf(fp, "[default]\nregion = %s\n# the emulator\nendpoint_url = %s\n",
+          SQ_REGION, g_srv.plain_endpoint);
+  fclose(fp);
+  ph_base(&e, home);
+  ph_set(&e, "AWS_CONFIG_FILE", conf);
+  snprintf(src, sizeof src, "%s:4: endpoint_url", conf);
+  ph_expect_refused(f, &e, src);
+  free(conf);
+  ts_rmdir(home);
+}
+
+/* Send and receive one message over plain HTTP with a client opened the
+** relay's way. */
+static void ph_round_trip(fix_t* f, ob__aws_config_t* aws, const char* body) {
+  ob__sqs_send_t m;
+  ob__sqs_receive_t p;
+  char err[512];
+  int rc = ob__sqs_client_open_aws(&f->c, &f->loop, aws, &f->clock.clock, err,
+                                   sizeof err);
+  if (rc != 0) fail_msg("open: %s", err);
+  ob__sqs_send_init(&m);
+  m.body = body;
+  m.body_len = strlen(body);
+  assert_int_equal(RUN(f, ob__sqs_send_message(f->c, &f->req, f->q, &m, sq_cb)),
+                   0);
+  ob__sqs_req_cleanup(&f->req);
+  ob__sqs_receive_init(&p);
+  p.queue_url = f->q;
+  p.max_messages = 10;
+  p.wait_time_seconds = 0;
+  assert_int_equal(RUN(f, ob__sqs_receive_message(f->c, &f->req, &p, sq_cb)), 0);
+  assert_int_equal(f->req.receive.n, 1);
+  assert_memory_equal(f->req.receive.messages[0].body, body, strlen(body));
+  {
+    /* Submitting req again cleans its results: keep the handle. */
+    char* handle = strdup(f->req.receive.messages[0].receipt_handle);
+    assert_int_equal(RUN(f, ob__sqs_delete_message(f->c, &f->req, f->q, handle,
+                                                   sq_cb)),
+                     0);
+    free(handle);
+  }
+  ob__sqs_req_cleanup(&f->req);
+  close_client(f);
+}
+
+static void test_plain_http_opt_in(void** state) {
+  FIX;
+  ph_env_t e;
+  ob__aws_config_t aws;
+  char* home = ts_mkdtemp("sqs-plain-home");
+  char err[1024], warn[1024], want[256];
+  int tls0 = sq_count(&g_srv, "REQ AmazonSQS.SendMessage");
+  /* ONCEBOX_SQS_ALLOW_HTTP=1 */
+  ph_base(&e, home);
+  ph_set(&e, "AWS_ENDPOINT_URL_SQS", g_srv.plain_endpoint);
+  ph_set(&e, "ONCEBOX_SQS_ALLOW_HTTP", "1");
+  ph_load(&e, &aws);
+  assert_int_equal(aws.allow_http_env, 1);
+  assert_int_equal(ob__aws_plain_http_check(&aws, 0, warn, sizeof warn, err,
+                                            sizeof err), 1);
+  assert_int_equal(aws.plain_http_allowed, 1);
+  snprintf(want, sizeof want, "AWS_ENDPOINT_URL_SQS is http://127.0.0.1:%d: "
+           "plain HTTP allowed by ONCEBOX_SQS_ALLOW_HTTP=1", g_srv.fauxqs_port);
+  if (strstr(warn, want) == NULL) fail_msg("warning '%s' lacks '%s'", warn, want);
+  ph_no_secret(warn);
+  ph_round_trip(f, &aws, "over plain http, env");
+  ob__aws_config_free(&aws);
+  /* The caller's opt-in (allow_http, --sqs-allow-http), loopback or not. */
+  ph_base(&e, home);
+  ph_set(&e, "AWS_ENDPOINT_URL", g_srv.plain_endpoint);
+  ph_load(&e, &aws);
+  assert_int_equal(ob__aws_plain_http_check(&aws, 1, warn, sizeof warn, err,
+                                            sizeof err), 1);
+  assert_non_null(strstr(warn, "AWS_ENDPOINT_URL is http://127.0.0.1:"));
+  assert_non_null(strstr(warn, "the opt-in"));
+  ph_round_trip(f, &aws, "over plain http, option");
+  ob__aws_config_free(&aws);
+  /* Neither request went through the TLS terminator. */
+  assert_int_equal(sq_count(&g_srv, "REQ AmazonSQS.SendMessage"), tls0);
+  /* https: the opt-in changes nothing, no warning. */
+  ph_base(&e, home);
+  ph_set(&e, "AWS_ENDPOINT_URL_SQS", g_srv.endpoint);
+  ph_set(&e, "ONCEBOX_SQS_ALLOW_HTTP", "1");
+  ph_load(&e, &aws);
+  assert_int_equal(ob__aws_plain_http_check(&aws, 1, warn, sizeof warn, err,
+                                            sizeof err), 0);
+  assert_string_equal(warn, "");
+  assert_int_equal(aws.plain_http_allowed, 0);
+  ob__aws_config_free(&aws);
+  /* The client itself: allow_plain_http, and the refusal says how. */
+  {
+    ob__sqs_client_config_t cfg;
+    ob__sqs_client_t* c = (ob__sqs_client_t*)1;
+    sq_client_config(&g_srv, &cfg, NULL, NULL);
+    cfg.endpoint = g_srv.plain_endpoint;
+    assert_int_equal(ob__sqs_client_open(&c, &f->loop, &cfg, err, sizeof err),
+                     OB_EINVAL);
+    assert_null(c);
+    assert_non_null(strstr(err, "ONCEBOX_SQS_ALLOW_HTTP=1"));
+    cfg.allow_plain_http = 1;
+    assert_int_equal(ob__sqs_client_open(&f->c, &f->loop, &cfg, err,
+                                         sizeof err), 0);
+    close_client(f);
+  }
+  ts_rmdir(home);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -815,6 +1047,8 @@ int main(void) {
       T(test_clock_skew_corrected_both_ways),
       T(test_cancel_and_close),
       T(test_open_errors),
+      T(test_plain_http_refused),
+      T(test_plain_http_opt_in),
 #undef T
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
