@@ -196,42 +196,55 @@ long long cli_parse_count(const char* s) {
   return v;
 }
 
-long long cli_parse_size(const char* s) {
+/* A unit suffix and what it multiplies by. */
+typedef struct unit_s {
+  const char* names;  /* the letters that name it, e.g. "kK" */
+  long long mult;
+} unit_t;
+
+/* Digits, then one of units (or none: dflt) and then `tail`, the rest of
+** the text after the unit, which must be empty. -1 on anything else. */
+static long long parse_with_unit(const char* s, const unit_t* units,
+                                 size_t nunits, long long dflt,
+                                 const char** tail) {
   char* end;
-  long long v, mult = 1;
+  long long v, mult = dflt;
   if (s == NULL || *s < '0' || *s > '9') return -1;
   errno = 0;
   v = strtoll(s, &end, 10);
   if (errno != 0 || v < 0) return -1;
-  switch (*end) {
-    case 'k': case 'K': mult = 1024LL; end++; break;
-    case 'm': case 'M': mult = 1024LL * 1024; end++; break;
-    case 'g': case 'G': mult = 1024LL * 1024 * 1024; end++; break;
-    default: break;
-  }
-  if (mult > 1 && *end == 'i') end++;
-  if (*end == 'B' || (*end == 'b' && mult == 1)) end++;
-  if (*end != '\0') return -1;
+  for (size_t i = 0; *end != '\0' && i < nunits; i++)
+    if (strchr(units[i].names, *end) != NULL) {
+      mult = units[i].mult;
+      end++;
+      break;
+    }
+  *tail = end;
   if (v > INT64_MAX / mult) return -1;
   return v * mult;
 }
 
+long long cli_parse_size(const char* s) {
+  static const unit_t units[] = {{"kK", 1024LL},
+                                 {"mM", 1024LL * 1024},
+                                 {"gG", 1024LL * 1024 * 1024}};
+  const char* end;
+  long long v = parse_with_unit(s, units, 3, 1, &end);
+  if (v < 0) return -1;
+  /* 64M, 64MiB, 64MB, 64b: the same. */
+  if (end > s && strchr("kKmMgG", end[-1]) != NULL && *end == 'i') end++;
+  if (*end == 'B' || *end == 'b') end++;
+  return *end == '\0' ? v : -1;
+}
+
 long long cli_parse_duration_ms(const char* s) {
-  char* end;
-  long long v, mult = 1000;
-  if (s == NULL || *s < '0' || *s > '9') return -1;
-  errno = 0;
-  v = strtoll(s, &end, 10);
-  if (errno != 0 || v < 0) return -1;
-  switch (*end) {
-    case 's': end++; break;
-    case 'm': mult = 60LL * 1000; end++; break;
-    case 'h': mult = 3600LL * 1000; end++; break;
-    case 'd': mult = 24LL * 3600 * 1000; end++; break;
-    default: break;
-  }
-  if (*end != '\0' || v > INT64_MAX / mult) return -1;
-  return v * mult;
+  static const unit_t units[] = {{"s", 1000LL},
+                                 {"m", 60LL * 1000},
+                                 {"h", 3600LL * 1000},
+                                 {"d", 24LL * 3600 * 1000}};
+  const char* end;
+  long long v = parse_with_unit(s, units, 4, 1000, &end);
+  return v >= 0 && *end == '\0' ? v : -1;
 }
 
 void cli_format_bytes(long long b, char* out, size_t n) {
