@@ -224,6 +224,48 @@ static void op_start(ob__http_op_t* op) {
   if (rc < 0) op_complete(op, rc, "out of memory", 0);
 }
 
+/* ---- proxies ------------------------------------------------------------------ */
+
+/* The variables curl honours, in its order of precedence for https URLs,
+** then the http ones (plain http:// is for local emulators only). Each
+** note is a static sentence: no buffer, nothing to free, any thread. The
+** value is never quoted (it may hold proxy credentials). */
+#define OB__PROXY_NOTE(var)                                                  \
+  var " is set, but oncebox's HTTP client does not use proxies: it "         \
+      "connects directly to SQS and to the payment provider; where only a "   \
+      "proxy can reach them, connections will fail (see docs/security.md "    \
+      "\"Proxies\")"
+static const struct {
+  const char* var;
+  const char* note;
+} k_proxy_vars[] = {
+    {"HTTPS_PROXY", OB__PROXY_NOTE("HTTPS_PROXY")},
+    {"https_proxy", OB__PROXY_NOTE("https_proxy")},
+    {"ALL_PROXY", OB__PROXY_NOTE("ALL_PROXY")},
+    {"all_proxy", OB__PROXY_NOTE("all_proxy")},
+    {"HTTP_PROXY", OB__PROXY_NOTE("HTTP_PROXY")},
+    {"http_proxy", OB__PROXY_NOTE("http_proxy")},
+};
+#undef OB__PROXY_NOTE
+
+/* Index of the first proxy variable set (non-empty), or -1. NO_PROXY=*
+** (or no_proxy=*) exempts every host, which is what happens anyway. */
+static int proxy_index(void) {
+  const char* np = getenv("NO_PROXY");
+  if (np == NULL || np[0] == '\0') np = getenv("no_proxy");
+  if (np != NULL && strcmp(np, "*") == 0) return -1;
+  for (size_t i = 0; i < sizeof k_proxy_vars / sizeof k_proxy_vars[0]; i++) {
+    const char* v = getenv(k_proxy_vars[i].var);
+    if (v != NULL && v[0] != '\0') return (int)i;
+  }
+  return -1;
+}
+
+const char* ob__http_proxy_note(void) {
+  int i = proxy_index();
+  return i < 0 ? NULL : k_proxy_vars[i].note;
+}
+
 /* ---- events from the connection ---------------------------------------- */
 
 void ob__http_op_on_ready(ob__http_op_t* op) {
@@ -284,6 +326,19 @@ void ob__http_op_on_error(ob__http_op_t* op, int err, const char* detail) {
              detail ? detail : "");
     op_complete(op, OB__HTTP_E_STALE, buf, 0);
     return;
+  }
+  if (err == OB__HTTP_E_DNS || err == OB__HTTP_E_CONNECT ||
+      err == OB__HTTP_E_CONNECT_TIMEOUT) {
+    /* The failure a direct connection gets where only a proxy gets out. */
+    int pi = proxy_index();
+    if (pi >= 0) {
+      snprintf(buf, sizeof buf,
+               "%.360s (note: %s is set, but this client does not use "
+               "proxies and connected directly)",
+               detail ? detail : "", k_proxy_vars[pi].var);
+      op_complete(op, err, buf, 0);
+      return;
+    }
   }
   if (err == OB__HTTP_E_EOF && !op->parser.started) {
     snprintf(buf, sizeof buf, "%.200s before any response byte",

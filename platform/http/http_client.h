@@ -16,8 +16,17 @@
 **     certificate verification required, the expected hostname always set
 **     (mbedTLS 2.28.3 skips the name check without it, CVE-2025-27809): a
 **     connection with no hostname is refused before the handshake starts.
+**   - Only the TLS 1.2 parameters of docs/security.md are offered and
+**     accepted: ECDHE with AES-GCM or ChaCha20-Poly1305, groups x25519,
+**     P-256, P-384, SHA-256/384/512 signatures, certificate chains signed
+**     with SHA-2 and keys of RSA 2048+ or P-256/P-384 (P-521 for CAs).
+**   - The server's name is matched the RFC 9525 way by our own check on top
+**     of mbedTLS's: a DNS name only against dNSName SANs (a wildcard only as
+**     the whole left-most label), an IP literal only against iPAddress
+**     SANs, never the subject CN.
 **   - The CA bundle must load at least one certificate or the client does not
 **     open.
+**   - No proxy is used (ob__http_proxy_note says when one is configured).
 **   - Plain http:// only when the config says so (local emulators); https
 **     never falls back to http.
 **   - Response framing is strict: conflicting Content-Length and
@@ -186,6 +195,23 @@ int ob__http_cancel(ob__http_req_t* req);
 /* First header named name (case-insensitive) or NULL. */
 const char* ob__http_header_get(const ob__http_response_t* res,
                                const char* name);
+
+/*
+** Proxies are not supported: every connection goes directly to the host of
+** the URL (docs/security.md "Proxies"). This returns NULL, or a static
+** sentence naming the first proxy variable that is set and non-empty, in
+** this order: HTTPS_PROXY, https_proxy, ALL_PROXY, all_proxy, HTTP_PROXY,
+** http_proxy (NO_PROXY=* or no_proxy=* exempts every host: NULL). The
+** variable's value is never quoted, since it may carry credentials.
+**
+** For the callers' logs: call it once at startup and log the sentence, if
+** any, once. The client itself logs nothing; it only appends "(note:
+** HTTPS_PROXY is set, but this client does not use proxies ...)" to the
+** detail of a DNS, connect or connect-timeout failure while a variable is
+** set. Reads the environment on every call (no cache); the string is
+** static (never free it). Any thread. This function can't fail.
+*/
+const char* ob__http_proxy_note(void);
 
 /* Counters, for tests and diagnostics. */
 typedef struct ob__http_stats_s {

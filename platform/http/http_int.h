@@ -71,9 +71,11 @@ typedef struct ob__tls_conf_s {
 } ob__tls_conf_t;
 
 /* Seed the DRBG, load ca_file (OB__HTTP_E_TLS_CA if it yields nothing) and
-** build the client config (TLS 1.2 only, VERIFY_REQUIRED). Reads the file
-** synchronously: call at startup, not from a hot loop callback. On failure
-** everything is freed. */
+** build the client config: TLS 1.2 only, VERIFY_REQUIRED, and the explicit
+** allow-lists of docs/security.md "TLS parameters" (cipher suites, groups,
+** signature hashes, certificate profile). Reads the file synchronously: call
+** at startup, not from a hot loop callback. On failure everything is freed
+** (OB__HTTP_E_TLS also when this mbedTLS build lacks every allowed suite). */
 int ob__tls_conf_init(ob__tls_conf_t* tc, const char* ca_file, char* err,
                       size_t errlen);
 void ob__tls_conf_free(ob__tls_conf_t* tc);
@@ -101,13 +103,26 @@ typedef struct ob__tls_s {
   int ready;        /* init succeeded with a hostname */
   int handshake_done;
   int failed;       /* sticky error code */
-  char host[OB__HTTP_HOST_MAX + 1];
-  char detail[400];
+  char host[OB__HTTP_HOST_MAX + 1];  /* without a trailing dot */
+  /* The host is an IP literal: its 4 or 16 bytes (0: a DNS name). Checked
+  ** only against iPAddress SANs, and no SNI is sent for it. */
+  size_t ip_len;
+  uint8_t ip[16];
+  /* Filled by the verify callback, for the failure detail. */
+  char name_why[384];    /* why the name check failed, "" if it did not */
+  char chain_top[128];   /* issuer of the last certificate of the chain */
+  char leaf_from[24];    /* validity of the server's certificate, UTC */
+  char leaf_to[24];
+  char detail[560];
 } ob__tls_t;
 
 /* Prepare a session for hostname. Refuses (OB__HTTP_E_TLS_NO_HOSTNAME) a NULL
 ** or empty hostname: without one mbedTLS 2.28 accepts any certificate.
-** out_cap 0 means OB__TLS_OUT_CAP. ob__tls_free() is safe after any return. */
+** A DNS name is sent as SNI and checked by mbedTLS and again, more strictly,
+** by our verify callback (dNSName SANs only, no CN, RFC 9525 wildcards). An
+** IPv4 or IPv6 literal ("127.0.0.1", "::1") is sent without SNI and matched
+** by the callback against iPAddress SANs only. out_cap 0 means
+** OB__TLS_OUT_CAP. ob__tls_free() is safe after any return. */
 int ob__tls_init(ob__tls_t* t, ob__tls_conf_t* tc, const char* hostname,
                  size_t out_cap);
 /* Append received ciphertext (copied). 0, OB_ENOMEM, or OB__HTTP_E_IO when
@@ -210,7 +225,7 @@ typedef enum {
 
 #define OB__HTTP_KEY_MAX (OB__HTTP_HOST_MAX + 24)
 #define OB__HTTP_RBUF (64 * 1024)
-#define OB__HTTP_DETAIL 448
+#define OB__HTTP_DETAIL 600
 
 struct ob__http_conn_s {
   ob__http_client_t* client;

@@ -4,15 +4,85 @@
 ** outgoing ciphertext; this file never sees a socket, so it is testable with
 ** bytes alone. Unlike tlsuv, the outgoing queue is bounded: the send
 ** callback returns WANT_WRITE when it is full.
+**
+** What the handshake accepts is an explicit allow-list, not mbedTLS's
+** default of 80-odd suites (docs/security.md "TLS parameters"), and the
+** server's name is checked by our own verify callback on top of mbedTLS's
+** (docs/security.md "Host names and IP literals"): mbedTLS 2.28 does not
+** know iPAddress SANs, lets a wildcard match an IP and falls back to the CN.
+** Failures are turned into sentences that say what is wrong.
 */
+#include <arpa/inet.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <mbedtls/ecp.h>
 #include <mbedtls/error.h>
+#include <mbedtls/oid.h>
+#include <mbedtls/ssl_ciphersuites.h>
 
 #include "core/util/errbuf.h"
 #include "platform/http/http_int.h"
+
+/* ---- the allow-lists (docs/security.md "TLS parameters") ---------------- */
+
+/* ECDHE only (forward secrecy), AEAD only (no CBC, no CCM-8), in Mozilla's
+** "intermediate" order. No RSA key exchange, no static ECDH, no DHE, no PSK.
+** The same list for SQS and the payment provider: both open their client
+** through ob__tls_conf_init. */
+static const int k_suites[] = {
+    MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+    MBEDTLS_TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+    MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+    MBEDTLS_TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+    MBEDTLS_TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+    MBEDTLS_TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+    0};
+
+/* Groups for ECDHE, and (TLS 1.2 rule) the curve of an ECDSA server key. */
+static const mbedtls_ecp_group_id k_groups[] = {
+    MBEDTLS_ECP_DP_CURVE25519, MBEDTLS_ECP_DP_SECP256R1,
+    MBEDTLS_ECP_DP_SECP384R1, MBEDTLS_ECP_DP_NONE};
+
+/* Hashes for the signature_algorithms extension and the ServerKeyExchange
+** signature: no SHA-1, no SHA-224, no MD5. */
+static const int k_sig_hashes[] = {MBEDTLS_MD_SHA512, MBEDTLS_MD_SHA384,
+                                   MBEDTLS_MD_SHA256, MBEDTLS_MD_NONE};
+
+/* The certificate chain: SHA-2 (256 and up) signatures, RSA keys of 2048
+** bits or more, EC keys on P-256, P-384 or P-521 (CAs use P-521 too; the
+** server's own EC key is further limited by k_groups). */
+#define OB__ID(x) MBEDTLS_X509_ID_FLAG(x)
+static const mbedtls_x509_crt_profile k_cert_profile = {
+    OB__ID(MBEDTLS_MD_SHA256) | OB__ID(MBEDTLS_MD_SHA384) |
+        OB__ID(MBEDTLS_MD_SHA512),
+    OB__ID(MBEDTLS_PK_RSA) | OB__ID(MBEDTLS_PK_RSASSA_PSS) |
+        OB__ID(MBEDTLS_PK_ECKEY) | OB__ID(MBEDTLS_PK_ECDSA),
+    OB__ID(MBEDTLS_ECP_DP_SECP256R1) | OB__ID(MBEDTLS_ECP_DP_SECP384R1) |
+        OB__ID(MBEDTLS_ECP_DP_SECP521R1),
+    2048};
+#undef OB__ID
+
+/* What the failure messages say is allowed, in one place. */
+#define OB__TLS_ALLOWED                                                      \
+  "ECDHE with AES-GCM or ChaCha20-Poly1305, on x25519, P-256 or P-384, "    \
+  "signed with SHA-256/384/512"
+
+static int suite_allowed(int id) {
+  for (size_t i = 0; k_suites[i] != 0; i++)
+    if (k_suites[i] == id) return 1;
+  return 0;
+}
+
+static int group_allowed(uint16_t tls_id) {
+  const mbedtls_ecp_curve_info* ci = mbedtls_ecp_curve_info_from_tls_id(tls_id);
+  if (ci == NULL) return 0;
+  for (size_t i = 0; k_groups[i] != MBEDTLS_ECP_DP_NONE; i++)
+    if (k_groups[i] == ci->grp_id) return 1;
+  return 0;
+}
 
 /* A fixed personalization string: mixed into the DRBG seed so two devices
 ** with a weak entropy source still diverge less trivially; never
@@ -81,6 +151,28 @@ int ob__tls_conf_init(ob__tls_conf_t* tc, const char* ca_file, char* err,
                                MBEDTLS_SSL_MINOR_VERSION_3);
   mbedtls_ssl_conf_ca_chain(&tc->conf, &tc->ca, NULL);
   mbedtls_ssl_conf_rng(&tc->conf, mbedtls_ctr_drbg_random, &tc->drbg);
+  /* The allow-lists. The arrays are static: mbedTLS keeps the pointers. */
+  mbedtls_ssl_conf_ciphersuites(&tc->conf, k_suites);
+  mbedtls_ssl_conf_curves(&tc->conf, k_groups);
+  mbedtls_ssl_conf_sig_hashes(&tc->conf, k_sig_hashes);
+  mbedtls_ssl_conf_cert_profile(&tc->conf, &k_cert_profile);
+#if defined(MBEDTLS_DHM_C)
+  /* No DHE suite is offered; should one ever be, not below 2048 bits. */
+  mbedtls_ssl_conf_dhm_min_bitlen(&tc->conf, 2048);
+#endif
+  {
+    /* A build without GCM and ChaCha20 would send an empty list. */
+    int usable = 0;
+    for (size_t i = 0; k_suites[i] != 0; i++)
+      if (mbedtls_ssl_ciphersuite_from_id(k_suites[i]) != NULL) usable++;
+    if (usable == 0) {
+      ob__errbuf_set(err, errlen, 0,
+                     "TLS: this mbedTLS build has none of the allowed cipher "
+                     "suites (" OB__TLS_ALLOWED ")");
+      ret = OB__HTTP_E_TLS;
+      goto fail;
+    }
+  }
 #if defined(MBEDTLS_SSL_RENEGOTIATION)
   mbedtls_ssl_conf_renegotiation(&tc->conf, MBEDTLS_SSL_RENEGOTIATION_DISABLED);
 #endif
@@ -136,7 +228,204 @@ static int bio_recv(void* ctx, unsigned char* buf, size_t len) {
   return (int)n;
 }
 
+/* ---- the server's name (docs/security.md "Host names and IP literals") -- */
+
+#define SAN_TAG_DNS (MBEDTLS_ASN1_CONTEXT_SPECIFIC | 2) /* dNSName [2] */
+#define SAN_TAG_IP (MBEDTLS_ASN1_CONTEXT_SPECIFIC | 7)  /* iPAddress [7] */
+
+static int lower(int ch) {
+  return (ch >= 'A' && ch <= 'Z') ? ch + ('a' - 'A') : ch;
+}
+
+static int eq_ci(const unsigned char* a, const char* b, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (lower(a[i]) != lower((unsigned char)b[i])) return 0;
+  return 1;
+}
+
+/* Labels of s[0..n) all non-empty and free of '*' and NUL. */
+static int plain_labels(const unsigned char* s, size_t n) {
+  size_t label = 0;
+  if (n == 0) return 0;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] == '\0' || s[i] == '*') return 0;
+    if (s[i] == '.') {
+      if (label == 0) return 0;
+      label = 0;
+    } else {
+      label++;
+    }
+  }
+  return label > 0;
+}
+
+/*
+** A dNSName against a DNS host (RFC 9525): case-insensitive
+** equality; or a wildcard that is the whole left-most label ("*.a.b", at
+** least two labels after it), standing for exactly one non-empty label.
+** No partial wildcards ("f*.a.b"), none deeper than the first label. Only
+** ever called for DNS hosts: a wildcard never matches an IP address.
+*/
+static int dns_id_matches(const unsigned char* pat, size_t plen,
+                          const char* host) {
+  size_t hlen = strlen(host);
+  const char* dot;
+
+  if (plen > 0 && pat[plen - 1] == '.') plen--; /* absolute form */
+  if (plen == hlen && plain_labels(pat, plen) && eq_ci(pat, host, hlen))
+    return 1;
+  if (plen < 4 || pat[0] != '*' || pat[1] != '.') return 0;
+  if (!plain_labels(pat + 2, plen - 2) ||
+      memchr(pat + 2, '.', plen - 2) == NULL)
+    return 0; /* "*.com": too broad to mean one organisation */
+  dot = strchr(host, '.');
+  if (dot == NULL || dot == host) return 0;
+  return hlen - (size_t)(dot - host) == plen - 1 &&
+         eq_ci(pat + 1, dot, plen - 1);
+}
+
+/* Printable copy of n bytes (anything else becomes '?'). */
+static void printable(char* out, size_t cap, const unsigned char* p,
+                      size_t n) {
+  size_t j = 0;
+  for (size_t i = 0; i < n && j + 1 < cap; i++)
+    out[j++] = (p[i] >= 0x20 && p[i] < 0x7f) ? (char)p[i] : '?';
+  out[j] = '\0';
+}
+
+/* "DNS:a.test, IP:127.0.0.1, URI, ..." for the failure detail. */
+static void san_summary(const mbedtls_x509_crt* crt, char* out, size_t cap) {
+  size_t len = 0;
+  out[0] = '\0';
+  for (const mbedtls_x509_sequence* s = &crt->subject_alt_names;
+       s != NULL && s->buf.p != NULL; s = s->next) {
+    char item[80];
+    int n;
+    if (s->buf.tag == SAN_TAG_DNS) {
+      char v[64];
+      printable(v, sizeof v, s->buf.p, s->buf.len);
+      snprintf(item, sizeof item, "DNS:%s", v);
+    } else if (s->buf.tag == SAN_TAG_IP &&
+               (s->buf.len == 4 || s->buf.len == 16)) {
+      char v[INET6_ADDRSTRLEN];
+      inet_ntop(s->buf.len == 4 ? AF_INET : AF_INET6, s->buf.p, v, sizeof v);
+      snprintf(item, sizeof item, "IP:%s", v);
+    } else {
+      switch (s->buf.tag & MBEDTLS_ASN1_TAG_VALUE_MASK) {
+        case 0: snprintf(item, sizeof item, "otherName"); break;
+        case 1: snprintf(item, sizeof item, "email"); break;
+        case 6: snprintf(item, sizeof item, "URI"); break;
+        case 7: snprintf(item, sizeof item, "IP:(bad length)"); break;
+        default: snprintf(item, sizeof item, "type %d",
+                          s->buf.tag & MBEDTLS_ASN1_TAG_VALUE_MASK);
+      }
+    }
+    if (len + strlen(item) + 8 >= cap) {
+      snprintf(out + len, cap - len, "%s...", len ? ", " : "");
+      return;
+    }
+    n = snprintf(out + len, cap - len, "%s%s", len ? ", " : "", item);
+    if (n > 0) len += (size_t)n;
+  }
+}
+
+/* The subject CN, printable, or "" (only ever quoted, never matched). */
+static void subject_cn(const mbedtls_x509_crt* crt, char* out, size_t cap) {
+  out[0] = '\0';
+  for (const mbedtls_x509_name* n = &crt->subject; n != NULL; n = n->next)
+    if (n->oid.p != NULL && MBEDTLS_OID_CMP(MBEDTLS_OID_AT_CN, &n->oid) == 0) {
+      printable(out, cap, n->val.p, n->val.len);
+      return;
+    }
+}
+
+/* 1 when crt is for t's host; else 0 with the reason in t->name_why. */
+static int name_matches(ob__tls_t* t, const mbedtls_x509_crt* crt) {
+  int has_san = (crt->ext_types & MBEDTLS_X509_EXT_SUBJECT_ALT_NAME) != 0;
+  int want = t->ip_len ? SAN_TAG_IP : SAN_TAG_DNS;
+  int typed = 0; /* SAN entries of the type that could match */
+  char sans[160];
+  char cn[64];
+
+  for (const mbedtls_x509_sequence* s = &crt->subject_alt_names;
+       has_san && s != NULL && s->buf.p != NULL; s = s->next) {
+    if (s->buf.tag != want) continue;
+    typed++;
+    if (t->ip_len) {
+      if (s->buf.len == t->ip_len && memcmp(s->buf.p, t->ip, t->ip_len) == 0)
+        return 1;
+    } else if (dns_id_matches(s->buf.p, s->buf.len, t->host)) {
+      return 1;
+    }
+  }
+  subject_cn(crt, cn, sizeof cn);
+  if (!has_san) {
+    snprintf(t->name_why, sizeof t->name_why,
+             "it has no subjectAltName extension, only the subject CN '%s', "
+             "and the CN is never used to match a server (RFC 9525)",
+             cn);
+    return 0;
+  }
+  san_summary(crt, sans, sizeof sans);
+  if (t->ip_len)
+    snprintf(t->name_why, sizeof t->name_why,
+             "%s: an IP address matches only an iPAddress entry of the "
+             "subjectAltName, never a DNS name, a wildcard or the CN; the "
+             "certificate has %s",
+             typed ? "none of its iPAddress entries is this address"
+                   : "it has no iPAddress entry",
+             sans);
+  else
+    snprintf(t->name_why, sizeof t->name_why,
+             "%s; the certificate has %s%s",
+             typed ? "none of its DNS names matches the host name"
+                   : "it has no DNS name in its subjectAltName (the CN is "
+                     "never used, RFC 9525)",
+             sans[0] ? sans : "no usable entry",
+             typed ? " (a wildcard '*.' stands for exactly one left-most "
+                     "label and needs two more labels after it)"
+                   : "");
+  return 0;
+}
+
+static void fmt_time(char* out, size_t cap, const mbedtls_x509_time* tm) {
+  snprintf(out, cap, "%04d-%02d-%02d %02d:%02d UTC", tm->year, tm->mon,
+           tm->day, tm->hour, tm->min);
+}
+
+/*
+** Called by mbedTLS for each certificate of the chain, the top first and the
+** server's own (depth 0) last, with the flags mbedTLS found. This callback
+** only ever ADDS a flag (CN_MISMATCH when our name check fails): it never
+** clears one, so it cannot make a bad chain pass.
+*/
+static int verify_cb(void* ctx, mbedtls_x509_crt* crt, int depth,
+                     uint32_t* flags) {
+  ob__tls_t* t = ctx;
+
+  if (t->chain_top[0] == '\0' &&
+      mbedtls_x509_dn_gets(t->chain_top, sizeof t->chain_top, &crt->issuer) <
+          0)
+    snprintf(t->chain_top, sizeof t->chain_top, "?");
+  if (depth != 0) return 0;
+  fmt_time(t->leaf_from, sizeof t->leaf_from, &crt->valid_from);
+  fmt_time(t->leaf_to, sizeof t->leaf_to, &crt->valid_to);
+  if (!name_matches(t, crt)) *flags |= MBEDTLS_X509_BADCERT_CN_MISMATCH;
+  return 0;
+}
+
 /* ---- error mapping ------------------------------------------------------ */
+
+__attribute__((format(printf, 2, 3))) static void dappend(ob__tls_t* t,
+                                                          const char* fmt,
+                                                          ...) {
+  size_t len = strlen(t->detail);
+  va_list ap;
+  if (len + 1 >= sizeof t->detail) return;
+  va_start(ap, fmt);
+  vsnprintf(t->detail + len, sizeof t->detail - len, fmt, ap);
+  va_end(ap);
+}
 
 /* Most specific first: an untrusted chain makes the other flags moot. */
 static int verify_code(uint32_t flags) {
@@ -147,28 +436,291 @@ static int verify_code(uint32_t flags) {
   return OB__HTTP_E_TLS_CERT;
 }
 
+/* One sentence per verification flag, most telling first. */
+static int cert_failure(ob__tls_t* t, uint32_t flags) {
+  uint32_t left = flags;
+  int n = 0;
+
+#define OB__SAY(flag, ...)              \
+  do {                                  \
+    if (flags & (flag)) {               \
+      dappend(t, "%s", n++ ? "; " : ""); \
+      dappend(t, __VA_ARGS__);          \
+      left &= ~(uint32_t)(flag);        \
+    }                                   \
+  } while (0)
+
+  snprintf(t->detail, sizeof t->detail, "TLS: certificate for '%.96s' rejected: ",
+           t->host);
+  OB__SAY(MBEDTLS_X509_BADCERT_NOT_TRUSTED,
+          "it is not signed by a trusted CA of the bundle (the chain ends at "
+          "a certificate issued by '%.100s')",
+          t->chain_top[0] ? t->chain_top : "?");
+  OB__SAY(MBEDTLS_X509_BADCERT_EXPIRED, "its validity has expired (on %s)",
+          t->leaf_to[0] ? t->leaf_to : "?");
+  OB__SAY(MBEDTLS_X509_BADCERT_FUTURE,
+          "its validity starts in the future (on %s): check this device's "
+          "clock",
+          t->leaf_from[0] ? t->leaf_from : "?");
+  if (t->name_why[0])
+    OB__SAY(MBEDTLS_X509_BADCERT_CN_MISMATCH, "%s", t->name_why);
+  else
+    OB__SAY(MBEDTLS_X509_BADCERT_CN_MISMATCH,
+            "it is not for this host name (CN does not match)");
+  OB__SAY(MBEDTLS_X509_BADCERT_EXT_KEY_USAGE,
+          "it is not for server authentication: its extendedKeyUsage lacks "
+          "serverAuth (e.g. a clientAuth-only certificate)");
+  OB__SAY(MBEDTLS_X509_BADCERT_KEY_USAGE,
+          "its keyUsage does not allow this key exchange (an ECDHE server "
+          "key needs digitalSignature)");
+  OB__SAY(MBEDTLS_X509_BADCERT_NS_CERT_TYPE,
+          "its Netscape certificate type does not allow a TLS server");
+  OB__SAY(MBEDTLS_X509_BADCERT_BAD_MD,
+          "it or a certificate of its chain is signed with a hash this "
+          "client refuses (SHA-1 or weaker; SHA-256, SHA-384 or SHA-512 "
+          "needed)");
+  OB__SAY(MBEDTLS_X509_BADCERT_BAD_PK,
+          "its chain uses a signature algorithm this client refuses (RSA or "
+          "ECDSA needed)");
+  OB__SAY(MBEDTLS_X509_BADCERT_BAD_KEY,
+          "its key or a key of its chain is too weak or on a curve this "
+          "client refuses (RSA needs 2048 bits or more; the server's EC key "
+          "P-256 or P-384, a CA's also P-521)");
+  OB__SAY(MBEDTLS_X509_BADCERT_MISSING, "the server sent no certificate");
+  OB__SAY(MBEDTLS_X509_BADCERT_REVOKED, "it is revoked");
+#undef OB__SAY
+  if (left != 0) {
+    char info[200];
+    int m = mbedtls_x509_crt_verify_info(info, sizeof info, "", left);
+    for (int i = 0; i < m && info[i]; i++)
+      if (info[i] == '\n') info[i] = (info[i + 1] ? ';' : '\0');
+    if (m <= 0) snprintf(info, sizeof info, "flags 0x%x", (unsigned)left);
+    dappend(t, "%s%s", n ? "; " : "", info);
+  }
+  return verify_code(flags);
+}
+
+static const char* alert_name(int a) {
+  switch (a) {
+    case 0: return "close_notify";
+    case 10: return "unexpected_message";
+    case 20: return "bad_record_mac";
+    case 22: return "record_overflow";
+    case 40: return "handshake_failure";
+    case 42: return "bad_certificate";
+    case 43: return "unsupported_certificate";
+    case 44: return "certificate_revoked";
+    case 45: return "certificate_expired";
+    case 46: return "certificate_unknown";
+    case 47: return "illegal_parameter";
+    case 48: return "unknown_ca";
+    case 49: return "access_denied";
+    case 50: return "decode_error";
+    case 51: return "decrypt_error";
+    case 70: return "protocol_version";
+    case 71: return "insufficient_security";
+    case 80: return "internal_error";
+    case 86: return "inappropriate_fallback";
+    case 90: return "user_canceled";
+    case 109: return "missing_extension";
+    case 110: return "unsupported_extension";
+    case 112: return "unrecognized_name";
+    case 116: return "certificate_required";
+    case 120: return "no_application_protocol";
+    default: return "unknown";
+  }
+}
+
+/* A fatal alert from the server. Before the ServerHello it answers our
+** ClientHello, and two answers have a precise meaning. */
+static int alert_failure(ob__tls_t* t) {
+  const mbedtls_ssl_context* s = &t->ssl;
+  int a = -1;
+
+  if (s->in_msg != NULL && s->in_msgtype == MBEDTLS_SSL_MSG_ALERT &&
+      s->in_msglen >= 2)
+    a = s->in_msg[1];
+  if (!t->handshake_done && s->state == MBEDTLS_SSL_SERVER_HELLO) {
+    if (a == MBEDTLS_SSL_ALERT_MSG_PROTOCOL_VERSION) {
+      snprintf(t->detail, sizeof t->detail,
+               "TLS: '%.96s' requires TLS 1.3 (it answered our TLS 1.2 "
+               "ClientHello with a protocol_version alert), which this "
+               "build's mbedTLS 2.28 does not speak: it does TLS 1.2 only. "
+               "The server must also accept TLS 1.2 with " OB__TLS_ALLOWED,
+               t->host);
+      return OB__HTTP_E_TLS_PROTOCOL;
+    }
+    if (a == MBEDTLS_SSL_ALERT_MSG_HANDSHAKE_FAILURE ||
+        a == MBEDTLS_SSL_ALERT_MSG_INSUFFICIENT_SECURITY) {
+      snprintf(t->detail, sizeof t->detail,
+               "TLS: '%.96s' accepts none of the TLS 1.2 parameters this "
+               "client allows (%s alert in answer to the ClientHello). "
+               "Allowed: " OB__TLS_ALLOWED ". A server offering only RSA "
+               "key exchange, CBC or CCM-8 suites, DHE, P-192/P-224 or SHA-1 "
+               "signatures is refused by design",
+               t->host, alert_name(a));
+      return OB__HTTP_E_TLS_PROTOCOL;
+    }
+    if (a == MBEDTLS_SSL_ALERT_MSG_UNRECOGNIZED_NAME) {
+      snprintf(t->detail, sizeof t->detail,
+               "TLS: the server does not serve the name '%.96s' "
+               "(unrecognized_name alert to our SNI)",
+               t->host);
+      return OB__HTTP_E_TLS;
+    }
+  }
+  snprintf(t->detail, sizeof t->detail,
+           "TLS: '%.96s' sent a fatal %s alert (%d) %s", t->host,
+           alert_name(a), a,
+           t->handshake_done ? "on an established connection"
+                             : "during the handshake");
+  return OB__HTTP_E_TLS;
+}
+
+/* The handshake message mbedTLS was looking at when it failed: type and
+** body, or NULL. */
+static const uint8_t* hs_msg(const ob__tls_t* t, int type, size_t* len) {
+  const mbedtls_ssl_context* s = &t->ssl;
+  if (s->in_msg == NULL || s->in_msgtype != MBEDTLS_SSL_MSG_HANDSHAKE ||
+      s->in_hslen < 4 || s->in_hslen > s->in_msglen || s->in_msg[0] != type)
+    return NULL;
+  *len = s->in_hslen - 4;
+  return s->in_msg + 4;
+}
+
+/* A ServerHello that chose a suite we did not offer (mbedTLS refuses it;
+** this names it). 0 when that is not what happened. */
+static int server_hello_failure(ob__tls_t* t) {
+  size_t n;
+  const uint8_t* b = hs_msg(t, MBEDTLS_SSL_HS_SERVER_HELLO, &n);
+  size_t sid;
+  int id;
+  const char* name;
+
+  /* version(2) random(32) session_id(1+n) cipher_suite(2) */
+  if (b == NULL || n < 35) return 0;
+  sid = b[34];
+  if (n < 35 + sid + 2) return 0;
+  id = (b[35 + sid] << 8) | b[36 + sid];
+  if (suite_allowed(id)) return 0;
+  name = mbedtls_ssl_get_ciphersuite_name(id);
+  snprintf(t->detail, sizeof t->detail,
+           "TLS: '%.96s' chose the cipher suite %s (0x%04x), which this "
+           "client did not offer and refuses (allowed: " OB__TLS_ALLOWED ")",
+           t->host, name && strcmp(name, "unknown") != 0 ? name : "?", id);
+  return OB__HTTP_E_TLS_PROTOCOL;
+}
+
+static const char* hash_name(int h) {
+  switch (h) {
+    case 0: return "no hash";
+    case 1: return "MD5";
+    case 2: return "SHA-1";
+    case 3: return "SHA-224";
+    case 4: return "SHA-256";
+    case 5: return "SHA-384";
+    case 6: return "SHA-512";
+    default: return "an unknown hash";
+  }
+}
+
+/* A ServerKeyExchange on a group or with a signature hash we refuse. */
+static int key_exchange_failure(ob__tls_t* t) {
+  size_t n;
+  const uint8_t* b = hs_msg(t, MBEDTLS_SSL_HS_SERVER_KEY_EXCHANGE, &n);
+  uint16_t grp;
+  size_t plen;
+
+  /* ECParameters: curve_type 3 (named_curve), NamedCurve(2); ECPoint(1+n);
+  ** then SignatureAndHashAlgorithm: hash(1) signature(1). */
+  if (b == NULL || n < 4 || b[0] != 3) return 0;
+  grp = (uint16_t)((b[1] << 8) | b[2]);
+  if (!group_allowed(grp)) {
+    const mbedtls_ecp_curve_info* ci = mbedtls_ecp_curve_info_from_tls_id(grp);
+    snprintf(t->detail, sizeof t->detail,
+             "TLS: '%.96s' chose the ECDHE group %s (0x%04x), which this "
+             "client refuses (allowed: x25519, P-256, P-384)",
+             t->host, ci ? ci->name : "?", grp);
+    return OB__HTTP_E_TLS_PROTOCOL;
+  }
+  plen = b[3];
+  if (n < 4 + plen + 2) return 0;
+  if (b[4 + plen] < 4 || b[4 + plen] > 6) {
+    snprintf(t->detail, sizeof t->detail,
+             "TLS: '%.96s' signed its key exchange with %s, which this client "
+             "refuses (allowed: SHA-256, SHA-384, SHA-512)",
+             t->host, hash_name(b[4 + plen]));
+    return OB__HTTP_E_TLS_PROTOCOL;
+  }
+  return 0;
+}
+
+/* A handshake message split across records: mbedTLS 2.28 cannot put it
+** back together (upstream added that in 3.6.3). In practice: a
+** certificate chain over 16 KB. */
+static int fragment_failure(ob__tls_t* t) {
+  const mbedtls_ssl_context* s = &t->ssl;
+  size_t body;
+
+  if (t->handshake_done || s->in_msg == NULL ||
+      s->in_msgtype != MBEDTLS_SSL_MSG_HANDSHAKE || s->in_hslen < 4 ||
+      s->in_hslen <= s->in_msglen)
+    return 0;
+  body = s->in_hslen - 4;
+  if (s->in_msg[0] == MBEDTLS_SSL_HS_CERTIFICATE) {
+    if (body > MBEDTLS_SSL_IN_CONTENT_LEN)
+      snprintf(t->detail, sizeof t->detail,
+               "TLS: the certificate chain of '%.96s' is too large for this "
+               "build: its Certificate message is %zu bytes, more than one "
+               "TLS record holds (%d), and mbedTLS 2.28 cannot reassemble a "
+               "handshake message split across records. The server must "
+               "send a smaller chain (fewer or smaller certificates, under "
+               "about 16 KB in all)",
+               t->host, body, (int)MBEDTLS_SSL_IN_CONTENT_LEN);
+    else
+      snprintf(t->detail, sizeof t->detail,
+               "TLS: '%.96s' split its Certificate message (%zu bytes) "
+               "across TLS records, which this build's mbedTLS 2.28 cannot "
+               "reassemble",
+               t->host, body);
+    return OB__HTTP_E_TLS_CERT;
+  }
+  snprintf(t->detail, sizeof t->detail,
+           "TLS: '%.96s' sent a handshake message (type %u, %zu bytes) split "
+           "across TLS records, which this build's mbedTLS 2.28 cannot "
+           "reassemble",
+           t->host, (unsigned)s->in_msg[0], body);
+  return OB__HTTP_E_TLS;
+}
+
 static int map_error(ob__tls_t* t, int rc) {
   char mb[160];
   int code;
 
   switch (rc) {
-    case MBEDTLS_ERR_X509_CERT_VERIFY_FAILED: {
+    case MBEDTLS_ERR_X509_CERT_VERIFY_FAILED:
+    case MBEDTLS_ERR_SSL_BAD_HS_CERTIFICATE: {
+      /* BAD_HS_CERTIFICATE with flags: the chain verified but the usage
+      ** (EKU, keyUsage) or the key's curve is wrong (-0x7a00). */
       uint32_t flags = mbedtls_ssl_get_verify_result(&t->ssl);
-      char info[256];
-      int n = mbedtls_x509_crt_verify_info(info, sizeof info, "", flags);
-      /* One line per flag; join them. */
-      for (int i = 0; i < n && info[i]; i++)
-        if (info[i] == '\n') info[i] = (info[i + 1] ? ';' : '\0');
-      if (n <= 0) snprintf(info, sizeof info, "flags 0x%x", (unsigned)flags);
-      code = verify_code(flags);
-      snprintf(t->detail, sizeof t->detail,
-               "TLS: certificate for '%.96s' rejected: %s", t->host, info);
-      return code;
+      if (flags != 0 && flags != (uint32_t)-1) return cert_failure(t, flags);
+      break;
     }
     case MBEDTLS_ERR_SSL_BAD_HS_PROTOCOL_VERSION:
       snprintf(t->detail, sizeof t->detail,
                "TLS: '%.96s' offered a protocol older than TLS 1.2", t->host);
       return OB__HTTP_E_TLS_PROTOCOL;
+    case MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE:
+      return alert_failure(t);
+    case MBEDTLS_ERR_SSL_BAD_HS_SERVER_HELLO:
+      if ((code = server_hello_failure(t)) != 0) return code;
+      break;
+    case MBEDTLS_ERR_SSL_BAD_HS_SERVER_KEY_EXCHANGE:
+      if ((code = key_exchange_failure(t)) != 0) return code;
+      break;
+    case MBEDTLS_ERR_SSL_FEATURE_UNAVAILABLE:
+      if ((code = fragment_failure(t)) != 0) return code;
+      break;
     case MBEDTLS_ERR_SSL_CONN_EOF:
       if (!t->handshake_done) {
         snprintf(t->detail, sizeof t->detail,
@@ -182,38 +734,57 @@ static int map_error(ob__tls_t* t, int rc) {
       snprintf(t->detail, sizeof t->detail, "TLS: out of memory");
       return OB_ENOMEM;
     default:
-      mbedtls_strerror(rc, mb, sizeof mb);
-      snprintf(t->detail, sizeof t->detail, "TLS: %s%s (-0x%04x)",
-               t->handshake_done ? "" : "handshake failed: ", mb,
-               (unsigned)-rc);
-      return OB__HTTP_E_TLS;
+      break;
   }
+  mbedtls_strerror(rc, mb, sizeof mb);
+  snprintf(t->detail, sizeof t->detail, "TLS: %s%s (-0x%04x)",
+           t->handshake_done ? "" : "handshake failed: ", mb, (unsigned)-rc);
+  return OB__HTTP_E_TLS;
 }
 
 /* ---- session ------------------------------------------------------------ */
 
 int ob__tls_init(ob__tls_t* t, ob__tls_conf_t* tc, const char* hostname,
                  size_t out_cap) {
+  size_t len;
   int rc;
 
   memset(t, 0, sizeof *t);
   mbedtls_ssl_init(&t->ssl);  /* first: makes ob__tls_free always safe */
   t->out_cap = out_cap ? out_cap : OB__TLS_OUT_CAP;
-  if (hostname == NULL || hostname[0] == '\0') {
+  len = hostname ? strlen(hostname) : 0;
+  if (len > 1 && hostname[len - 1] == '.') len--; /* "a.test." is "a.test" */
+  if (len == 0 || (len == 1 && hostname[0] == '.')) {
     snprintf(t->detail, sizeof t->detail,
              "TLS: refusing to connect without a hostname to verify");
     return t->failed = OB__HTTP_E_TLS_NO_HOSTNAME;
   }
-  if (strlen(hostname) > OB__HTTP_HOST_MAX) {
+  if (len > OB__HTTP_HOST_MAX) {
     snprintf(t->detail, sizeof t->detail, "TLS: hostname too long");
     return t->failed = OB__HTTP_E_TLS_NO_HOSTNAME;
   }
-  strcpy(t->host, hostname);
+  memcpy(t->host, hostname, len);
+  t->host[len] = '\0';
+  if (inet_pton(AF_INET, t->host, t->ip) == 1)
+    t->ip_len = 4;
+  else if (inet_pton(AF_INET6, t->host, t->ip) == 1)
+    t->ip_len = 16;
   rc = mbedtls_ssl_setup(&t->ssl, &tc->conf);
   if (rc != 0) return t->failed = map_error(t, rc);
-  /* Sets SNI and, above all, the name the certificate must carry. */
-  rc = mbedtls_ssl_set_hostname(&t->ssl, t->host);
+  if (t->ip_len == 0) {
+    /* Sets SNI and the name mbedTLS checks; verify_cb checks it again. */
+    rc = mbedtls_ssl_set_hostname(&t->ssl, t->host);
+  } else {
+    /* An IP literal: no SNI (RFC 6066 section 3 forbids it) and no name
+    ** for mbedTLS, which would compare it with dNSNames and the CN;
+    ** verify_cb matches the address against iPAddress SANs instead. The
+    ** explicit NULL is the opt-out mbedTLS >= 2.28.10 requires (there a
+    ** handshake without set_hostname fails); on 2.28.3 it is a no-op. */
+    rc = mbedtls_ssl_set_hostname(&t->ssl, NULL);
+  }
   if (rc != 0) return t->failed = map_error(t, rc);
+  /* Per session, so the callback knows this session's host. */
+  mbedtls_ssl_set_verify(&t->ssl, verify_cb, t);
   mbedtls_ssl_set_bio(&t->ssl, t, bio_send, bio_recv, NULL);
   t->ready = 1;
   return 0;

@@ -1,4 +1,5 @@
 /* Absolute http(s) URL parsing: just enough for API endpoints. */
+#include <arpa/inet.h>
 #include <string.h>
 
 #include "platform/http/http_int.h"
@@ -17,6 +18,34 @@ static int starts_with_ci(const char* s, const char* prefix) {
 static int host_char(int ch) {
   return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' ||
          ch == '.' || ch == '_';
+}
+
+/* A host whose last label is a number must be a dotted-quad IPv4 address
+** (the WHATWG URL rule), without a trailing dot. Otherwise "127.1" or
+** "127.0.0.010" would be checked against the certificate as a DNS name
+** while getaddrinfo's inet_aton reading connects to 127.0.0.1 or
+** 127.0.0.8. */
+static int numeric_host_ok(const char* host, size_t len) {
+  char buf[OB__HTTP_HOST_MAX + 1];
+  unsigned char a[4];
+  size_t end = len;
+  size_t start;
+  int numeric = 1;
+
+  if (end > 0 && host[end - 1] == '.') end--;
+  start = end;
+  while (start > 0 && host[start - 1] != '.') start--;
+  if (start == end) return 1;
+  if (end - start > 1 && host[start] == '0' &&
+      (host[start + 1] == 'x' || host[start + 1] == 'X'))
+    numeric = 1; /* 0x7f: hexadecimal to inet_aton */
+  else
+    for (size_t i = start; i < end; i++)
+      if (host[i] < '0' || host[i] > '9') numeric = 0;
+  if (!numeric) return 1;
+  memcpy(buf, host, len);
+  buf[len] = '\0';
+  return inet_pton(AF_INET, buf, a) == 1;
 }
 
 int ob__http_url_parse(const char* url, ob__http_url_t* out) {
@@ -63,6 +92,8 @@ int ob__http_url_parse(const char* url, ob__http_url_t* out) {
     host_len = (size_t)(p - host);
     for (size_t i = 0; i < host_len; i++)
       if (!host_char(lower((unsigned char)host[i]))) return OB__HTTP_E_URL;
+    if (host_len <= OB__HTTP_HOST_MAX && !numeric_host_ok(host, host_len))
+      return OB__HTTP_E_URL;
   }
   if (host_len == 0 || host_len > OB__HTTP_HOST_MAX) return OB__HTTP_E_URL;
   if (p < end) {

@@ -3,7 +3,8 @@
 ** (errors returned, callback never called), callbacks exactly once and
 ** never from inside the registering call, cancellation, close with requests
 ** in flight, reuse of a request from its own callback, deadline while
-** connecting. Only 127.0.0.1 sockets owned by the test are used.
+** connecting, the proxy note. Only 127.0.0.1 sockets owned by the test are
+** used.
 */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -205,6 +206,66 @@ static void test_refused_and_double_submit(void** state) {
   free(u);
 }
 
+static const char* const k_proxy_vars[] = {
+    "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy",
+    "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"};
+
+static void clear_proxy_env(void) {
+  for (size_t i = 0; i < sizeof k_proxy_vars / sizeof k_proxy_vars[0]; i++)
+    unsetenv(k_proxy_vars[i]);
+}
+
+/* Proxies are not used; the note says so, names the variable, never its
+** value (it may hold credentials), and rides along on connect failures. */
+static void test_proxy_note(void** state) {
+  fix_t* f = *state;
+  ht_result_t r;
+  char* u = url("https", ht_free_port(), "/x");
+  const char* note;
+
+  clear_proxy_env();
+  assert_null(ob__http_proxy_note());
+  for (size_t i = 0; i < 6; i++) {
+    clear_proxy_env();
+    assert_int_equal(setenv(k_proxy_vars[i], "http://user:s3cret@proxy:3128", 1),
+                     0);
+    note = ob__http_proxy_note();
+    assert_non_null(note);
+    assert_memory_equal(note, k_proxy_vars[i], strlen(k_proxy_vars[i]));
+    assert_non_null(strstr(note, "does not use proxies"));
+    assert_null(strstr(note, "s3cret"));
+  }
+  /* Order: HTTPS_PROXY is named before ALL_PROXY. */
+  clear_proxy_env();
+  setenv("ALL_PROXY", "socks5://p:1080", 1);
+  setenv("HTTPS_PROXY", "http://p:3128", 1);
+  assert_memory_equal(ob__http_proxy_note(), "HTTPS_PROXY", 11);
+  /* Empty is unset; NO_PROXY=* exempts every host anyway. */
+  clear_proxy_env();
+  setenv("HTTPS_PROXY", "", 1);
+  assert_null(ob__http_proxy_note());
+  setenv("https_proxy", "http://p:3128", 1);
+  setenv("NO_PROXY", "*", 1);
+  assert_null(ob__http_proxy_note());
+
+  /* A failed direct connection says that a proxy was configured. */
+  clear_proxy_env();
+  setenv("HTTPS_PROXY", "http://user:s3cret@proxy:3128", 1);
+  assert_int_equal(ht_fetch(&f->loop, f->client, "GET", u, NULL, 0, 0, &r),
+                   OB__HTTP_E_CONNECT);
+  assert_non_null(strstr(r.detail, "refused"));
+  assert_non_null(strstr(r.detail, "HTTPS_PROXY is set"));
+  assert_null(strstr(r.detail, "s3cret"));
+  printf("  %s\n", r.detail);
+  ht_result_free(&r);
+  clear_proxy_env();
+  assert_int_equal(ht_fetch(&f->loop, f->client, "GET", u, NULL, 0, 0, &r),
+                   OB__HTTP_E_CONNECT);
+  assert_null(strstr(r.detail, "PROXY"));
+  ht_result_free(&r);
+  free(u);
+}
+
 static void test_cancel(void** state) {
   fix_t* f = *state;
   ht_result_t r;
@@ -359,6 +420,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_invalid_requests, setup, teardown),
       cmocka_unit_test_setup_teardown(test_refused_and_double_submit, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(test_proxy_note, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cancel, setup, teardown),
       cmocka_unit_test_setup_teardown(test_close_cancels_in_flight, setup,
                                       teardown),

@@ -6,6 +6,14 @@
 **   - the CA bundle must load something
 **   - handshake, data both ways and close_notify through a tiny outgoing cap
 **   - certificate and protocol failures map to their specific codes
+**   - the ClientHello offers exactly the allow-lists (suites, groups,
+**     signature hashes) and no SNI for an IP literal
+**   - a server that chooses a refused parameter anyway (the ClientHello is
+**     rewritten on its way, as a server ignoring our lists would act) is
+**     refused before any application byte, with a sentence naming it
+**   - host names and IP literals: iPAddress SANs only for IPs, no wildcard
+**     for an IP, no CN fallback, RFC 9525 wildcards for DNS names
+**   - certificate usage, hash and key failures say what is wrong
 */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -31,7 +39,7 @@ static int group_setup(void** state) {
   char err[256] = "";
   (void)state;
   g_dir = ts_mkdtemp("http-tls-unit");
-  if (ht_gen_pki(g_dir) != 0) return -1;
+  if (ht_gen_pki_extra(g_dir) != 0) return -1;
   g_ca = ts_path(g_dir, "ca.crt");
   if (ob__tls_conf_init(&g_conf, g_ca, err, sizeof err) != 0) {
     fprintf(stderr, "%s\n", err);
@@ -91,7 +99,22 @@ static int srv_recv(void* ctx, unsigned char* b, size_t n) {
   return (int)n;
 }
 
+/* What the test server offers beyond mbedTLS's defaults (NULL: default). */
+typedef struct {
+  const int* suites;
+  const mbedtls_ecp_group_id* curves;
+  const int* hashes;
+} srv_opts_t;
+
+static void srv_init_opts(srv_t* s, const char* name, int max_minor,
+                          const srv_opts_t* o);
+
 static void srv_init(srv_t* s, const char* name, int max_minor) {
+  srv_init_opts(s, name, max_minor, NULL);
+}
+
+static void srv_init_opts(srv_t* s, const char* name, int max_minor,
+                          const srv_opts_t* o) {
   char* crt = NULL;
   char* key = NULL;
   char file[64];
@@ -121,6 +144,11 @@ static void srv_init(srv_t* s, const char* name, int max_minor) {
   mbedtls_ssl_conf_min_version(&s->conf, 3, 1);
   mbedtls_ssl_conf_max_version(&s->conf, 3, max_minor);
   assert_int_equal(mbedtls_ssl_conf_own_cert(&s->conf, &s->crt, &s->key), 0);
+  if (o != NULL && o->suites != NULL)
+    mbedtls_ssl_conf_ciphersuites(&s->conf, o->suites);
+  if (o != NULL && o->curves != NULL) mbedtls_ssl_conf_curves(&s->conf, o->curves);
+  if (o != NULL && o->hashes != NULL)
+    mbedtls_ssl_conf_sig_hashes(&s->conf, o->hashes);
   assert_int_equal(mbedtls_ssl_setup(&s->ssl, &s->conf), 0);
   mbedtls_ssl_set_bio(&s->ssl, s, srv_send, srv_recv, NULL);
 }
@@ -153,14 +181,31 @@ static void move_s2c(srv_t* s, ob__tls_t* t) {
   s->out.len = 0;
 }
 
+/* Rewrites the client's first flight (the ClientHello) in place. */
+typedef void (*tamper_fn)(uint8_t* b, size_t n);
+
+/* Move client ciphertext to the server, the first flight through tamper. */
+static size_t move_c2s_tamper(ob__tls_t* t, srv_t* s, tamper_fn tamper) {
+  uint8_t* b;
+  size_t n;
+  assert_true(ob__tls_out_len(t) <= t->out_cap);
+  ob__tls_take_out(t, &b, &n);
+  if (n > 0 && tamper != NULL) tamper(b, n);
+  if (n > 0) q_put(&s->in, b, n);
+  free(b);
+  return n;
+}
+
 /* Run both handshakes until neither makes progress. Returns the client's
-** last result (0 when done). */
-static int handshake(ob__tls_t* t, srv_t* s, int* srv_rc) {
+** last result (0 when done). tamper, if not NULL, rewrites the ClientHello
+** on its way to the server. */
+static int handshake_tampered(ob__tls_t* t, srv_t* s, int* srv_rc,
+                              tamper_fn tamper) {
   int crc = OB__TLS_AGAIN;
   int src = MBEDTLS_ERR_SSL_WANT_READ;
   for (int i = 0; i < 1000; i++) {
     if (crc == OB__TLS_AGAIN) crc = ob__tls_handshake(t);
-    move_c2s(t, s);
+    if (move_c2s_tamper(t, s, tamper) > 0) tamper = NULL;
     if (src == MBEDTLS_ERR_SSL_WANT_READ || src == MBEDTLS_ERR_SSL_WANT_WRITE)
       src = mbedtls_ssl_handshake(&s->ssl);
     move_s2c(s, t);
@@ -169,6 +214,64 @@ static int handshake(ob__tls_t* t, srv_t* s, int* srv_rc) {
   }
   if (srv_rc) *srv_rc = src;
   return crc;
+}
+
+static int handshake(ob__tls_t* t, srv_t* s, int* srv_rc) {
+  return handshake_tampered(t, s, srv_rc, NULL);
+}
+
+/* ---- ClientHello parsing ------------------------------------------------- */
+
+typedef struct {
+  size_t suites, nsuites;    /* offset of the first suite, count */
+  size_t groups, ngroups;    /* supported_groups list (0x000a) */
+  size_t sigalgs, nsigalgs;  /* signature_algorithms list (0x000d) */
+  int sni;                   /* server_name (0x0000) present */
+} hello_t;
+
+static unsigned get16(const uint8_t* p) { return (unsigned)(p[0] << 8 | p[1]); }
+
+/* One record holding one ClientHello: the offsets of its lists. */
+static void parse_hello(const uint8_t* b, size_t n, hello_t* h) {
+  size_t p = 5 + 4 + 2 + 32; /* record, handshake header, version, random */
+  size_t end, ext_end;
+  memset(h, 0, sizeof *h);
+  assert_true(n > p + 1);
+  assert_int_equal(b[0], 0x16);
+  assert_int_equal(b[5], 0x01);
+  end = 5 + get16(b + 3);
+  assert_true(end <= n);
+  p += 1 + b[p];  /* session id */
+  h->suites = p + 2;
+  h->nsuites = get16(b + p) / 2;
+  p += 2 + get16(b + p);
+  p += 1 + b[p];  /* compression methods */
+  ext_end = p + 2 + get16(b + p);
+  assert_true(ext_end <= end);
+  for (p += 2; p + 4 <= ext_end; p += 4 + get16(b + p + 2)) {
+    unsigned type = get16(b + p);
+    if (type == 0x0000) h->sni = 1;
+    if (type == 0x000a) {
+      h->groups = p + 6;
+      h->ngroups = get16(b + p + 4) / 2;
+    }
+    if (type == 0x000d) {
+      h->sigalgs = p + 6;
+      h->nsigalgs = get16(b + p + 4) / 2;
+    }
+  }
+}
+
+/* Replace the 16-bit value `from` by `to` in the list at off (n items). */
+static void replace16(uint8_t* b, size_t off, size_t n, unsigned from,
+                      unsigned to) {
+  for (size_t i = 0; i < n; i++)
+    if (get16(b + off + 2 * i) == from) {
+      b[off + 2 * i] = (uint8_t)(to >> 8);
+      b[off + 2 * i + 1] = (uint8_t)to;
+      return;
+    }
+  fail_msg("0x%04x not in the ClientHello list", from);
 }
 
 /* ---- tests --------------------------------------------------------------- */
@@ -397,6 +500,341 @@ static void test_eof_during_handshake(void** state) {
   ob__tls_free(&t);
 }
 
+/* ---- the allow-lists, on the wire ---------------------------------------- */
+
+/* docs/security.md "TLS parameters", in the order offered. */
+static const unsigned k_want_suites[] = {
+    0xC02B, /* ECDHE-ECDSA-AES128-GCM-SHA256 */
+    0xC02F, /* ECDHE-RSA-AES128-GCM-SHA256 */
+    0xC02C, /* ECDHE-ECDSA-AES256-GCM-SHA384 */
+    0xC030, /* ECDHE-RSA-AES256-GCM-SHA384 */
+    0xCCA9, /* ECDHE-ECDSA-CHACHA20-POLY1305 */
+    0xCCA8, /* ECDHE-RSA-CHACHA20-POLY1305 */
+};
+static const unsigned k_want_groups[] = {0x001D /* x25519 */, 0x0017 /* P-256 */,
+                                         0x0018 /* P-384 */};
+
+/* The client's first flight for host (malloc'd). */
+static uint8_t* first_flight(ob__tls_t* t, const char* host, size_t* n) {
+  uint8_t* b;
+  assert_int_equal(ob__tls_init(t, &g_conf, host, 0), 0);
+  assert_int_equal(ob__tls_handshake(t), OB__TLS_AGAIN);
+  ob__tls_take_out(t, &b, n);
+  return b;
+}
+
+static void test_client_hello_allow_lists(void** state) {
+  ob__tls_t t;
+  size_t n, k = 0;
+  uint8_t* b = first_flight(&t, "sqs.test", &n);
+  hello_t h;
+  int sha256_rsa = 0, sha256_ecdsa = 0;
+  (void)state;
+  parse_hello(b, n, &h);
+  for (size_t i = 0; i < h.nsuites; i++) {
+    unsigned id = get16(b + h.suites + 2 * i);
+    if (id == 0x00FF) continue; /* TLS_EMPTY_RENEGOTIATION_INFO_SCSV */
+    assert_true(k < 6);
+    if (id != k_want_suites[k]) fail_msg("suite #%zu is 0x%04x", k, id);
+    k++;
+  }
+  assert_int_equal(k, 6);
+  assert_int_equal(h.ngroups, 3);
+  for (size_t i = 0; i < 3; i++)
+    assert_int_equal(get16(b + h.groups + 2 * i), k_want_groups[i]);
+  assert_true(h.nsigalgs >= 2);
+  for (size_t i = 0; i < h.nsigalgs; i++) {
+    uint8_t hash = b[h.sigalgs + 2 * i], sig = b[h.sigalgs + 2 * i + 1];
+    /* SHA-256 (4), SHA-384 (5), SHA-512 (6) with RSA (1) or ECDSA (3). */
+    if (hash < 4 || hash > 6 || (sig != 1 && sig != 3))
+      fail_msg("signature algorithm 0x%02x%02x offered", hash, sig);
+    if (hash == 4 && sig == 1) sha256_rsa = 1;
+    if (hash == 4 && sig == 3) sha256_ecdsa = 1;
+  }
+  assert_true(sha256_rsa && sha256_ecdsa);
+  assert_true(h.sni);
+  printf("  ClientHello: %zu suites (+SCSV), %zu groups, %zu sigalgs\n", k,
+         h.ngroups, h.nsigalgs);
+  free(b);
+  ob__tls_free(&t);
+}
+
+static int has_bytes(const uint8_t* b, size_t n, const char* s) {
+  size_t m = strlen(s);
+  for (size_t i = 0; i + m <= n; i++)
+    if (memcmp(b + i, s, m) == 0) return 1;
+  return 0;
+}
+
+/* RFC 6066: no IP address in SNI. */
+static void test_client_hello_ip_literal_no_sni(void** state) {
+  const char* hosts[] = {"127.0.0.1", "::1"};
+  (void)state;
+  for (size_t i = 0; i < 2; i++) {
+    ob__tls_t t;
+    size_t n;
+    uint8_t* b = first_flight(&t, hosts[i], &n);
+    hello_t h;
+    parse_hello(b, n, &h);
+    assert_false(h.sni);
+    assert_false(has_bytes(b, n, hosts[i]));
+    assert_int_equal(t.ip_len, i == 0 ? 4 : 16);
+    free(b);
+    ob__tls_free(&t);
+  }
+}
+
+/* ---- a server that chooses a refused parameter anyway --------------------- */
+
+static unsigned g_from, g_to; /* for the tamper functions */
+
+static void tamper_suite(uint8_t* b, size_t n) {
+  hello_t h;
+  parse_hello(b, n, &h);
+  replace16(b, h.suites, h.nsuites, g_from, g_to);
+}
+
+static void tamper_group(uint8_t* b, size_t n) {
+  hello_t h;
+  parse_hello(b, n, &h);
+  replace16(b, h.groups, h.ngroups, g_from, g_to);
+}
+
+static void tamper_sigalg(uint8_t* b, size_t n) {
+  hello_t h;
+  parse_hello(b, n, &h);
+  replace16(b, h.sigalgs, h.nsigalgs, g_from, g_to);
+}
+
+/* The client refused with want and a detail holding has; no application
+** byte can follow. */
+static void expect_tls_refusal(ob__tls_t* t, int rc, int want,
+                               const char* has) {
+  if (rc != want) fail_msg("got %s (%s)", ob__http_err_name(rc), t->detail);
+  if (strstr(t->detail, has) == NULL)
+    fail_msg("detail lacks '%s': %s", has, t->detail);
+  assert_int_equal(t->handshake_done, 0);
+  assert_int_equal(ob__tls_write(t, "GET", 3), want);
+  printf("  %s: %s\n", ob__http_err_name(rc), t->detail);
+}
+
+static void test_server_choosing_refused_suite(void** state) {
+  static const struct {
+    const char* cert;
+    int suite;
+    unsigned replaces;
+    const char* name;
+  } k[] = {
+      {"rsa", MBEDTLS_TLS_RSA_WITH_AES_128_CBC_SHA, 0xC02F,
+       "TLS-RSA-WITH-AES-128-CBC-SHA"},
+      {"rsa", MBEDTLS_TLS_RSA_WITH_AES_256_GCM_SHA384, 0xC02F,
+       "TLS-RSA-WITH-AES-256-GCM-SHA384"},
+      {"good", MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_CCM_8, 0xC02B,
+       "TLS-ECDHE-ECDSA-WITH-AES-128-CCM-8"},
+      {"good", MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA, 0xC02B,
+       "TLS-ECDHE-ECDSA-WITH-AES-128-CBC-SHA"},
+      {"rsa", MBEDTLS_TLS_DHE_RSA_WITH_AES_128_GCM_SHA256, 0xC02F,
+       "TLS-DHE-RSA-WITH-AES-128-GCM-SHA256"},
+  };
+  (void)state;
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+    int suites[] = {k[i].suite, 0};
+    srv_opts_t o = {suites, NULL, NULL};
+    ob__tls_t t;
+    srv_t s;
+    srv_init_opts(&s, k[i].cert, 3, &o);
+    assert_int_equal(ob__tls_init(&t, &g_conf, "sqs.test", 0), 0);
+    g_from = k[i].replaces;
+    g_to = (unsigned)k[i].suite;
+    expect_tls_refusal(&t, handshake_tampered(&t, &s, NULL, tamper_suite),
+                       OB__HTTP_E_TLS_PROTOCOL, k[i].name);
+    assert_non_null(strstr(t.detail, "did not offer"));
+    ob__tls_free(&t);
+    srv_free(&s);
+  }
+}
+
+static void test_server_choosing_refused_group(void** state) {
+  static const struct {
+    mbedtls_ecp_group_id grp;
+    unsigned tls_id;
+    const char* name;
+  } k[] = {
+      {MBEDTLS_ECP_DP_SECP192R1, 0x0013, "secp192r1"},
+      {MBEDTLS_ECP_DP_SECP224R1, 0x0015, "secp224r1"},
+#if defined(MBEDTLS_ECP_DP_SECP192K1_ENABLED)
+      {MBEDTLS_ECP_DP_SECP192K1, 0x0012, "secp192k1"},
+#endif
+#if defined(MBEDTLS_ECP_DP_SECP224K1_ENABLED)
+      {MBEDTLS_ECP_DP_SECP224K1, 0x0014, "secp224k1"},
+#endif
+#if defined(MBEDTLS_ECP_DP_SECP521R1_ENABLED)
+      {MBEDTLS_ECP_DP_SECP521R1, 0x0019, "secp521r1"},
+#endif
+  };
+  (void)state;
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+    mbedtls_ecp_group_id curves[] = {k[i].grp, MBEDTLS_ECP_DP_NONE};
+    srv_opts_t o = {NULL, curves, NULL};
+    ob__tls_t t;
+    srv_t s;
+    srv_init_opts(&s, "good", 3, &o);
+    assert_int_equal(ob__tls_init(&t, &g_conf, "sqs.test", 0), 0);
+    g_from = 0x001D; /* x25519 becomes the weak group */
+    g_to = k[i].tls_id;
+    expect_tls_refusal(&t, handshake_tampered(&t, &s, NULL, tamper_group),
+                       OB__HTTP_E_TLS_PROTOCOL, k[i].name);
+    ob__tls_free(&t);
+    srv_free(&s);
+  }
+}
+
+static void test_server_signing_with_sha1(void** state) {
+  static const struct {
+    int md;
+    unsigned sigalg;
+    const char* name;
+  } k[] = {
+      {MBEDTLS_MD_SHA1, 0x0203, "SHA-1"},
+      {MBEDTLS_MD_SHA224, 0x0303, "SHA-224"},
+  };
+  (void)state;
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+    int hashes[] = {k[i].md, MBEDTLS_MD_NONE};
+    srv_opts_t o = {NULL, NULL, hashes};
+    ob__tls_t t;
+    srv_t s;
+    srv_init_opts(&s, "good", 3, &o);
+    assert_int_equal(ob__tls_init(&t, &g_conf, "sqs.test", 0), 0);
+    g_from = 0x0603; /* SHA-512 + ECDSA becomes the weak hash + ECDSA */
+    g_to = k[i].sigalg;
+    expect_tls_refusal(&t, handshake_tampered(&t, &s, NULL, tamper_sigalg),
+                       OB__HTTP_E_TLS_PROTOCOL, k[i].name);
+    ob__tls_free(&t);
+    srv_free(&s);
+  }
+}
+
+/* Every allowed suite and group works against a server limited to it. */
+static void test_allowed_parameters_accepted(void** state) {
+  static const struct {
+    const char* cert;
+    int suite;
+  } ks[] = {
+      {"good", MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256},
+      {"rsa", MBEDTLS_TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256},
+      {"good", MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384},
+      {"rsa", MBEDTLS_TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384},
+      {"good", MBEDTLS_TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256},
+      {"rsa", MBEDTLS_TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256},
+  };
+  static const mbedtls_ecp_group_id kg[] = {
+      MBEDTLS_ECP_DP_CURVE25519, MBEDTLS_ECP_DP_SECP256R1,
+      MBEDTLS_ECP_DP_SECP384R1};
+  (void)state;
+  for (size_t i = 0; i < sizeof ks / sizeof ks[0] + 3; i++) {
+    int suites[] = {i < 6 ? ks[i].suite : ks[0].suite, 0};
+    mbedtls_ecp_group_id curves[] = {i < 6 ? MBEDTLS_ECP_DP_SECP256R1
+                                           : kg[i - 6],
+                                     MBEDTLS_ECP_DP_NONE};
+    srv_opts_t o = {suites, curves, NULL};
+    ob__tls_t t;
+    srv_t s;
+    int src, rc;
+    srv_init_opts(&s, i < 6 ? ks[i].cert : "good", 3, &o);
+    assert_int_equal(ob__tls_init(&t, &g_conf, "sqs.test", 0), 0);
+    rc = handshake(&t, &s, &src);
+    if (rc != 0) fail_msg("case %zu: %s", i, t.detail);
+    assert_int_equal(src, 0);
+    assert_string_equal(mbedtls_ssl_get_ciphersuite(&t.ssl),
+                        mbedtls_ssl_get_ciphersuite_name(suites[0]));
+    ob__tls_free(&t);
+    srv_free(&s);
+  }
+}
+
+/* ---- host names and IP literals ------------------------------------------ */
+
+static void test_names_and_ip_literals(void** state) {
+  static const struct {
+    const char* cert;
+    const char* host;
+    int want;
+    const char* has;
+  } k[] = {
+      /* IP literals: iPAddress SANs only. */
+      {"ip", "127.0.0.1", 0, NULL},
+      {"ip", "::1", 0, NULL},
+      {"ip", "127.0.0.2", OB__HTTP_E_TLS_HOSTNAME, "none of its iPAddress"},
+      {"ip", "::2", OB__HTTP_E_TLS_HOSTNAME, "IP:::1"},
+      {"ip-as-dns", "127.0.0.1", OB__HTTP_E_TLS_HOSTNAME,
+       "it has no iPAddress entry"},
+      {"ip-as-dns", "::1", OB__HTTP_E_TLS_HOSTNAME, "DNS:::1"},
+      {"ip-wildcard", "127.0.0.1", OB__HTTP_E_TLS_HOSTNAME, "DNS:*.0.0.1"},
+      {"cn-only-ip", "127.0.0.1", OB__HTTP_E_TLS_HOSTNAME,
+       "no subjectAltName extension"},
+      {"good", "127.0.0.1", OB__HTTP_E_TLS_HOSTNAME, "DNS:sqs.test"},
+      /* DNS names: dNSName SANs only, never the CN. */
+      {"ip", "sqs.test", OB__HTTP_E_TLS_HOSTNAME, "no DNS name"},
+      {"cn-only", "sqs.test", OB__HTTP_E_TLS_HOSTNAME, "CN 'sqs.test'"},
+      {"good", "sqs.test.", 0, NULL},
+      {"good", "localhost", 0, NULL},
+      {"wildcard", "a.sqs.test", 0, NULL},
+      {"wildcard", "sqs.test", OB__HTTP_E_TLS_HOSTNAME, "DNS:*.sqs.test"},
+      {"wildcard", "a.b.sqs.test", OB__HTTP_E_TLS_HOSTNAME,
+       "exactly one left-most label"},
+      {"wildcard-tld", "sqs.test", OB__HTTP_E_TLS_HOSTNAME, "DNS:*.test"},
+  };
+  (void)state;
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+    ob__tls_t t;
+    srv_t s;
+    int rc;
+    srv_init(&s, k[i].cert, 3);
+    assert_int_equal(ob__tls_init(&t, &g_conf, k[i].host, 0), 0);
+    rc = handshake(&t, &s, NULL);
+    if (rc != k[i].want)
+      fail_msg("%s for %s: got %s (%s)", k[i].cert, k[i].host,
+               ob__http_err_name(rc), t.detail);
+    if (k[i].has != NULL) {
+      if (strstr(t.detail, k[i].has) == NULL)
+        fail_msg("%s for %s: detail lacks '%s': %s", k[i].cert, k[i].host,
+                 k[i].has, t.detail);
+      printf("  %s for %s: %s\n", k[i].cert, k[i].host, t.detail);
+    }
+    ob__tls_free(&t);
+    srv_free(&s);
+  }
+}
+
+/* ---- certificate failures in words ---------------------------------------- */
+
+/* (A clientAuth-only certificate is tested in http_tls_matrix: an mbedTLS
+** server refuses to use one.) */
+static void test_certificate_messages(void** state) {
+  static const struct {
+    const char* cert;
+    int want;
+    const char* has;
+  } k[] = {
+      {"sha1", OB__HTTP_E_TLS_CERT, "SHA-1"},
+      {"rsa1024", OB__HTTP_E_TLS_CERT, "2048 bits"},
+      {"expired", OB__HTTP_E_TLS_EXPIRED, "expired (on "},
+      {"future", OB__HTTP_E_TLS_FUTURE, "check this device's clock"},
+      {"untrusted", OB__HTTP_E_TLS_UNTRUSTED, "issued by 'CN=some other CA'"},
+  };
+  (void)state;
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+    ob__tls_t t;
+    srv_t s;
+    srv_init(&s, k[i].cert, 3);
+    assert_int_equal(ob__tls_init(&t, &g_conf, "sqs.test", 0), 0);
+    expect_tls_refusal(&t, handshake(&t, &s, NULL), k[i].want, k[i].has);
+    ob__tls_free(&t);
+    srv_free(&s);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_refuses_without_hostname),
@@ -408,6 +846,14 @@ int main(void) {
       cmocka_unit_test(test_verify_failures_map),
       cmocka_unit_test(test_tls11_refused),
       cmocka_unit_test(test_eof_during_handshake),
+      cmocka_unit_test(test_client_hello_allow_lists),
+      cmocka_unit_test(test_client_hello_ip_literal_no_sni),
+      cmocka_unit_test(test_server_choosing_refused_suite),
+      cmocka_unit_test(test_server_choosing_refused_group),
+      cmocka_unit_test(test_server_signing_with_sha1),
+      cmocka_unit_test(test_allowed_parameters_accepted),
+      cmocka_unit_test(test_names_and_ip_literals),
+      cmocka_unit_test(test_certificate_messages),
   };
   return cmocka_run_group_tests_name("http_tls", tests, group_setup,
                                      group_teardown);

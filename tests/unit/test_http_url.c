@@ -36,6 +36,9 @@ static void test_valid_urls(void** state) {
   assert_int_equal(ob__http_url_parse("http://localhost", &u), 0);
   assert_int_equal(u.port, 80);
 
+  /* Names that merely contain digits stay names. */
+  assert_int_equal(ob__http_url_parse("https://a1.b2c/", &u), 0);
+  assert_int_equal(ob__http_url_parse("https://1.2.3.example/", &u), 0);
   assert_int_equal(ob__http_url_parse("https://[::1]:4433/x", &u), 0);
   assert_string_equal(u.host, "::1");
   assert_int_equal(u.port, 4433);
@@ -53,6 +56,12 @@ static void test_invalid_urls(void** state) {
       "https://a/\x01", "https://a/\x7f", "https://a/\xc3\xa9",
       "https://[::1/", "https://[zz]/", "https://ex!ample.com/",
       "https://a/b c", " https://a/", "https://a/\r\nHost: evil",
+      /* A numeric last label must be a dotted quad: inet_aton would read
+      ** these as 127.0.0.1, 127.0.0.8 and 127.0.0.1 while the certificate
+      ** check saw a DNS name. */
+      "https://127.1/", "https://127.0.0.010/", "https://0x7f.0.0.1/",
+      "https://127.0.0.0x1/", "https://1.2.3.4.5/", "https://4294967295/",
+      "https://127.0.0.1./",
   };
   char longhost[300];
   ob__http_url_t u;

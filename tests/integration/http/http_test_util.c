@@ -190,14 +190,31 @@ char* ht_script(const char* name) {
   return strdup(buf);
 }
 
-int ht_gen_pki(const char* dir) {
+static int gen_pki(const char* dir, const char* extra) {
   char* script = ht_script("gen_pki.sh");
   char cmd[8192];
   int rc;
-  snprintf(cmd, sizeof cmd, "sh '%s' '%s'", script, dir);
+  snprintf(cmd, sizeof cmd, "sh '%s' '%s' %s", script, dir, extra);
   free(script);
   rc = system(cmd);
   return rc == 0 ? 0 : -1;
+}
+
+int ht_gen_pki(const char* dir) { return gen_pki(dir, ""); }
+
+int ht_gen_pki_extra(const char* dir) { return gen_pki(dir, "extra"); }
+
+int ht_have_ipv6_loopback(void) {
+  struct sockaddr_in6 a;
+  int fd = socket(AF_INET6, SOCK_STREAM, 0);
+  int ok;
+  if (fd < 0) return 0;
+  memset(&a, 0, sizeof a);
+  a.sin6_family = AF_INET6;
+  a.sin6_addr = in6addr_loopback;
+  ok = bind(fd, (struct sockaddr*)&a, sizeof a) == 0;
+  close(fd);
+  return ok;
 }
 
 int ht_localhost_is_127(void) {

@@ -39,6 +39,10 @@ void ht_stop(ht_proc_t* p);
 char* ht_script(const char* name);
 /* Run gen_pki.sh into dir; 0 on success. */
 int ht_gen_pki(const char* dir);
+/* The same plus the "extra" certificates (gen_pki.sh lists them). */
+int ht_gen_pki_extra(const char* dir);
+/* 1 if a socket can bind ::1 (tests of IPv6 literals skip otherwise). */
+int ht_have_ipv6_loopback(void);
 /* 1 if getaddrinfo("localhost") yields 127.0.0.1 only (tests keep to
 ** 127.0.0.1, so the lookup tests skip otherwise). */
 int ht_localhost_is_127(void);
@@ -53,7 +57,7 @@ typedef struct ht_result_s {
   int http_status;
   char* body;        /* malloc'd copy */
   size_t body_len;
-  char detail[512];
+  char detail[640];
   int reused;
   int request_sent;
   size_t nheaders;

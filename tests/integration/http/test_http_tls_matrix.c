@@ -8,6 +8,15 @@
 ** send no request byte: checked on the client (request_sent == 0) and on
 ** the server (no completed handshake, no request logged, or no bytes beyond
 ** the ClientHello).
+**
+** TLS parameters (docs/security.md): one openssl s_server per refused
+** parameter, offering only it; a control run of openssl s_client first
+** shows the server really negotiates it, so the refusal is the allow-list's.
+** One accepted case per allowed family (s_server -www: its status page
+** also shows the groups and signature algorithms our ClientHello offered).
+** A TLS 1.3-only server gets its own sentence. Names: IP literals against
+** iPAddress SANs only (IPv4, and IPv6 when ::1 exists), no wildcard for an
+** IP, no CN fallback; and the clientAuth-only and 22 KB certificates.
 */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,9 +36,13 @@
 #include "tests/integration/http/http_test_util.h"
 #include "tests/support/testsupport.h"
 
-enum { GOOD, WRONG, EXPIRED, FUTURE, UNTRUSTED, NSERVERS };
-static const char* const k_names[NSERVERS] = {"good", "wrong", "expired",
-                                              "future", "untrusted"};
+enum {
+  GOOD, WRONG, EXPIRED, FUTURE, UNTRUSTED, IP, IP_AS_DNS, IP_WILDCARD,
+  CN_ONLY, CN_ONLY_IP, EKU_CLIENT, BIG, NSERVERS
+};
+static const char* const k_names[NSERVERS] = {
+    "good", "wrong", "expired", "future", "untrusted", "ip", "ip-as-dns",
+    "ip-wildcard", "cn-only", "cn-only-ip", "eku-client", "big"};
 
 typedef struct {
   char* dir;
@@ -53,7 +66,7 @@ static int group_setup(void** state) {
   char* out;
   (void)state;
   g.dir = ts_mkdtemp("http-tls");
-  if (ht_gen_pki(g.dir) != 0) {
+  if (ht_gen_pki_extra(g.dir) != 0) {
     fprintf(stderr, "gen_pki.sh failed (need openssl and faketime)\n");
     return -1;
   }
@@ -61,8 +74,12 @@ static int group_setup(void** state) {
   script = ht_script("tls_server.mjs");
   out = ts_path(g.dir, "tls_server.out");
   {
-    const char* argv[] = {"node", script, g.dir, "good", "wrong", "expired",
-                          "future", "untrusted", NULL};
+    const char* argv[NSERVERS + 4];
+    argv[0] = "node";
+    argv[1] = script;
+    argv[2] = g.dir;
+    for (int i = 0; i < NSERVERS; i++) argv[3 + i] = k_names[i];
+    argv[3 + NSERVERS] = NULL;
     g.srv = ht_spawn(argv, out);
   }
   free(script);
@@ -88,6 +105,15 @@ static int group_teardown(void** state) {
   free(g.ca);
   ts_rmdir(g.dir);
   return 0;
+}
+
+/* A new output file for each server process: a previous one's "ACCEPT"
+** line must not be read before the child has truncated its file. */
+static char* new_out_path(const char* stem) {
+  static int seq;
+  char name[64];
+  snprintf(name, sizeof name, "%s-%d.out", stem, ++seq);
+  return ts_path(g.dir, name);
 }
 
 static const ob__http_resolve_t k_resolve[] = {{"sqs.test", "127.0.0.1"}};
@@ -131,10 +157,12 @@ static char* url_for(const char* host, int port, const char* path) {
 }
 
 /* Lines "KIND name..." the TLS server logged (SECURE, REQ, TLSERR). The
-** names share no prefix, so a prefix match is exact enough. */
+** name is followed by a space or the end of the line ("ip" is a prefix of
+** "ip-as-dns"). */
 static int count_server_lines(const char* kind, int who) {
   char prefix[64];
-  snprintf(prefix, sizeof prefix, "%s %s", kind, k_names[who]);
+  snprintf(prefix, sizeof prefix, "%s %s%s", kind, k_names[who],
+           strcmp(kind, "SECURE") == 0 ? "\n" : " ");
   return ht_count_lines(g.srv, prefix);
 }
 
@@ -246,6 +274,10 @@ static void expect_refused(fix_t* f, const char* host, int port, int want,
   ht_result_t r;
   char* url = url_for(host, port, "/must-not-arrive");
   int rc;
+  if (f->client != NULL) {  /* a second attempt in the same test */
+    ht_close_client(&f->loop, f->client);
+    f->client = NULL;
+  }
   open_client(f);
   rc = ht_fetch(&f->loop, f->client, "GET", url, NULL, 0, 0, &r);
   if (rc != want)
@@ -318,7 +350,7 @@ static void test_tls11_only_server(void** state) {
                         "DEFAULT:@SECLEVEL=0", NULL};
   int port;
   char* log;
-  f->extra_out = ts_path(g.dir, "s_server.out");
+  f->extra_out = new_out_path("s_server");
   f->extra = ht_spawn(argv, f->extra_out);
   free(crt);
   free(key);
@@ -345,7 +377,7 @@ static void test_truncated_handshake(void** state) {
     const char* argv[] = {"socat", "-d", "-d",
                           "TCP-LISTEN:0,bind=127.0.0.1,reuseaddr", target,
                           NULL};
-    f->extra_out = ts_path(g.dir, "socat.out");
+    f->extra_out = new_out_path("socat");
     f->extra = ht_spawn(argv, f->extra_out);
   }
   assert_non_null(f->extra);
@@ -396,6 +428,314 @@ static void test_connection_refused(void** state) {
   expect_refused(*state, "sqs.test", port, OB__HTTP_E_CONNECT, "refused");
 }
 
+/* ---- TLS parameters against openssl s_server ----------------------------- */
+
+/* openssl s_server with the PKI's `cert`, on 127.0.0.1 or [::1], as this
+** test's extra server; args end with NULL. www: answer GET with a status
+** page (HTTP/1.0), else print what arrives. Returns the port. */
+static int s_server(fix_t* f, const char* cert, int v6, int www,
+                    const char* const* args) {
+  char file[64];
+  char* crt;
+  char* key;
+  const char* argv[32];
+  int n = 0, port;
+
+  snprintf(file, sizeof file, "%s.crt", cert);
+  crt = ts_path(g.dir, file);
+  snprintf(file, sizeof file, "%s.key", cert);
+  key = ts_path(g.dir, file);
+  argv[n++] = "openssl";
+  argv[n++] = "s_server";
+  argv[n++] = "-accept";
+  argv[n++] = v6 ? "[::1]:0" : "127.0.0.1:0";
+  argv[n++] = "-cert";
+  argv[n++] = crt;
+  argv[n++] = "-key";
+  argv[n++] = key;
+  if (www) argv[n++] = "-www";
+  for (size_t i = 0; args != NULL && args[i] != NULL && n < 31; i++)
+    argv[n++] = args[i];
+  argv[n] = NULL;
+  f->extra_out = new_out_path("s_server");
+  f->extra = ht_spawn(argv, f->extra_out);
+  free(crt);
+  free(key);
+  assert_non_null(f->extra);
+  port = ht_wait_number(f->extra, v6 ? "ACCEPT [::1]:" : "ACCEPT 127.0.0.1:",
+                        10000);
+  if (port <= 0) {
+    char* o = ht_output(f->extra);
+    fprintf(stderr, "s_server did not start:\n%s\n", o);
+    free(o);
+  }
+  assert_true(port > 0);
+  return port;
+}
+
+/* The control: openssl s_client, allowed the weak parameter, negotiates it
+** with this server (its summary holds `want`). */
+static void control(int port, const char* args, const char* want) {
+  char cmd[1024];
+  char out[16384];
+  size_t n;
+  FILE* p;
+  char* ca = ts_path(g.dir, "ca.crt");
+  snprintf(cmd, sizeof cmd,
+           "openssl s_client -connect 127.0.0.1:%d -servername sqs.test "
+           "-CAfile '%s' -tls1_2 %s </dev/null 2>&1",
+           port, ca, args);
+  free(ca);
+  p = popen(cmd, "r");
+  assert_non_null(p);
+  n = fread(out, 1, sizeof out - 1, p);
+  out[n] = '\0';
+  pclose(p);
+  if (strstr(out, want) == NULL) {
+    fprintf(stderr, "%s\n%s\n", cmd, out);
+    fail_msg("control: openssl s_client did not negotiate '%s'", want);
+  }
+  printf("  control: openssl s_client %s -> %s\n", args, want);
+}
+
+static const char k_none_common[] =
+    "accepts none of the TLS 1.2 parameters this client allows";
+
+/* A server offering only one refused parameter: refused with the sentence,
+** and nothing of the request reached it. */
+static void refuse_case(fix_t* f, const char* cert, const char* const* args,
+                        const char* control_args, const char* control_want) {
+  int port = s_server(f, cert, 0, 0, args);
+  char* log;
+  control(port, control_args, control_want);
+  expect_refused(f, "sqs.test", port, OB__HTTP_E_TLS_PROTOCOL, k_none_common);
+  log = ht_output(f->extra);
+  assert_null(strstr(log, "must-not-arrive"));
+  free(log);
+}
+
+static void test_refuse_aes128_sha(void** state) {
+  const char* args[] = {"-tls1_2", "-cipher", "AES128-SHA", NULL};
+  refuse_case(*state, "rsa", args, "-cipher AES128-SHA",
+              "Cipher is AES128-SHA");
+}
+
+static void test_refuse_rsa_kx_aes256_gcm(void** state) {
+  const char* args[] = {"-tls1_2", "-cipher", "AES256-GCM-SHA384", NULL};
+  refuse_case(*state, "rsa", args, "-cipher AES256-GCM-SHA384",
+              "Cipher is AES256-GCM-SHA384");
+}
+
+static void test_refuse_ccm8(void** state) {
+  const char* args[] = {"-tls1_2", "-cipher",
+                        "ECDHE-ECDSA-AES128-CCM8:@SECLEVEL=0", NULL};
+  refuse_case(*state, "good", args,
+              "-cipher ECDHE-ECDSA-AES128-CCM8:@SECLEVEL=0",
+              "Cipher is ECDHE-ECDSA-AES128-CCM8");
+}
+
+static void test_refuse_dhe_1024(void** state) {
+  char* dh = ts_path(g.dir, "dh1024.pem");
+  const char* args[] = {"-tls1_2", "-cipher",
+                        "DHE-RSA-AES128-GCM-SHA256:@SECLEVEL=0", "-dhparam",
+                        dh, NULL};
+  refuse_case(*state, "rsa", args,
+              "-cipher DHE-RSA-AES128-GCM-SHA256:@SECLEVEL=0",
+              "Server Temp Key: DH, 1024 bits");
+  free(dh);
+}
+
+/* The control offers P-256 too: in TLS 1.2 the client's groups must hold
+** the curve of the server's ECDSA key (P-256 here). */
+static void test_refuse_p192(void** state) {
+  const char* args[] = {"-tls1_2", "-groups", "P-192", "-cipher",
+                        "DEFAULT:@SECLEVEL=0", NULL};
+  refuse_case(*state, "good", args,
+              "-cipher DEFAULT:@SECLEVEL=0 -groups P-192:P-256",
+              "Server Temp Key: ECDH, prime192v1, 192 bits");
+}
+
+static void test_refuse_p224(void** state) {
+  const char* args[] = {"-tls1_2", "-groups", "P-224", NULL};
+  refuse_case(*state, "good", args, "-groups P-224:P-256",
+              "Server Temp Key: ECDH, secp224r1, 224 bits");
+}
+
+static void test_refuse_sha1_signatures(void** state) {
+  const char* args[] = {"-tls1_2", "-sigalgs", "ECDSA+SHA1", "-cipher",
+                        "DEFAULT:@SECLEVEL=0", NULL};
+  refuse_case(*state, "good", args,
+              "-cipher DEFAULT:@SECLEVEL=0 -sigalgs ECDSA+SHA1",
+              "Peer signing digest: SHA1");
+}
+
+/* The status page's line starting with prefix (copied), or "". */
+static void page_line(const char* body, const char* prefix, char* out,
+                      size_t cap) {
+  const char* p = strstr(body, prefix);
+  size_t n = 0;
+  out[0] = '\0';
+  if (p == NULL) return;
+  while (p[n] && p[n] != '\n' && n + 1 < cap) n++;
+  memcpy(out, p, n);
+  out[n] = '\0';
+}
+
+/* An allowed family: the request is served, with the suite and group
+** wanted; the page also shows what our ClientHello offered. */
+static void accept_case(fix_t* f, const char* cert, int v6, const char* host,
+                        const char* const* args, const char* cipher,
+                        const char* group) {
+  int port = s_server(f, cert, v6, 1, args);
+  char url[128];
+  char line[512];
+  ht_result_t r;
+  snprintf(url, sizeof url, "https://%s:%d/page", host, port);
+  open_client(f);
+  if (ht_fetch(&f->loop, f->client, "GET", url, NULL, 0, 0, &r) != 0)
+    fail_msg("%s: %s", url, r.detail);
+  assert_int_equal(r.http_status, 200);
+  if (cipher != NULL) {
+    char want[96];
+    snprintf(want, sizeof want, "Cipher is %s", cipher);
+    assert_non_null(strstr(r.body, want));
+  }
+  if (group != NULL) {
+    char want[96];
+    snprintf(want, sizeof want, "Shared groups: %s\n", group);
+    assert_non_null(strstr(r.body, want));
+  }
+  page_line(r.body, "Supported groups: ", line, sizeof line);
+  assert_string_equal(line, "Supported groups: x25519:secp256r1:secp384r1");
+  page_line(r.body, "Signature Algorithms: ", line, sizeof line);
+  assert_true(line[0] != '\0');
+  assert_null(strstr(line, "SHA1"));
+  assert_null(strstr(line, "SHA224"));
+  page_line(r.body, "New, ", line, sizeof line);
+  printf("  %s (%s)\n", line, group ? group : "-");
+  ht_result_free(&r);
+}
+
+/* What the SQS endpoints negotiate (docs/security.md): ECDHE-RSA with
+** AES-GCM on P-256, an RSA certificate. */
+static void test_accept_sqs_like_aes128(void** state) {
+  const char* args[] = {"-tls1_2", "-cipher", "ECDHE-RSA-AES128-GCM-SHA256",
+                        "-groups", "P-256", NULL};
+  accept_case(*state, "rsa", 0, "sqs.test", args,
+              "ECDHE-RSA-AES128-GCM-SHA256", "secp256r1");
+}
+
+static void test_accept_sqs_like_aes256(void** state) {
+  const char* args[] = {"-tls1_2", "-cipher", "ECDHE-RSA-AES256-GCM-SHA384",
+                        "-groups", "P-256", NULL};
+  accept_case(*state, "rsa", 0, "sqs.test", args,
+              "ECDHE-RSA-AES256-GCM-SHA384", "secp256r1");
+}
+
+static void test_accept_chacha20(void** state) {
+  const char* args[] = {"-tls1_2", "-cipher", "ECDHE-ECDSA-CHACHA20-POLY1305",
+                        NULL};
+  accept_case(*state, "good", 0, "sqs.test", args,
+              "ECDHE-ECDSA-CHACHA20-POLY1305", NULL);
+}
+
+static void test_accept_x25519(void** state) {
+  const char* args[] = {"-tls1_2", "-groups", "X25519", NULL};
+  accept_case(*state, "good", 0, "sqs.test", args, NULL, "x25519");
+}
+
+static void test_accept_p384(void** state) {
+  const char* args[] = {"-tls1_2", "-groups", "P-384", NULL};
+  accept_case(*state, "good", 0, "sqs.test", args, NULL, "secp384r1");
+}
+
+static void test_tls13_only_server(void** state) {
+  fix_t* f = *state;
+  const char* args[] = {"-tls1_3", NULL};
+  int port = s_server(f, "good", 0, 0, args);
+  char* log;
+  expect_refused(f, "sqs.test", port, OB__HTTP_E_TLS_PROTOCOL,
+                 "requires TLS 1.3");
+  expect_refused(f, "sqs.test", port, OB__HTTP_E_TLS_PROTOCOL,
+                 "mbedTLS 2.28 does not speak");
+  log = ht_output(f->extra);
+  assert_null(strstr(log, "must-not-arrive"));
+  free(log);
+}
+
+/* ---- names and certificates -------------------------------------------- */
+
+static void test_ipv4_literal_ip_san(void** state) {
+  fix_t* f = *state;
+  ht_result_t r;
+  char* url = url_for("127.0.0.1", g.port[IP], "/by-ip");
+  open_client(f);
+  if (ht_fetch(&f->loop, f->client, "GET", url, NULL, 0, 0, &r) != 0)
+    fail_msg("%s", r.detail);
+  assert_string_equal(r.body, "hello GET /by-ip 0");
+  ht_result_free(&r);
+  free(url);
+}
+
+static void test_ipv6_literal_ip_san(void** state) {
+  const char* args[] = {"-tls1_2", NULL};
+  if (!ht_have_ipv6_loopback()) {
+    printf("  skipped: no ::1 on this machine\n");
+    skip();
+  }
+  accept_case(*state, "ip", 1, "[::1]", args, NULL, NULL);
+}
+
+static void test_ip_literal_dns_san_refused(void** state) {
+  expect_refused(*state, "127.0.0.1", g.port[IP_AS_DNS],
+                 OB__HTTP_E_TLS_HOSTNAME, "has no iPAddress entry");
+  expect_no_request_on(IP_AS_DNS);
+}
+
+static void test_ipv6_literal_dns_san_refused(void** state) {
+  fix_t* f = *state;
+  const char* args[] = {"-tls1_2", NULL};
+  int port;
+  char* log;
+  if (!ht_have_ipv6_loopback()) {
+    printf("  skipped: no ::1 on this machine\n");
+    skip();
+  }
+  port = s_server(f, "ip-as-dns", 1, 0, args);
+  expect_refused(f, "[::1]", port, OB__HTTP_E_TLS_HOSTNAME, "DNS:::1");
+  log = ht_output(f->extra);
+  assert_null(strstr(log, "must-not-arrive"));
+  free(log);
+}
+
+static void test_ip_literal_wildcard_refused(void** state) {
+  expect_refused(*state, "127.0.0.1", g.port[IP_WILDCARD],
+                 OB__HTTP_E_TLS_HOSTNAME, "DNS:*.0.0.1");
+  expect_no_request_on(IP_WILDCARD);
+}
+
+static void test_cn_only_refused(void** state) {
+  fix_t* f = *state;
+  expect_refused(f, "sqs.test", g.port[CN_ONLY], OB__HTTP_E_TLS_HOSTNAME,
+                 "the CN is never used");
+  expect_no_request_on(CN_ONLY);
+  expect_refused(f, "127.0.0.1", g.port[CN_ONLY_IP], OB__HTTP_E_TLS_HOSTNAME,
+                 "no subjectAltName extension");
+  expect_no_request_on(CN_ONLY_IP);
+}
+
+static void test_eku_client_only(void** state) {
+  expect_refused(*state, "sqs.test", g.port[EKU_CLIENT], OB__HTTP_E_TLS_CERT,
+                 "not for server authentication");
+  expect_no_request_on(EKU_CLIENT);
+}
+
+static void test_big_certificate(void** state) {
+  expect_refused(*state, "sqs.test", g.port[BIG], OB__HTTP_E_TLS_CERT,
+                 "too large for this build");
+  expect_no_request_on(BIG);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_good_get, setup, teardown),
@@ -415,6 +755,38 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(test_silent_server, setup, teardown),
       cmocka_unit_test_setup_teardown(test_connection_refused, setup, teardown),
+      /* TLS parameters */
+      cmocka_unit_test_setup_teardown(test_refuse_aes128_sha, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_refuse_rsa_kx_aes256_gcm, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_refuse_ccm8, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_refuse_dhe_1024, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_refuse_p192, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_refuse_p224, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_refuse_sha1_signatures, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_accept_sqs_like_aes128, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_accept_sqs_like_aes256, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_accept_chacha20, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_accept_x25519, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_accept_p384, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_tls13_only_server, setup, teardown),
+      /* names and certificates */
+      cmocka_unit_test_setup_teardown(test_ipv4_literal_ip_san, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_ipv6_literal_ip_san, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_ip_literal_dns_san_refused, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_ipv6_literal_dns_san_refused, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_ip_literal_wildcard_refused, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_cn_only_refused, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_eku_client_only, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_big_certificate, setup, teardown),
   };
   return cmocka_run_group_tests_name("http_tls_matrix", tests, group_setup,
                                      group_teardown);
