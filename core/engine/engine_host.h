@@ -41,6 +41,9 @@ const ob_clock_t* ob__engine_clock(const ob_engine_t* e);
 int64_t ob__engine_now(const ob_engine_t* e);
 /* A fresh UUIDv7 (claim tokens of a relay). This function can't fail. */
 void ob__engine_new_id(ob_engine_t* e, char out[OB_UUID_BUFLEN]);
+/* 1 if this engine already said that a configured proxy is not used
+** (and from now on); 0 the first time. */
+int ob__engine_proxy_noted(ob_engine_t* e);
 /* The database path given to ob_open. */
 const char* ob__engine_db_path(const ob_engine_t* e);
 /* 1 once ob_stop was called (or a signal arrived) and until ob_attach. */

@@ -81,6 +81,7 @@ struct ob_engine_s {
   int space_pressure;       /* a refusal or OB_ENOSPC since the last heal
                             ** that brought the level back to OK */
   int64_t last_heal_ms;     /* observed time of the last heal */
+  int proxy_noted;          /* the proxy note was logged */
 };
 
 #define OB__EFFECT_KEY_MAX 200

@@ -105,3 +105,9 @@ int ob__engine_handle_external(ob_engine_t* e, const ob__external_msg_t* m,
   r.created_at = m->created_at;
   return ob__handle_external(e, &r, res, retry_delay);
 }
+
+int ob__engine_proxy_noted(ob_engine_t* e) {
+  int was = e->proxy_noted;
+  e->proxy_noted = 1;
+  return was;
+}

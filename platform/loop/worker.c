@@ -90,6 +90,12 @@ static int w_start(void* self, ob_engine_t* e, uv_loop_t* loop) {
   w->timer.data = w;
   w->state = OB__WORKER_RUNNING;
   if (w->ops->started) w->ops->started(w);
+  {
+    /* Shops often sit behind a proxy, which this client does not use: say
+    ** so once per engine, not at every failed connection. */
+    const char* note = ob__http_proxy_note();
+    if (note != NULL && !ob__engine_proxy_noted(e)) ob__log(e, OB_LOG_WARN, "%s", note);
+  }
   return 0;
 }
 
