@@ -85,6 +85,16 @@ int ob__http_url_parse(const char* url, ob__http_url_t* out) {
             ch == ':' || ch == '.'))
         return OB__HTTP_E_URL;
     }
+    /* RFC 3986: brackets hold an IPv6 address, nothing else ("[127.0.0.1]"
+    ** or "[1.2.3.4.5]" would come out unbracketed as another host). */
+    {
+      char buf[OB__HTTP_HOST_MAX + 1];
+      unsigned char a6[16];
+      if (host_len == 0 || host_len > OB__HTTP_HOST_MAX) return OB__HTTP_E_URL;
+      memcpy(buf, host, host_len);
+      buf[host_len] = '\0';
+      if (inet_pton(AF_INET6, buf, a6) != 1) return OB__HTTP_E_URL;
+    }
     p = rb + 1;
   } else {
     host = p;

@@ -62,6 +62,10 @@ static void test_invalid_urls(void** state) {
       "https://127.1/", "https://127.0.0.010/", "https://0x7f.0.0.1/",
       "https://127.0.0.0x1/", "https://1.2.3.4.5/", "https://4294967295/",
       "https://127.0.0.1./",
+      /* Brackets hold an IPv6 address only (found by fuzz_http_url: the
+      ** bracketed text came out unbracketed as another host). */
+      "http://[127.0.0.17.0.0.1]/", "https://[127.0.0.1]/", "https://[]/",
+      "https://[1:2:3]/", "https://[::1::2]/",
   };
   char longhost[300];
   ob__http_url_t u;
