@@ -287,6 +287,17 @@ typedef struct ob_message_s {
   size_t body_len;
   int attempts;            /* retries so far: 0 on the first delivery */
   int64_t created_at_ms;
+  /* Appended in schema 10 (an event consumed from SQS; NULL otherwise): */
+  const char* source;       /* its CloudEvents source; the dedup identity of
+                            ** such an event is (consumer, source, id), and
+                            ** id is then any non-empty string */
+  const char* content_type; /* datacontenttype as sent; NULL: JSON */
+  /* W3C trace context (https://www.w3.org/TR/trace-context/), NULL if none:
+  ** the consumed event's distributed-tracing extension, or a local
+  ** message's "traceparent"/"tracestate" header. Events the handler emits
+  ** carry the same trace id with a new parent id. */
+  const char* traceparent;
+  const char* tracestate;
 } ob_message_t;
 
 /* The handling transaction a handler runs in. Opaque; valid only during the
@@ -658,6 +669,14 @@ typedef struct ob_consumer_options_s {
   int allow_http;              /* 1: use an http:// SQS endpoint (see
                                ** ob_consumer_enable); 0 (the default):
                                ** refuse it unless ONCEBOX_SQS_ALLOW_HTTP=1 */
+  int failures_to_sqs;         /* 1: a message that fails for good (not a
+                               ** CloudEvent, unrecoverable, retries
+                               ** exhausted, no handler) is left in SQS,
+                               ** undeleted and unchanged, so the queue's
+                               ** redrive policy moves it to its dead-letter
+                               ** queue after maxReceiveCount receives;
+                               ** nothing is stored locally. 0 (the
+                               ** default): the local failure store */
 } ob_consumer_options_t;
 
 /* Fill o with the defaults above (queue_url NULL). This function can't
@@ -1015,6 +1034,10 @@ typedef struct ob_event_s {
   size_t payload_len;
   int64_t created_at_ms;
   int attempt_count;         /* failed publication attempts so far */
+  /* W3C trace context of the handling that emitted it, NULL if none
+  ** (CloudEvents' distributed-tracing extension on the wire). */
+  const char* traceparent;
+  const char* tracestate;
 } ob_event_t;
 
 /* Publish one event. Return 0 when it is accepted (it is then marked
