@@ -433,8 +433,9 @@ int ob__queue_insert_waiting(ob__db_t* db, const ob__queue_row_t* r,
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__Q_INSERT_WAITING,
       "INSERT INTO queue(queue_name, message_id, type, headers, body,"
-      " available_at, attempts, created_at, waiting_on, clock_ref)"
-      " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9, CASE WHEN ?6 > ?10 THEN ?10 END)");
+      " available_at, attempts, created_at, waiting_on, clock_ref, source,"
+      " group_key) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9, CASE WHEN ?6 > ?10"
+      " THEN ?10 END, ?11, ?12)");
   if (st == NULL) return db->last_err;
   sqlite3_bind_text(st, 1, r->queue, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 2, r->message_id, -1, SQLITE_STATIC);
@@ -447,6 +448,8 @@ int ob__queue_insert_waiting(ob__db_t* db, const ob__queue_row_t* r,
   sqlite3_bind_int64(st, 8, r->created_at ? r->created_at : now);
   sqlite3_bind_text(st, 9, key, -1, SQLITE_STATIC);
   sqlite3_bind_int64(st, 10, now);
+  if (r->source) sqlite3_bind_text(st, 11, r->source, -1, SQLITE_STATIC);
+  if (r->group_key) sqlite3_bind_text(st, 12, r->group_key, -1, SQLITE_STATIC);
   int rc = ob__db_step_done(db, st, "queue a message waiting for an effect");
   return rc < 0 ? rc : 0;
 }
@@ -455,8 +458,7 @@ int ob__queue_claim_waiting(ob__db_t* db, const char* key, int max,
                             ob__queue_row_t* rows) {
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__Q_CLAIM_WAITING,
-      "SELECT id, queue_name, message_id, type, headers, body, attempts,"
-      " first_failed_at, created_at FROM queue WHERE waiting_on = ?1"
+      "SELECT " OB__QUEUE_ROW_COLUMNS " FROM queue WHERE waiting_on = ?1"
       " ORDER BY id LIMIT ?2");
   if (st == NULL) return db->last_err;
   sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
@@ -471,10 +473,10 @@ int ob__effect_park_waiting(ob__db_t* db, const char* key, const char* reason,
       db,
       "INSERT INTO failed_message(queue_name, message_id, type, headers, body,"
       " error_class, reason, attempts, first_failed_at, last_failed_at,"
-      " created_at, effect_key)"
+      " created_at, effect_key, source)"
       " SELECT queue_name, message_id, type, headers, body, 'effect_unknown',"
-      " ?2, attempts, coalesce(first_failed_at, ?4), ?4, created_at, ?1"
-      " FROM queue WHERE waiting_on = ?1",
+      " ?2, attempts, coalesce(first_failed_at, ?4), ?4, created_at, ?1,"
+      " source FROM queue WHERE waiting_on = ?1 ORDER BY id",
       "park messages of an effect", key, reason, NULL, now);
   if (rc <= 0) return rc;
   int moved = rc;
@@ -487,9 +489,9 @@ int ob__effect_requeue_failed(ob__db_t* db, const char* key, int64_t now) {
   int rc = exec_bound(
       db,
       "INSERT INTO queue(queue_name, message_id, type, headers, body,"
-      " available_at, attempts, created_at)"
-      " SELECT queue_name, message_id, type, headers, body, ?4, 0, ?4"
-      " FROM failed_message WHERE effect_key = ?1",
+      " available_at, attempts, created_at, source)"
+      " SELECT queue_name, message_id, type, headers, body, ?4, 0, ?4, source"
+      " FROM failed_message WHERE effect_key = ?1 ORDER BY id",
       "requeue messages of an effect", key, NULL, NULL, now);
   if (rc <= 0) return rc;
   int moved = rc;

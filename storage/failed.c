@@ -21,8 +21,8 @@ int ob__failed_insert_effect(ob__db_t* db, const ob__queue_row_t* r,
       db, OB__F_INSERT,
       "INSERT INTO failed_message(queue_name, message_id, type, headers, body,"
       " error_class, reason, attempts, first_failed_at, last_failed_at,"
-      " created_at, effect_key) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,"
-      "?12)");
+      " created_at, effect_key, source) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,"
+      "?10,?11,?12,?13)");
   if (st == NULL) return db->last_err;
   sqlite3_bind_text(st, 1, r->queue, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 2, r->message_id, -1, SQLITE_STATIC);
@@ -36,6 +36,7 @@ int ob__failed_insert_effect(ob__db_t* db, const ob__queue_row_t* r,
   sqlite3_bind_int64(st, 10, now);
   sqlite3_bind_int64(st, 11, r->created_at);
   if (effect_key) sqlite3_bind_text(st, 12, effect_key, -1, SQLITE_STATIC);
+  if (r->source) sqlite3_bind_text(st, 13, r->source, -1, SQLITE_STATIC);
   rc = ob__db_step_done(db, st, "failure store insert");
   if (rc < 0) return rc;
   /* rowid 0: a message from outside (SQS) that never had a queue row. */
@@ -54,7 +55,8 @@ int ob__failed_list(ob__db_t* db, int64_t id, const char* type,
   rc = sqlite3_prepare_v2(
       db->db,
       "SELECT id, message_id, queue_name, type, headers, body, error_class,"
-      " reason, attempts, first_failed_at, last_failed_at FROM failed_message"
+      " reason, attempts, first_failed_at, last_failed_at, source FROM"
+      " failed_message"
       " WHERE (?1 <= 0 OR id = ?1) AND (?2 IS NULL OR type = ?2) ORDER BY id",
       -1, &st, NULL);
   if (rc != SQLITE_OK) return ob__db_fail(db, rc, "failed list");
@@ -75,6 +77,7 @@ int ob__failed_list(ob__db_t* db, int64_t id, const char* type,
     f.attempts = sqlite3_column_int(st, 8);
     f.first_failed_at_ms = sqlite3_column_int64(st, 9);
     f.last_failed_at_ms = sqlite3_column_int64(st, 10);
+    f.source = col_text(st, 11);
     if (f.body == NULL) f.body = "";
     n++;
     if (cb && cb(arg, &f) != 0) {
@@ -108,9 +111,10 @@ int ob__failed_retry(ob__db_t* db, int64_t id, int64_t now) {
   ** guard as any delivery. */
   moved = exec_id(db,
                   "INSERT INTO queue(queue_name, message_id, type, headers,"
-                  " body, available_at, attempts, created_at)"
+                  " body, available_at, attempts, created_at, source)"
                   " SELECT queue_name, message_id, type, headers, body, ?2, 0,"
-                  " created_at FROM failed_message WHERE (?1 <= 0 OR id = ?1)"
+                  " created_at, source FROM failed_message"
+                  " WHERE (?1 <= 0 OR id = ?1)"
                   " ORDER BY id",
                   id, now, "failed retry");
   if (moved < 0) goto fail;

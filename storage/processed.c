@@ -1,20 +1,27 @@
-/* The dedup guard. */
+/* The dedup guard, and the sources it keys foreign events on. */
 #include <sqlite3.h>
 
 #include "storage/store.h"
 
 int ob__processed_claim(ob__db_t* db, const char* consumer,
-                        const char* message_id, int64_t now) {
+                        const char* message_id, int64_t source_ref,
+                        const char* legacy_id, int64_t now) {
   int rc, claimed;
-  /* Never check-then-insert: the UNIQUE key decides, atomically. */
+  /* Never check-then-insert: the key decides, atomically. The NOT EXISTS
+  ** is the record of schema 9 or earlier (source_ref -1) of this id, which
+  ** stands for any source; with ?5 NULL it matches nothing. */
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__P_CLAIM,
-      "INSERT INTO processed_message(consumer_name, message_id, processed_at)"
-      " VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING RETURNING 1");
+      "INSERT INTO processed_message(consumer_name, message_id, source_ref,"
+      " processed_at) SELECT ?1, ?2, ?3, ?4 WHERE NOT EXISTS (SELECT 1 FROM"
+      " processed_message WHERE consumer_name = ?1 AND message_id = ?5 AND"
+      " source_ref = -1) ON CONFLICT DO NOTHING RETURNING 1");
   if (st == NULL) return db->last_err;
   sqlite3_bind_text(st, 1, consumer, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 2, message_id, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 3, now);
+  sqlite3_bind_int64(st, 3, source_ref);
+  sqlite3_bind_int64(st, 4, now);
+  if (legacy_id) sqlite3_bind_text(st, 5, legacy_id, -1, SQLITE_STATIC);
   rc = sqlite3_step(st);
   claimed = rc == SQLITE_ROW;
   if (rc == SQLITE_ROW) rc = sqlite3_step(st);
@@ -22,4 +29,51 @@ int ob__processed_claim(ob__db_t* db, const char* consumer,
   sqlite3_clear_bindings(st);
   if (rc != SQLITE_DONE) return ob__db_fail(db, rc, "dedup claim");
   return claimed;
+}
+
+int ob__processed_has_legacy(ob__db_t* db, int* has) {
+  sqlite3_stmt* st = NULL;
+  int rc;
+  /* At open only. Records of schema 9 or earlier are the oldest ones
+  ** (retention deletes oldest first): the first few through the age index
+  ** tell whether any is left. */
+  rc = sqlite3_prepare_v2(db->db,
+                          "SELECT count(*) FROM (SELECT source_ref FROM"
+                          " processed_message INDEXED BY processed_message_age"
+                          " ORDER BY processed_at LIMIT 64) WHERE"
+                          " source_ref = -1",
+                          -1, &st, NULL);
+  if (rc != SQLITE_OK) return ob__db_fail(db, rc, "legacy dedup records");
+  rc = sqlite3_step(st);
+  *has = rc == SQLITE_ROW && sqlite3_column_int(st, 0) > 0;
+  sqlite3_finalize(st);
+  return rc == SQLITE_ROW ? 0 : ob__db_fail(db, rc, "legacy dedup records");
+}
+
+int ob__event_source_ref(ob__db_t* db, const char* uri, int64_t* ref) {
+  int rc;
+  sqlite3_stmt* st = ob__db_stmt(
+      db, OB__P_SOURCE_FIND, "SELECT id FROM event_source WHERE uri = ?1");
+  if (st == NULL) return db->last_err;
+  sqlite3_bind_text(st, 1, uri, -1, SQLITE_STATIC);
+  rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) *ref = sqlite3_column_int64(st, 0);
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+  if (rc == SQLITE_ROW) return 0;
+  if (rc != SQLITE_DONE) return ob__db_fail(db, rc, "event source");
+  /* New: inside the handling transaction, so it goes if that rolls back. */
+  st = ob__db_stmt(db, OB__P_SOURCE_ADD,
+                   "INSERT INTO event_source(uri) VALUES (?1) RETURNING id");
+  if (st == NULL) return db->last_err;
+  sqlite3_bind_text(st, 1, uri, -1, SQLITE_STATIC);
+  rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    *ref = sqlite3_column_int64(st, 0);
+    rc = sqlite3_step(st);
+  }
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+  if (rc != SQLITE_DONE) return ob__db_fail(db, rc, "event source");
+  return 0;
 }

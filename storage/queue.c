@@ -28,6 +28,46 @@ int ob__queue_insert(ob__db_t* db, const char* queue, const char* message_id,
   return rc < 0 ? rc : 0;
 }
 
+int ob__queue_insert_held(ob__db_t* db, const ob__queue_row_t* r,
+                          int64_t now) {
+  sqlite3_stmt* st = ob__db_stmt(
+      db, OB__Q_INSERT_HELD,
+      /* Held: never due (and no deadline to re-base) until the trigger
+      ** queue_group_release makes it the group's first row. */
+      "INSERT INTO queue(queue_name, message_id, type, headers, body,"
+      " available_at, attempts, created_at, source, group_key) VALUES (?1, ?2,"
+      " ?3, ?4, ?5, 9223372036854775807, ?6, ?7, ?8, ?9)");
+  if (st == NULL) return db->last_err;
+  OB__ASSERT(r->group_key != NULL);
+  sqlite3_bind_text(st, 1, r->queue, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, r->message_id, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 3, r->type, -1, SQLITE_STATIC);
+  if (r->headers) sqlite3_bind_text(st, 4, r->headers, -1, SQLITE_STATIC);
+  sqlite3_bind_blob64(st, 5, r->body_len ? r->body : "", r->body_len,
+                      SQLITE_STATIC);
+  sqlite3_bind_int(st, 6, r->attempts);
+  sqlite3_bind_int64(st, 7, now);
+  if (r->source) sqlite3_bind_text(st, 8, r->source, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 9, r->group_key, -1, SQLITE_STATIC);
+  int rc = ob__db_step_done(db, st, "queue a message behind its group");
+  return rc < 0 ? rc : 0;
+}
+
+int ob__queue_group_busy(ob__db_t* db, const char* group_key) {
+  int rc, busy;
+  sqlite3_stmt* st = ob__db_stmt(
+      db, OB__Q_GROUP_BUSY, "SELECT 1 FROM queue WHERE group_key = ?1 LIMIT 1");
+  if (st == NULL) return db->last_err;
+  sqlite3_bind_text(st, 1, group_key, -1, SQLITE_STATIC);
+  rc = sqlite3_step(st);
+  busy = rc == SQLITE_ROW;
+  sqlite3_reset(st);
+  sqlite3_clear_bindings(st);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+    return ob__db_fail(db, rc, "messages of a group");
+  return busy;
+}
+
 static char* dup_col(sqlite3_stmt* st, int i, size_t* len_out) {
   const void* p;
   int n;
@@ -52,11 +92,14 @@ void ob__queue_row_free(ob__queue_row_t* r) {
   free(r->type);
   free(r->headers);
   free(r->body);
+  free(r->source);
+  free(r->group_key);
   memset(r, 0, sizeof *r);
 }
 
 /* Read the columns id, queue_name, message_id, type, headers, body,
-** attempts, first_failed_at, created_at (in that order) into r. 0, or -1
+** attempts, first_failed_at, created_at, source, group_key (in that order,
+** OB__QUEUE_ROW_COLUMNS) into r. 0, or -1
 ** when out of memory (r is then freed). */
 int ob__queue_row_read(sqlite3_stmt* st, ob__queue_row_t* r) {
   memset(r, 0, sizeof *r);
@@ -69,8 +112,12 @@ int ob__queue_row_read(sqlite3_stmt* st, ob__queue_row_t* r) {
   r->attempts = sqlite3_column_int(st, 6);
   r->first_failed_at = sqlite3_column_int64(st, 7);
   r->created_at = sqlite3_column_int64(st, 8);
+  r->source = dup_col(st, 9, NULL);
+  r->group_key = dup_col(st, 10, NULL);
   if (!r->queue || !r->message_id || !r->type || !r->body ||
-      (sqlite3_column_type(st, 4) != SQLITE_NULL && !r->headers)) {
+      (sqlite3_column_type(st, 4) != SQLITE_NULL && !r->headers) ||
+      (sqlite3_column_type(st, 9) != SQLITE_NULL && !r->source) ||
+      (sqlite3_column_type(st, 10) != SQLITE_NULL && !r->group_key)) {
     ob__queue_row_free(r);
     return -1;
   }
@@ -104,8 +151,7 @@ int ob__queue_claim_ready(ob__db_t* db, int64_t now, int max,
                           ob__queue_row_t* rows) {
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__Q_CLAIM_READY,
-      "SELECT id, queue_name, message_id, type, headers, body, attempts,"
-      " first_failed_at, created_at FROM queue"
+      "SELECT " OB__QUEUE_ROW_COLUMNS " FROM queue"
       " WHERE available_at <= ?1 AND (lease_until IS NULL OR lease_until <= ?1)"
       " ORDER BY available_at, id LIMIT ?2");
   OB__ASSERT(max >= 1);  /* the batch size, checked by ob_open */
@@ -173,7 +219,9 @@ int ob__queue_next_due_unwaited(ob__db_t* db, int64_t* at) {
   /* Off the hot path (an until-idle run deciding to stop): not cached. */
   rc = sqlite3_prepare_v2(db->db,
                           "SELECT min(max(available_at, coalesce(lease_until,"
-                          " 0))) FROM queue WHERE waiting_on IS NULL",
+                          " 0))) FROM queue WHERE waiting_on IS NULL"
+                          /* held behind its group's first row */
+                          " AND available_at < 9223372036854775807",
                           -1, &st, NULL);
   if (rc != SQLITE_OK) return ob__db_fail(db, rc, "next due message");
   rc = sqlite3_step(st);

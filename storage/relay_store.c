@@ -27,6 +27,8 @@ void ob__relay_row_free(ob__relay_row_t* r) {
   free(r->event_type);
   free(r->aggregate_id);
   free(r->payload);
+  free(r->traceparent);
+  free(r->tracestate);
   memset(r, 0, sizeof *r);
 }
 
@@ -75,7 +77,7 @@ static int row_cmp(const void* a, const void* b) {
   " UNION ALL " B("12") " ORDER BY created_at, id LIMIT ?4"
 #define CLAIM_RETURNING                                                      \
   " RETURNING id, causation_id, event_type, aggregate_id, payload,"          \
-  " created_at, attempt_count"
+  " created_at, attempt_count, traceparent, tracestate"
 
 _Static_assert(OB__RELAY_MAX_PRIORITY == 8, "one branch per priority slot");
 
@@ -97,9 +99,13 @@ static int claim_step(sqlite3_stmt* st, int max, ob__relay_row_t* rows,
     r->payload = dup_text(st, 4, &r->payload_len);
     r->created_at = sqlite3_column_int64(st, 5);
     r->attempt_count = sqlite3_column_int(st, 6);
+    r->traceparent = dup_text(st, 7, NULL);
+    r->tracestate = dup_text(st, 8, NULL);
     (*n)++;
     if (!r->id || !r->causation_id || !r->event_type || !r->aggregate_id ||
-        !r->payload) {
+        !r->payload ||
+        (sqlite3_column_type(st, 7) != SQLITE_NULL && !r->traceparent) ||
+        (sqlite3_column_type(st, 8) != SQLITE_NULL && !r->tracestate)) {
       rc = SQLITE_NOMEM;
       break;
     }

@@ -221,6 +221,53 @@ static const char* const migrations[] = {
     ** their claim, the safe side. */
     "UPDATE effect SET first_call_at = created_at WHERE first_call_at IS NULL"
     "  AND state IN ('pending','unknown');",
+
+    /* 9 -> 10: foreign producers and FIFO order (docs/interop.md).
+    ** A CloudEvent's identity is (source, id): the dedup record of an event
+    ** consumed from SQS keys on (consumer, id, source_ref), source_ref
+    ** naming its source in event_source (a small integer, not the URI, in
+    ** every record and in the age index). 0: a local message; -1: recorded
+    ** before schema 10, when the id alone was the key: such a record still
+    ** stands for that id from any source (storage/processed.c), until
+    ** retention removes it. The PK puts message_id before source_ref so the
+    ** claim and that legacy probe are neighbours in one b-tree. */
+    "CREATE TABLE event_source ("
+    "  id INTEGER PRIMARY KEY,"
+    "  uri TEXT NOT NULL UNIQUE"
+    ") STRICT;"
+    "CREATE TABLE processed_message_v10 ("
+    "  consumer_name TEXT NOT NULL,"
+    "  message_id TEXT NOT NULL,"
+    "  source_ref INTEGER NOT NULL,"
+    "  processed_at INTEGER NOT NULL,"
+    "  PRIMARY KEY (consumer_name, message_id, source_ref)"
+    ") STRICT, WITHOUT ROWID;"
+    "INSERT INTO processed_message_v10 SELECT consumer_name, message_id, -1,"
+    "  processed_at FROM processed_message;"
+    "DROP TABLE processed_message;"
+    "ALTER TABLE processed_message_v10 RENAME TO processed_message;"
+    "CREATE INDEX processed_message_age ON processed_message(processed_at);"
+    /* A local queue row made from an SQS event (it waits for an effect, or
+    ** waits behind one of its FIFO group) keeps its source; a FIFO one
+    ** its group (group_key: the queue URL and MessageGroupId). Only the
+    ** first row of a group is ever due: the others are held
+    ** (available_at = the largest integer) until the row ahead of them
+    ** leaves the queue, which the trigger notices whatever removed it
+    ** (handled, failure store, an operator). */
+    "ALTER TABLE queue ADD COLUMN source TEXT;"
+    "ALTER TABLE queue ADD COLUMN group_key TEXT;"
+    "CREATE INDEX queue_group ON queue(group_key, id)"
+    "  WHERE group_key IS NOT NULL;"
+    "CREATE TRIGGER queue_group_release AFTER DELETE ON queue"
+    "  WHEN old.group_key IS NOT NULL BEGIN"
+    "  UPDATE queue SET available_at = created_at WHERE id ="
+    "    (SELECT min(id) FROM queue WHERE group_key = old.group_key)"
+    "    AND available_at = 9223372036854775807;"
+    "  END;"
+    "ALTER TABLE failed_message ADD COLUMN source TEXT;"
+    /* The W3C trace context an emitted event carries (ob_event_t). */
+    "ALTER TABLE outbox_event ADD COLUMN traceparent TEXT;"
+    "ALTER TABLE outbox_event ADD COLUMN tracestate TEXT;",
 };
 
 #define MIGRATION_COUNT ((int)(sizeof migrations / sizeof migrations[0]))

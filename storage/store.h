@@ -31,6 +31,8 @@ typedef enum {
   OB__Q_NEXT_DUE,
   OB__Q_COUNT_ALL,
   OB__P_CLAIM,
+  OB__P_SOURCE_FIND,
+  OB__P_SOURCE_ADD,
   OB__O_INSERT,
   OB__O_DUE,
   OB__O_MARK_PUBLISHED,
@@ -56,6 +58,8 @@ typedef enum {
   OB__E_NEXT_DUE,
   OB__Q_WAIT,
   OB__Q_INSERT_WAITING,
+  OB__Q_INSERT_HELD,
+  OB__Q_GROUP_BUSY,
   OB__Q_CLAIM_WAITING,
   OB__CH_INSERT,
   OB__S_SAVEPOINT,
@@ -92,7 +96,7 @@ typedef struct ob__db_s {
 } ob__db_t;
 
 /* Current schema version (PRAGMA user_version). */
-#define OB__SCHEMA_VERSION 9
+#define OB__SCHEMA_VERSION 10
 /* PRAGMA application_id: "OBX1". */
 #define OB__APPLICATION_ID 0x4f425831
 
@@ -180,12 +184,28 @@ typedef struct ob__queue_row_s {
   int attempts;
   int64_t first_failed_at;  /* 0 if never failed */
   int64_t created_at;
+  char* source;        /* an SQS event's CloudEvents source, else NULL */
+  char* group_key;     /* an SQS FIFO event's group (see schema 10), else
+                       ** NULL */
 } ob__queue_row_t;
+
+/* The columns ob__queue_row_read reads, in its order. */
+#define OB__QUEUE_ROW_COLUMNS                                              \
+  "id, queue_name, message_id, type, headers, body, attempts,"             \
+  " first_failed_at, created_at, source, group_key"
 
 /* Insert one queue row (caller validated the envelope; id normalized). */
 int ob__queue_insert(ob__db_t* db, const char* queue, const char* message_id,
                      const char* type, const char* headers, const void* body,
                      size_t body_len, int64_t available_at, int64_t now);
+
+/* Queue r (an SQS event of a FIFO group, r->group_key set) behind the
+** rows of its group already queued: held, never due, until it is the
+** group's first (schema 10's trigger). 0 or < 0. */
+int ob__queue_insert_held(ob__db_t* db, const ob__queue_row_t* r,
+                          int64_t now);
+/* 1 when a row of this group is queued, 0 when none, < 0 on error. */
+int ob__queue_group_busy(ob__db_t* db, const char* group_key);
 
 /* Read up to max ready rows (available_at <= now, not leased) in
 ** (available_at, id) order into rows[] (malloc'd copies; free each with
@@ -215,16 +235,34 @@ int ob__queue_next_due_unwaited(ob__db_t* db, int64_t* at);
 
 /* ---- processed.c -------------------------------------------------------- */
 
-/* INSERT .. ON CONFLICT DO NOTHING RETURNING. Returns 1 if this call
-** claimed (consumer, id), 0 if it was already processed, < 0 on error. */
+/* The dedup record's source_ref of a local message (an event consumed
+** from SQS has its source's event_source id, > 0). */
+#define OB__SOURCE_LOCAL 0
+
+/*
+** INSERT .. ON CONFLICT DO NOTHING RETURNING of (consumer, message_id,
+** source_ref). legacy_id, when not NULL, is the id as schema 9 and earlier
+** keyed it (a lower-case UUID): a record of that id made then counts as
+** processed too. Returns 1 if this call claimed, 0 if it was already
+** processed, < 0 on error.
+*/
 int ob__processed_claim(ob__db_t* db, const char* consumer,
-                        const char* message_id, int64_t now);
+                        const char* message_id, int64_t source_ref,
+                        const char* legacy_id, int64_t now);
+/* *has = 1 when dedup records of schema 9 or earlier are left (at open,
+** so claims probe for them only then). 0 or < 0. */
+int ob__processed_has_legacy(ob__db_t* db, int* has);
+/* The event_source id of uri, added in the open transaction if new.
+** 0 and *ref, or < 0. */
+int ob__event_source_ref(ob__db_t* db, const char* uri, int64_t* ref);
 
 /* ---- outbox_store.c ----------------------------------------------------- */
 
 int ob__outbox_insert(ob__db_t* db, const char* id, const char* causation_id,
                       const char* event_type, const char* aggregate_id,
-                      const char* payload, size_t payload_len, int64_t now);
+                      const char* payload, size_t payload_len,
+                      const char* traceparent, const char* tracestate,
+                      int64_t now);
 
 /* Visit up to max unpublished rows due at now in (created_at, id) order.
 ** cb returns 0 to go on, non-zero to stop. Pointers in ev are valid during
@@ -328,6 +366,8 @@ typedef struct ob__relay_row_s {
   size_t payload_len;
   int64_t created_at;
   int attempt_count;
+  char* traceparent;   /* NULL if none */
+  char* tracestate;
 } ob__relay_row_t;
 
 /* Most event types a relay claims first (ob_relay_options_t.priority_types):

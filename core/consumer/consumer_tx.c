@@ -36,6 +36,8 @@ int ob__consumer_store_invalid(ob_engine_t* e, const char* sqs_id,
   now = ob__now(e);
   row.created_at = sent_ms >= 0 ? sent_ms : now;
   claimed = ob__processed_claim(&e->db, OB__CONSUMER_INVALID_CONSUMER, id,
+                                OB__SOURCE_LOCAL,
+                                e->dedup_legacy ? id : NULL,
                                 ob__retention_stamp(e));
   if (claimed < 0) {
     rc = claimed;

@@ -8,6 +8,7 @@
 
 #include "core/engine/engine_int.h"
 #include "core/engine/modules.h"
+#include "core/engine/msg_context.h"
 #include "core/util/assert.h"
 #include "core/util/errbuf.h"
 #include "core/util/json_check.h"
@@ -106,6 +107,8 @@ int ob__engine_open(ob_engine_t** out, const ob_options_t* opts,
   }
   ob__observed_init(e);
   ob__deadlines_open(e);
+  if (ob__processed_has_legacy(&e->db, &e->dedup_legacy) < 0)
+    e->dedup_legacy = 1;  /* the safe side: look for them */
   *out = e;
   return 0;
 }
@@ -341,9 +344,21 @@ enum { ROW_DONE, ROW_DUPLICATE, ROW_RETRY, ROW_FAIL, ROW_NO_HANDLER, ROW_WAIT };
 /* Run every consumer of the row's type inside the row's savepoint. Returns a
 ** ROW_* verdict, or a negative code when the whole batch must abort. */
 static int run_handlers(ob_engine_t* e, const ob__queue_row_t* r, int64_t now,
-                        ob_tx_t* tx, ob_message_t* msg) {
+                        ob_tx_t* tx, ob_message_t* msg,
+                        const ob__msg_context_t* ctx) {
   int ran = 0, found = 0;
+  /* The dedup identity: (consumer, id) of a local message, (consumer,
+  ** source, id) of an event from SQS (its source resolved once, at the
+  ** first handler). Records of schema 9 or earlier keyed the id alone, as
+  ** a lower-case UUID: while any is left, a claim also looks for one. */
+  int64_t source_ref = r->source ? -2 : OB__SOURCE_LOCAL;
+  char legacy_buf[OB_UUID_BUFLEN];
+  const char* legacy = NULL;
   OB__ASSERT(e->db.in_tx);  /* handlers run inside the handling transaction */
+  if (e->dedup_legacy)
+    legacy = r->source == NULL ? r->message_id
+             : ob__uuid_normalize(r->message_id, legacy_buf) == 0 ? legacy_buf
+                                                                  : NULL;
   memset(msg, 0, sizeof *msg);
   msg->id = r->message_id;
   msg->type = r->type;
@@ -353,12 +368,19 @@ static int run_handlers(ob_engine_t* e, const ob__queue_row_t* r, int64_t now,
   msg->body_len = r->body_len;
   msg->attempts = r->attempts;
   msg->created_at_ms = r->created_at;
+  msg->source = r->source;
+  msg->content_type = ctx->content_type;
+  msg->traceparent = ctx->traceparent[0] ? ctx->traceparent : NULL;
+  msg->tracestate = ctx->tracestate[0] ? ctx->tracestate : NULL;
 
   for (size_t i = 0; i < e->nhandlers; i++) {
     const ob__handler_t* h = &e->handlers[i];
     int claimed, rc;
     if (strcmp(h->type, r->type) != 0) continue;
     found = 1;
+    if (source_ref == -2 &&
+        (rc = ob__event_source_ref(&e->db, r->source, &source_ref)) < 0)
+      return rc;
 #ifdef OB_MUTANT_SPLIT_CLAIM
     /* MUTANT for the crash campaign only (tests/crash; docs/reliability.md,
     ** "Mutants"): the dedup claim commits in a transaction of its own before
@@ -366,12 +388,12 @@ static int run_handlers(ob_engine_t* e, const ob__queue_row_t* r, int64_t now,
     if ((claimed = ob__db_release(&e->db)) < 0 ||
         (claimed = ob__db_commit(&e->db)) < 0 ||
         (claimed = ob__processed_claim(&e->db, h->consumer, r->message_id,
-                                       now)) < 0 ||
+                                       source_ref, legacy, now)) < 0 ||
         (rc = ob__db_begin(&e->db)) < 0 || (rc = ob__db_savepoint(&e->db)) < 0)
       return claimed < 0 ? claimed : rc;
 #else
     claimed = ob__processed_claim(&e->db, h->consumer, r->message_id,
-                                  ob__retention_stamp(e));
+                                  source_ref, legacy, ob__retention_stamp(e));
 #endif
     if (claimed < 0) return claimed;
     if (claimed == 0) continue;  /* this consumer already handled it */
@@ -463,6 +485,14 @@ static int settle_failure(ob_engine_t* e, const ob__queue_row_t* r,
   } else {
     cls = "unrecoverable";
   }
+  if (r->rowid == 0 && e->leave_failures) {
+    /* Its transport keeps it (SQS: its redrive policy moves it to the
+    ** dead-letter queue); nothing of it is stored here. */
+    e->left_to_source = 1;
+    ob__log(e, OB_LOG_WARN, "message %s (%s) failed for good (%s: %s); left "
+            "to its transport", r->message_id, r->type, cls, reason);
+    return 0;
+  }
   res->failed++;
   ob__log(e, OB_LOG_WARN, "message %s (%s) moved to the failure store: %s",
           r->message_id, r->type, reason);
@@ -473,14 +503,15 @@ static int settle_failure(ob_engine_t* e, const ob__queue_row_t* r,
 ** ob__process_row), with the handler's tx state in *tx. */
 static int process_row_tx(ob_engine_t* e, const ob__queue_row_t* r,
                           int64_t now, ob_batch_result_t* res,
-                          int64_t* retry_delay, ob_tx_t* tx) {
+                          int64_t* retry_delay, ob_tx_t* tx,
+                          const ob__msg_context_t* ctx) {
   ob_message_t msg;
   int verdict, rc;
 
   res->claimed++;
   rc = ob__db_savepoint(&e->db);
   if (rc < 0) return rc;
-  verdict = run_handlers(e, r, now, tx, &msg);
+  verdict = run_handlers(e, r, now, tx, &msg, ctx);
   if (verdict < 0) return verdict;
   if (verdict == ROW_WAIT) {
     /* Only the effect's claim and the wait commit: the handler's writes and
@@ -516,10 +547,14 @@ static int process_row_tx(ob_engine_t* e, const ob__queue_row_t* r,
 int ob__process_row(ob_engine_t* e, const ob__queue_row_t* r, int64_t now,
                     ob_batch_result_t* res, int64_t* retry_delay) {
   ob_tx_t tx;
+  ob__msg_context_t ctx;
   int rc;
   memset(&tx, 0, sizeof tx);
-  rc = process_row_tx(e, r, now, res, retry_delay, &tx);
+  if (ob__msg_context_read(&ctx, r->headers) != 0)
+    return ob__db_seterr(&e->db, OB_ENOMEM, "out of memory");
+  rc = process_row_tx(e, r, now, res, retry_delay, &tx, &ctx);
   ob__effect_tx_free(&tx);
+  ob__msg_context_free(&ctx);
   return rc;
 }
 
@@ -573,11 +608,13 @@ void ob__engine_rollback(ob_engine_t* e) {
 }
 
 int ob__handle_external(ob_engine_t* e, const ob__queue_row_t* r,
-                        ob_batch_result_t* res, int64_t* retry_delay) {
+                        int leave_failures, ob_batch_result_t* res,
+                        int64_t* retry_delay, int* left) {
   int rc;
   int64_t now;
   memset(res, 0, sizeof *res);
   *retry_delay = -1;
+  *left = 0;
   if (e->db.in_tx)
     return ob__db_seterr(&e->db, OB_ESTATE, "handling inside a handler");
   /* A message from SQS is new work: it stays with its transport while
@@ -587,12 +624,29 @@ int ob__handle_external(ob_engine_t* e, const ob__queue_row_t* r,
   rc = ob__db_begin(&e->db);
   if (rc < 0) return rc;
   now = ob__now(e);
-  rc = ob__process_row(e, r, now, res, retry_delay);
-  if (rc < 0) {
+  if (r->group_key != NULL && (rc = ob__queue_group_busy(&e->db,
+                                                         r->group_key)) != 0) {
+    /* An earlier message of its FIFO group is still in the local queue
+    ** (waiting for an effect, or held behind one): this one waits behind
+    ** it, in order, and its transport can forget it once this commits. */
+    if (rc > 0) rc = ob__queue_insert_held(&e->db, r, now);
+    if (rc == 0) {
+      res->claimed = res->waiting = 1;
+      ob__log(e, OB_LOG_DEBUG, "message %s (%s) queued behind its group",
+              r->message_id, r->type);
+    }
+  } else {
+    e->leave_failures = leave_failures;
+    e->left_to_source = 0;
+    rc = ob__process_row(e, r, now, res, retry_delay);
+    e->leave_failures = 0;
+    *left = e->left_to_source;
+  }
+  if (rc < 0 || *left) {
     ob__engine_rollback(e);
     memset(res, 0, sizeof *res);
     *retry_delay = -1;
-    return rc;
+    return rc < 0 ? rc : 0;
   }
   rc = ob__engine_commit(e);
   if (rc < 0) {

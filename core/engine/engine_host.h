@@ -152,8 +152,11 @@ int ob__engine_next_due_unwaited(ob_engine_t* e, int64_t* at_ms);
 ** res->handled or res->duplicates: acknowledge it (delete it at the source);
 ** res->failed: it is in the failure store, acknowledge it; res->retried:
 ** redeliver it after *retry_delay ms; res->waiting: it became a local queue
-** row waiting for an effect, acknowledge it. A negative return means
-** nothing was committed: leave the message to its transport.
+** row (waiting for an effect, or behind an earlier message of its FIFO
+** group that does), acknowledge it; *left (only with
+** m->failures_to_source): it failed for good and nothing was committed,
+** leave it to its transport unchanged. A negative return means nothing was
+** committed: leave the message to its transport.
 */
 typedef struct ob__external_msg_s {
   const char* queue;      /* the local queue name it is handled as */
@@ -164,9 +167,15 @@ typedef struct ob__external_msg_s {
   size_t body_len;
   int attempts;           /* earlier deliveries */
   int64_t created_at;     /* ms */
+  const char* source;     /* its CloudEvents source: the identity is
+                          ** (consumer, source, message_id) */
+  const char* group_key;  /* FIFO: its group (queue URL and MessageGroupId),
+                          ** NULL otherwise */
+  int failures_to_source; /* don't store a failure for good: *left */
 } ob__external_msg_t;
 
 int ob__engine_handle_external(ob_engine_t* e, const ob__external_msg_t* m,
-                               ob_batch_result_t* res, int64_t* retry_delay);
+                               ob_batch_result_t* res, int64_t* retry_delay,
+                               int* left);
 
 #endif

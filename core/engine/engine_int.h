@@ -10,6 +10,7 @@
 #include "core/util/clock_jump.h"
 #include "core/util/uuid.h"
 #include "oncebox.h"
+#include "core/util/trace_context.h"
 #include "storage/store.h"
 
 typedef struct ob__handler_s {
@@ -82,6 +83,13 @@ struct ob_engine_s {
                             ** that brought the level back to OK */
   int64_t last_heal_ms;     /* observed time of the last heal */
   int proxy_noted;          /* the proxy note was logged */
+  int dedup_legacy;         /* dedup records of schema 9 or earlier are
+                            ** left (storage/processed.c): claims look for
+                            ** them too */
+  /* ob__handle_external with failures left to the transport: set for that
+  ** call; left_to_source says a failure was not stored. */
+  int leave_failures;
+  int left_to_source;
 };
 
 #define OB__EFFECT_KEY_MAX 200
@@ -110,6 +118,9 @@ struct ob_tx_s {
   int effect_action;      /* OB__TX_EFFECT_* */
   char effect_key[OB__EFFECT_KEY_MAX + 1];
   ob_effect_request_t claim;  /* malloc'd copies while effect_action is CLAIM */
+  /* The traceparent the events this handler emits carry: the message's
+  ** trace id, a new parent id (this handling), made at the first emit. */
+  char trace_child[OB__TRACEPARENT_LEN + 1];
   struct ob__effect_row_s* effect_rows;  /* what ob_tx_effect handed out */
   size_t neffect_rows;
 };
@@ -134,7 +145,8 @@ static inline int ob__is_fatal(int rc) {
 ** committed: leave the message to its transport.
 */
 int ob__handle_external(ob_engine_t* e, const ob__queue_row_t* r,
-                        ob_batch_result_t* res, int64_t* retry_delay);
+                        int leave_failures, ob_batch_result_t* res,
+                        int64_t* retry_delay, int* left);
 
 /* One message inside the caller's open transaction (a savepoint of its own):
 ** run its consumers, then ack, reschedule, wait for an effect, or move it to

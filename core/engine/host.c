@@ -92,7 +92,8 @@ int ob__engine_next_due_unwaited(ob_engine_t* e, int64_t* at_ms) {
 }
 
 int ob__engine_handle_external(ob_engine_t* e, const ob__external_msg_t* m,
-                               ob_batch_result_t* res, int64_t* retry_delay) {
+                               ob_batch_result_t* res, int64_t* retry_delay,
+                               int* left) {
   ob__queue_row_t r;
   memset(&r, 0, sizeof r);
   r.queue = (char*)m->queue;
@@ -103,7 +104,10 @@ int ob__engine_handle_external(ob_engine_t* e, const ob__external_msg_t* m,
   r.body_len = m->body_len;
   r.attempts = m->attempts;
   r.created_at = m->created_at;
-  return ob__handle_external(e, &r, res, retry_delay);
+  r.source = (char*)m->source;
+  r.group_key = (char*)m->group_key;
+  return ob__handle_external(e, &r, m->failures_to_source, res, retry_delay,
+                             left);
 }
 
 int ob__engine_proxy_noted(ob_engine_t* e) {

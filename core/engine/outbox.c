@@ -33,11 +33,13 @@ static int collect_cb(void* arg, const ob_event_t* ev) {
   collect_t* c = arg;
   pending_t* p;
   size_t lid = strlen(ev->id), lc = strlen(ev->causation_id),
-         lt = strlen(ev->event_type), la = strlen(ev->aggregate_id);
+         lt = strlen(ev->event_type), la = strlen(ev->aggregate_id),
+         ltp = ev->traceparent ? strlen(ev->traceparent) : 0,
+         lts = ev->tracestate ? strlen(ev->tracestate) : 0;
   char* cur;
   OB__ASSERT(c->n < c->cap);  /* ob__outbox_due returns at most max rows */
   p = &c->items[c->n];
-  p->buf = malloc(lid + lc + lt + la + ev->payload_len + 5);
+  p->buf = malloc(lid + lc + lt + la + ev->payload_len + ltp + lts + 7);
   if (p->buf == NULL) {
     c->oom = 1;
     return 1;
@@ -49,6 +51,8 @@ static int collect_cb(void* arg, const ob_event_t* ev) {
   p->ev.event_type = put(&cur, ev->event_type, lt);
   p->ev.aggregate_id = put(&cur, ev->aggregate_id, la);
   p->ev.payload = put(&cur, ev->payload, ev->payload_len);
+  if (ev->traceparent) p->ev.traceparent = put(&cur, ev->traceparent, ltp);
+  if (ev->tracestate) p->ev.tracestate = put(&cur, ev->tracestate, lts);
   c->n++;
   return 0;
 }

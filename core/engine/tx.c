@@ -36,8 +36,19 @@ int ob_tx_emit(ob_tx_t* tx, const char* event_type, const char* aggregate_id,
     return ob__db_seterr(&e->db, OB_EINVAL,
                          "outbox payload of %s is not valid JSON", event_type);
   ob__uuid7_next(&e->idgen, e->opts.clock, id);
+  /* A traced message's events continue its trace (CloudEvents'
+  ** distributed-tracing extension): the same trace id, this handling as
+  ** their parent. */
+  if (tx->msg->traceparent != NULL && tx->trace_child[0] == '\0') {
+    unsigned char span[8];
+    e->opts.clock->random(e->opts.clock->ctx, span, sizeof span);
+    ob__traceparent_child(tx->msg->traceparent, span, tx->trace_child);
+  }
   rc = ob__outbox_insert(&e->db, id, tx->msg->id, event_type, aggregate_id,
-                         payload, payload_len, tx->now);
+                         payload, payload_len,
+                         tx->msg->traceparent ? tx->trace_child : NULL,
+                         tx->msg->traceparent ? tx->msg->tracestate : NULL,
+                         tx->now);
   if (rc < 0) {
     if (ob__is_fatal(rc)) tx->fatal = rc;
     return rc;

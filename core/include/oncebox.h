@@ -1111,6 +1111,9 @@ typedef struct ob_failed_s {
   int attempts;
   int64_t first_failed_at_ms;
   int64_t last_failed_at_ms;
+  const char* source;        /* CloudEvents source of an event from SQS (its
+                             ** identity is (source, message_id)); NULL for
+                             ** a local message */
 } ob_failed_t;
 
 /* Visit failed messages (id order; only `type` if not NULL; only `id` if

@@ -77,7 +77,8 @@ int cli_enable_relay(ob_engine_t* e, cli_sync_t* s);
 ** queue's own VisibilityTimeout, else 1..43200; sqs_allow_http: the
 ** --sqs-allow-http flag. Returns 0 or an exit code after printing why. */
 int cli_enable_consumer(ob_engine_t* e, const char* url, int prefetch,
-                        int visibility_s, int until_idle, int sqs_allow_http);
+                        int visibility_s, int until_idle, int sqs_allow_http,
+                        int failures_to_sqs);
 
 /* What the SQS consumer left, for the "not done:" line: "" when nothing (or
 ** no consumer), else "; the SQS queue ..." naming the messages in flight,

@@ -63,9 +63,11 @@ int cli_enable_relay(ob_engine_t* e, cli_sync_t* s) {
 }
 
 int cli_enable_consumer(ob_engine_t* e, const char* url, int prefetch,
-                        int visibility_s, int until_idle, int sqs_allow_http) {
+                        int visibility_s, int until_idle, int sqs_allow_http,
+                        int failures_to_sqs) {
   ob_consumer_options_t o;
   char err[CLI_ERRLEN];
+  const char* env;
   int rc;
   if (url == NULL) url = getenv("ONCEBOX_CONSUME_QUEUE_URL");
   if (url == NULL || url[0] == '\0') return 0;
@@ -74,6 +76,8 @@ int cli_enable_consumer(ob_engine_t* e, const char* url, int prefetch,
   if (prefetch > 0) o.prefetch = prefetch;
   o.visibility_timeout_s = visibility_s;
   o.allow_http = sqs_allow_http;
+  env = getenv("ONCEBOX_FAILURES_TO_SQS");
+  o.failures_to_sqs = failures_to_sqs || (env != NULL && strcmp(env, "1") == 0);
   /* --until-idle ends on an empty receive: a short poll says so sooner. */
   if (until_idle) o.wait_seconds = 2;
   rc = ob_consumer_enable(e, &o, err, sizeof err);

@@ -63,6 +63,7 @@ static int show_cb(void* arg, const ob_failed_t* f) {
     int rc = 0;
     cJSON_AddNumberToObject(o, "id", (double)f->id);
     cJSON_AddStringToObject(o, "messageId", f->message_id);
+    if (f->source) cJSON_AddStringToObject(o, "source", f->source);
     cJSON_AddStringToObject(o, "queue", f->queue);
     cJSON_AddStringToObject(o, "type", f->type);
     cJSON_AddStringToObject(o, "errorClass", f->error_class);
@@ -93,16 +94,23 @@ static int show_cb(void* arg, const ob_failed_t* f) {
     if (rc != 0) s->out_of_memory = 1;
     return rc;
   }
-  /* Type, queue and class are printable ASCII by construction; the reason,
-  ** headers and body are not ours and may hold terminal escapes. */
+  /* Type, queue and class are printable ASCII by construction; the id and
+  ** source of an SQS event, the reason, headers and body are not ours and
+  ** may hold terminal escapes. */
   if (s->detail) {
     printf("id:            %lld\n"
-           "message id:    %s\n"
-           "type:          %s\n"
+           "message id:    ",
+           (long long)f->id);
+    cli_print_safe(stdout, f->message_id, strlen(f->message_id));
+    if (f->source) {
+      printf("\nsource:        ");
+      cli_print_safe(stdout, f->source, strlen(f->source));
+    }
+    printf("\ntype:          %s\n"
            "queue:         %s\n"
            "error class:   %s\n"
            "reason:        ",
-           (long long)f->id, f->message_id, f->type, f->queue, f->error_class);
+           f->type, f->queue, f->error_class);
     cli_print_safe(stdout, f->reason, strlen(f->reason));
     printf("\nattempts:      %d\n"
            "first failure: %s\n"
@@ -116,8 +124,14 @@ static int show_cb(void* arg, const ob_failed_t* f) {
     printf("%s\n", f->body_len > 4096 ? " ... (--json for all of it)" : "");
     return 0;
   }
-  printf("%-6lld %-36s %-18s %-17s ", (long long)f->id, f->message_id,
-         f->type, f->error_class);
+  printf("%-6lld ", (long long)f->id);
+  {
+    /* An SQS event's id: any string, shown safe and cut to the column. */
+    size_t n = strlen(f->message_id);
+    cli_print_safe(stdout, f->message_id, n > 36 ? 36 : n);
+    printf("%*s%s ", n < 36 ? (int)(36 - n) : 0, "", n > 36 ? "~" : "");
+  }
+  printf("%-18s %-17s ", f->type, f->error_class);
   cli_print_safe(stdout, f->reason, strlen(f->reason));
   fputc('\n', stdout);
   return 0;

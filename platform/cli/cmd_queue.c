@@ -276,11 +276,12 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
       {"consume-queue-url", required_argument, NULL, 'c'},
       {"prefetch", required_argument, NULL, 'p'},
       {"visibility-timeout", required_argument, NULL, 'v'},
+      {"failures-to-sqs", no_argument, NULL, 'F'},
       {"help", no_argument, NULL, 'h'},
       CLI_PROVIDER_LONG_OPTIONS,
       CLI_SQS_LONG_OPTIONS,
       {NULL, 0, NULL, 0}};
-  int c, p, code, rc, until_idle = 0;
+  int c, p, code, rc, until_idle = 0, failures_to_sqs = 0;
   const char* consume_url = NULL;
   long long prefetch = 0;
   long long visibility = 0;  /* the queue's */
@@ -307,6 +308,7 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
       case 's': sync.source = optarg; break;
       case 'o': sync.ordered = 1; break;
       case 'c': consume_url = optarg; break;
+      case 'F': failures_to_sqs = 1; break;
       case CLI_OPT_SQS_ALLOW_HTTP: sync.sqs_allow_http = 1; break;
       case 'p':
         prefetch = cli_parse_count(optarg);
@@ -335,7 +337,8 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
                "              [--outbox-queue-url URL] [--source URI] "
                "[--ordered]\n"
                "              [--consume-queue-url URL] [--prefetch N]\n"
-               "              [--visibility-timeout SECONDS] [--sqs-allow-http]\n"
+               "              [--visibility-timeout SECONDS] [--failures-to-sqs]\n"
+               "              [--sqs-allow-http]\n"
                "              [--provider-url URL] [--provider-allow-http]\n"
                "              [--provider-no-idempotency] "
                "[--provider-no-lookup]\n"
@@ -356,6 +359,12 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
                "extends it by that much; 0 (the default) uses the queue's own\n"
                "VisibilityTimeout, read when the run starts (30 s, with a\n"
                "warning, if it can't be read).\n"
+               "--failures-to-sqs (or ONCEBOX_FAILURES_TO_SQS=1) leaves a\n"
+               "consumed message that fails for good (not a CloudEvent,\n"
+               "unrecoverable, retries exhausted, no handler) in SQS, undeleted,\n"
+               "so the queue's redrive policy moves it to its dead-letter queue\n"
+               "after maxReceiveCount receives; without it such a message goes\n"
+               "to the local failure store and is deleted from SQS.\n"
                "An http:// SQS endpoint (AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL,\n"
                "endpoint_url) is refused unless --sqs-allow-http (or\n"
                "ONCEBOX_SQS_ALLOW_HTTP=1) is given: a local test server only.\n"
@@ -392,7 +401,7 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
       (code = cli_enable_relay(e, &sync)) != 0 ||
       (code = cli_enable_consumer(e, consume_url, (int)prefetch,
                                   (int)visibility, until_idle,
-                                  sync.sqs_allow_http)) != 0) {
+                                  sync.sqs_allow_http, failures_to_sqs)) != 0) {
     ob_close(e);
     return code;
   }

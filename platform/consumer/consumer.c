@@ -39,6 +39,9 @@
 #include "core/consumer/consumer_tx.h"
 #include "core/relay/cloudevents.h"
 #include "core/util/errbuf.h"
+#include "core/util/json_write.h"
+#include "core/util/peer_text.h"
+#include "core/relay/relay_policy.h"
 #include "platform/aws/aws_config.h"
 #include "platform/consumer/consumer.h"
 #include "platform/consumer/consumer_int.h"
@@ -66,9 +69,14 @@ static int client_gone(const consumer_t* c) {
 }
 #define LINK(c) ((c)->w.link)
 
+/* What the consumer decides on, the FIFO fields, and AWS's X-Ray header:
+** all kept with the message (its headers). Not SenderId: it names the
+** producer's IAM principal, which a terminal's failure store has no use
+** for. */
 static const char* const k_system_attrs[] = {
     "ApproximateReceiveCount", "ApproximateFirstReceiveTimestamp",
-    "SentTimestamp"};
+    "SentTimestamp", "MessageGroupId", "MessageDeduplicationId",
+    "SequenceNumber", "AWSTraceHeader"};
 static const char* const k_all_attrs[] = {"All"};
 
 static void pump(consumer_t* c);
@@ -99,6 +107,8 @@ static void msg_free(msg_t* m) {
   free(m->sqs_id);
   free(m->receipt);
   free(m->body);
+  free(m->group_key);
+  free(m->sqs_headers);
   free(m);
 }
 
@@ -116,6 +126,21 @@ static msg_t* msg_new(consumer_t* c, const ob__sqs_message_t* s,
   if (s->body_len > 0) memcpy(m->body, s->body, s->body_len);
   m->body[s->body_len] = '\0';
   m->body_len = s->body_len;
+  if (c->fifo && s->group_id != NULL) {
+    size_t nu = strlen(c->queue_url), ng = strlen(s->group_id);
+    m->group_key = malloc(nu + ng + 2);
+    if (m->group_key == NULL) {
+      msg_free(m);
+      return NULL;
+    }
+    memcpy(m->group_key, c->queue_url, nu);
+    m->group_key[nu] = ' ';
+    memcpy(m->group_key + nu + 1, s->group_id, ng + 1);
+  }
+  if (ob__sqs_headers_json(s, NULL, 0, &m->sqs_headers) == OB_ENOMEM) {
+    msg_free(m);
+    return NULL;
+  }
   m->receive_count = s->receive_count > INT_MAX ? INT_MAX
                      : s->receive_count < 0   ? 0
                                               : (int)s->receive_count;
@@ -423,36 +448,89 @@ static void flush_visibility(consumer_t* c, uint64_t now) {
 
 /* ---- handling ------------------------------------------------------------ */
 
-/* {"sqsMessageId":"..."} for ids of safe characters (SQS's are UUIDs);
-** NULL-equivalent "" otherwise. */
-static const char* headers_json(const char* sqs_id, char* buf, size_t cap) {
-  size_t n = strlen(sqs_id);
-  if (n == 0 || n > 128 ||
-      strspn(sqs_id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                     "0123456789-_.:") != n)
-    return NULL;
-  ob__fmt(buf, cap, "{\"sqsMessageId\":\"%s\"}", sqs_id);
-  return buf;
-}
-
 static int attempts_of(const msg_t* m) {
   return m->receive_count > 1 ? m->receive_count - 1 : 0;
 }
 
 /* A body that is not a valid CloudEvent: the failure store, in one
-** transaction (core/consumer/consumer_tx.h). */
-static int store_invalid(consumer_t* c, const msg_t* m, const char* why,
-                         const char* headers) {
+** transaction (core/consumer/consumer_tx.h), with everything SQS said about
+** it (its attributes), so a person sees and can send again what arrived. */
+static int store_invalid(consumer_t* c, const msg_t* m, const char* why) {
   char id[OB_UUID_BUFLEN];
   int stored;
-  return ob__consumer_store_invalid(c->e, m->sqs_id, why, headers, m->body,
-                                    m->body_len, attempts_of(m), m->sent_ms,
-                                    id, &stored);
+  return ob__consumer_store_invalid(c->e, m->sqs_id, why, m->sqs_headers,
+                                    m->body, m->body_len, attempts_of(m),
+                                    m->sent_ms, id, &stored);
+}
+
+/* The headers a CloudEvent is handled with: its datacontenttype and trace
+** context under their CloudEvents names (core/engine/msg_context.h), then
+** what SQS said (m->sqs_headers). malloc'd; NULL when there is nothing to
+** say or out of memory (*oom). */
+static char* event_headers(const msg_t* m, const ob__cloudevent_t* ce,
+                           int* oom) {
+  const char* names[3] = {"datacontenttype", "traceparent", "tracestate"};
+  const char* values[3] = {ce->content_type,
+                           ce->traceparent[0] ? ce->traceparent : NULL,
+                           ce->tracestate[0] ? ce->tracestate : NULL};
+  const char* rest = m->sqs_headers;  /* "{...}" */
+  char* out = NULL;
+  for (int pass = 0; pass < 2; pass++) {
+    size_t n = 0;
+    int members = 0;
+    ob__json_put_raw(out, &n, "{");
+    for (int i = 0; i < 3; i++) {
+      if (values[i] == NULL) continue;
+      if (members++) ob__json_put_raw(out, &n, ",");
+      ob__json_put_str(out, &n, names[i], SIZE_MAX);
+      ob__json_put_raw(out, &n, ":");
+      ob__json_put_str(out, &n, values[i], SIZE_MAX);
+    }
+    if (rest != NULL && strcmp(rest, "{}") != 0) {
+      if (members++) ob__json_put_raw(out, &n, ",");
+      ob__json_put_raw(out, &n, rest + 1);
+    } else {
+      ob__json_put_raw(out, &n, "}");
+    }
+    if (members == 0) return NULL;
+    if (pass == 0) {
+      out = malloc(n + 1);
+      if (out == NULL) {
+        *oom = 1;
+        return NULL;
+      }
+    } else {
+      out[n] = '\0';
+    }
+  }
+  return out;
 }
 
 /* Other components (the relay) may have work: outbox rows committed. */
 static void kick_others(consumer_t* c) {
   ob__worker_kick_others(&c->w);
+}
+
+/* m did not settle (a retry, a failure left to SQS): on a FIFO queue, the
+** later messages of its group in hand must not overtake it. They go back
+** to SQS at once (visibility 0); SQS gives none of them out while m is in
+** flight, and then in order, after m. */
+static void hold_group(consumer_t* c, const msg_t* m) {
+  size_t n = 0;
+  if (m->group_key == NULL) return;
+  for (msg_t* o = m->next; o != NULL; o = o->next) {
+    if (o->state != M_NEW || o->group_key == NULL ||
+        strcmp(o->group_key, m->group_key) != 0)
+      continue;
+    o->state = M_VIS;
+    o->vis_s = 0;
+    n++;
+  }
+  if (n > 0)
+    ob__log(c->e, OB_LOG_DEBUG,
+            "sqs message %s did not settle: %zu later messages of its group "
+            "released to keep their order",
+            m->sqs_id, n);
 }
 
 /* One message, one transaction. Afterwards the message is M_DONE (to
@@ -463,15 +541,30 @@ static void handle_one(consumer_t* c, msg_t* m) {
   ob__cloudevent_t ce;
   ob__external_msg_t row;
   ob_batch_result_t res;
-  char why[256], hbuf[192];
-  const char* headers = headers_json(m->sqs_id, hbuf, sizeof hbuf);
+  char why[256], idtext[96];
+  char* headers = NULL;
   const char* outcome;
-  char* data = NULL;
   int64_t delay = -1;
-  int rc, vis;
+  int rc, vis, left = 0, oom = 0;
 
-  if (ob__cloudevent_decode(m->body, m->body_len, &ce, why, sizeof why) != 0) {
-    rc = store_invalid(c, m, why, headers);
+  rc = ob__cloudevent_decode(m->body, m->body_len, &ce, why, sizeof why);
+  if (rc == OB_ENOMEM) {
+    rc = ob__engine_seterr(e, OB_ENOMEM, "out of memory");
+    goto fail;
+  }
+  if (rc != 0) {
+    if (c->failures_to_sqs) {
+      /* Left as it is: its redrive policy moves it to the dead-letter
+      ** queue after maxReceiveCount receives. */
+      ob__log(e, OB_LOG_WARN,
+              "sqs message %s: invalid CloudEvent: %s; left in SQS for the "
+              "queue's redrive policy",
+              m->sqs_id, why);
+      hold_group(c, m);
+      msg_remove(c, m);
+      return;
+    }
+    rc = store_invalid(c, m, why);
     if (rc < 0) goto fail;
     ob__worker_storage_ok(&c->w);
     m->state = M_DONE;
@@ -481,34 +574,49 @@ static void handle_one(consumer_t* c, msg_t* m) {
             m->sqs_id);
     return;
   }
-  /* Handlers get a NUL-terminated body, as for queue rows. */
-  data = malloc(ce.data_len + 1);
-  if (data == NULL) {
+  /* Ids are any string a producer chose: logged escaped and short. */
+  ob__peer_text(ce.id, strlen(ce.id) > 64 ? 64 : strlen(ce.id), idtext,
+                sizeof idtext);
+  if (ce.trace_dropped)
+    ob__log(e, OB_LOG_DEBUG,
+            "sqs message %s (event %s): invalid trace context dropped",
+            m->sqs_id, idtext);
+  headers = event_headers(m, &ce, &oom);
+  if (oom) {
     rc = ob__engine_seterr(e, OB_ENOMEM, "out of memory");
     goto fail;
   }
-  memcpy(data, ce.data, ce.data_len);
-  data[ce.data_len] = '\0';
   memset(&row, 0, sizeof row);
   row.queue = OB__CONSUMER_QUEUE;
   row.message_id = ce.id;
   row.type = ce.type;
   row.headers = headers;
-  row.body = data;
+  row.body = ce.data;  /* NUL-terminated, as for queue rows */
   row.body_len = ce.data_len;
   row.attempts = attempts_of(m);
   row.created_at = m->sent_ms >= 0 ? m->sent_ms : ob__engine_now(e);
-  rc = ob__engine_handle_external(e, &row, &res, &delay);
-  free(data);
+  row.source = ce.source;
+  row.group_key = m->group_key;
+  row.failures_to_source = c->failures_to_sqs;
+  rc = ob__engine_handle_external(e, &row, &res, &delay, &left);
+  free(headers);
+  ob__cloudevent_free(&ce);
   if (rc < 0) goto fail;
   ob__worker_storage_ok(&c->w);
+  if (left) {
+    /* Failed for good, nothing stored: SQS keeps it (see above). */
+    hold_group(c, m);
+    msg_remove(c, m);
+    return;
+  }
   if (res.retried > 0) {
+    hold_group(c, m);
     vis = ob__consumer_retry_visibility_s(delay, budget_s(c, m));
     if (vis < 0) {
       ob__log(e, OB_LOG_INFO,
               "sqs message %s (event %s): retry; the 12 h visibility limit "
               "is reached, it comes back when its visibility ends",
-              m->sqs_id, ce.id);
+              m->sqs_id, idtext);
       msg_remove(c, m);
       return;
     }
@@ -516,29 +624,31 @@ static void handle_one(consumer_t* c, msg_t* m) {
     m->vis_s = vis;
     ob__log(e, OB_LOG_DEBUG,
             "sqs message %s (event %s): retry, invisible for %d s", m->sqs_id,
-            ce.id, vis);
+            idtext, vis);
     return;
   }
-  /* Waiting for an effect: it is now a local queue row, committed, so SQS
-  ** can forget it like a handled one. */
+  /* Waiting for an effect, or behind its group: it is now a local queue
+  ** row, committed, so SQS can forget it like a handled one. */
   outcome = res.handled      ? "handled"
             : res.duplicates ? "duplicate"
-            : res.waiting    ? "waiting for an effect in the local queue"
+            : res.waiting    ? "queued locally (an effect, or its group)"
                              : "in the failure store";
   m->state = M_DONE;
   /* Tests stop a worker on this line: after COMMIT, before the delete. */
   ob__log(e, OB_LOG_DEBUG, "sqs message %s (event %s): %s, committed; deleting",
-          m->sqs_id, ce.id, outcome);
+          m->sqs_id, idtext, outcome);
   if (res.handled > 0 || res.waiting > 0) kick_others(c);
   return;
 
 fail:
+  ob__cloudevent_free(&ce);
   /* Nothing was committed: leave the message to SQS, it comes back after
   ** its visibility timeout (no longer extended). Pause handling for a
   ** while, as the runner does after a failed batch. */
   ob__log(e, OB_LOG_ERROR,
           "sqs message %s: handling failed, left to SQS: %s: %s", m->sqs_id,
           ob_strerror(rc), ob_errmsg(e));
+  hold_group(c, m);
   msg_remove(c, m);
   c->pause_until = mono_ms() + (uint64_t)ob__worker_storage_failed(&c->w);
 }
@@ -928,6 +1038,8 @@ int ob__consumer_enable_env(ob_engine_t* e, const ob_consumer_options_t* o,
   c->wait_s = o->wait_seconds;
   c->prefetch = o->prefetch;
   c->vt_cfg = o->visibility_timeout_s;
+  c->fifo = ob__relay_queue_is_fifo(c->queue_url);
+  c->failures_to_sqs = o->failures_to_sqs != 0;
   rc = ob__aws_config_load(&c->aws, getenv_fn, env_ctx, NULL, err, sizeof err);
   if (rc < 0) {
     /* Every configuration problem is the caller's to fix: OB_EINVAL. */

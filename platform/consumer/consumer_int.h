@@ -41,6 +41,11 @@ typedef struct msg_s {
   char* receipt;
   char* body;                 /* NUL-terminated copy */
   size_t body_len;
+  char* group_key;            /* FIFO: queue URL, space, MessageGroupId;
+                              ** NULL on a standard queue */
+  char* sqs_headers;          /* what SQS said besides the body
+                              ** (ob__sqs_headers_json); NULL if it could
+                              ** not be rendered */
 } msg_t;
 
 typedef struct batch_s {
@@ -67,6 +72,8 @@ typedef struct consumer_s {
   int wait_s;
   int prefetch;
   int vt_cfg;                 /* visibility_timeout_s: 0 = the queue's */
+  int fifo;                   /* the queue is FIFO: per-group order */
+  int failures_to_sqs;        /* leave failures to the redrive policy */
   ob__aws_config_t aws;       /* kept for a later re-attach; wiped at
                               ** destroy */
 

@@ -321,6 +321,8 @@ static void relay_run(ob__worker_t* w) {
     ev.payload = r->rows[i].payload;
     ev.payload_len = r->rows[i].payload_len;
     ev.created_at_ms = r->rows[i].created_at;
+    ev.traceparent = r->rows[i].traceparent;
+    ev.tracestate = r->rows[i].tracestate;
     r->bodies[i] = ob__cloudevent_encode(&ev, r->source, NULL);
     if (r->bodies[i] == NULL) {
       ob__log(e, OB_LOG_ERROR, "relay: out of memory");

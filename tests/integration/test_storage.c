@@ -100,6 +100,90 @@ static void test_newer_schema_refused(void** state) {
   "ALTER TABLE outbox_event DROP COLUMN clock_ref;"                       \
   "ALTER TABLE effect DROP COLUMN clock_ref;"
 
+/* What migration 9 -> 10 (foreign events' identity, FIFO groups, trace
+** context) added, undone: processed_message back to its old key. */
+#define UNDO_V10                                                              \
+  "DROP TRIGGER queue_group_release; DROP INDEX queue_group;"                 \
+  "ALTER TABLE queue DROP COLUMN source;"                                     \
+  "ALTER TABLE queue DROP COLUMN group_key;"                                  \
+  "ALTER TABLE failed_message DROP COLUMN source;"                            \
+  "ALTER TABLE outbox_event DROP COLUMN traceparent;"                         \
+  "ALTER TABLE outbox_event DROP COLUMN tracestate;"                          \
+  "DROP TABLE event_source;"                                                  \
+  "CREATE TABLE pm9 (consumer_name TEXT NOT NULL, message_id TEXT NOT NULL,"  \
+  " processed_at INTEGER NOT NULL, PRIMARY KEY (consumer_name, message_id))"  \
+  " STRICT, WITHOUT ROWID;"                                                   \
+  "INSERT INTO pm9 SELECT consumer_name, message_id, processed_at FROM"       \
+  " processed_message; DROP TABLE processed_message;"                         \
+  "ALTER TABLE pm9 RENAME TO processed_message;"                              \
+  "CREATE INDEX processed_message_age ON processed_message(processed_at);"
+
+static int seen_handler(ob_tx_t* tx, const ob_message_t* m, void* arg) {
+  (void)tx;
+  (void)m;
+  (*(int*)arg)++;
+  return OB_DONE;
+}
+
+/* A version-9 database keyed dedup records on the id alone (a lower-case
+** UUID). After the migration such a record still stands for its event:
+** redelivered from SQS with any source, or with its UUID in capitals, or
+** queued locally, it is a duplicate; new events key on (source, id). Once
+** retention removed the old records, claims stop looking for them. */
+static void test_migrates_version_9(void** state) {
+  fixture_t* f = fx_new(1);
+  ob_batch_result_t res;
+  int64_t delay;
+  int left, runs = 0;
+  const char* old_id = "0190b6d8-3ae7-7ca2-a653-00000000002a";
+  (void)state;
+  ob_close(f->e);
+  f->e = NULL;
+  set_user_version(f->db_path, UNDO_V10 "PRAGMA user_version=9;"
+                   "INSERT INTO processed_message VALUES ('c1',"
+                   " '0190b6d8-3ae7-7ca2-a653-00000000002a', 1000);");
+  fx_open(f);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM processed_message WHERE"
+                               " source_ref = -1"),
+                   1);
+  assert_int_equal(f->e->dedup_legacy, 1);
+  assert_int_equal(ob_register(f->e, "T", "c1", seen_handler, &runs), 0);
+  {
+    ob__queue_row_t r;
+    memset(&r, 0, sizeof r);
+    r.queue = (char*)"sqs";
+    r.type = (char*)"T";
+    r.body = (char*)"{}";
+    r.body_len = 2;
+    r.created_at = FX_T0;
+    r.source = (char*)"urn:any";
+    r.message_id = (char*)"0190B6D8-3AE7-7CA2-A653-00000000002A";
+    assert_int_equal(ob__handle_external(f->e, &r, 0, &res, &delay, &left), 0);
+    assert_int_equal(res.duplicates, 1);
+    r.message_id = (char*)old_id;
+    r.source = (char*)"urn:other";
+    assert_int_equal(ob__handle_external(f->e, &r, 0, &res, &delay, &left), 0);
+    assert_int_equal(res.duplicates, 1);
+    /* A new event: handled. */
+    r.message_id = (char*)"42";
+    assert_int_equal(ob__handle_external(f->e, &r, 0, &res, &delay, &left), 0);
+    assert_int_equal(res.handled, 1);
+  }
+  assert_int_equal(fx_enqueue(f, "T", old_id, "{}"), 0);
+  fx_drain(f);
+  assert_int_equal(runs, 1);
+  /* Retention removes the old record: the next open stops probing. */
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM processed_message"), 2);
+  ob_close(f->e);
+  f->e = NULL;
+  set_user_version(f->db_path,
+                   "DELETE FROM processed_message WHERE source_ref = -1");
+  fx_open(f);
+  assert_int_equal(f->e->dedup_legacy, 0);
+  fx_free(f);
+}
+
 /* A version-5 database gains the outbox sweep mark, empty: nothing was
 ** deleted before it existed that the checks could now excuse. */
 static void test_migrates_version_5(void** state) {
@@ -107,7 +191,7 @@ static void test_migrates_version_5(void** state) {
   (void)state;
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 "PRAGMA user_version=5");
+  set_user_version(f->db_path, UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 "PRAGMA user_version=5");
   fx_open(f);
   assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM retention_swept"), 0);
@@ -122,7 +206,7 @@ static void test_migrates_version_6(void** state) {
   (void)state;
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V9 UNDO_V8 UNDO_V7 "PRAGMA user_version=6");
+  set_user_version(f->db_path, UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 "PRAGMA user_version=6");
   fx_open(f);
   assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM pragma_table_info("
@@ -168,7 +252,7 @@ static void test_migrates_version_7(void** state) {
   ob__relay_row_free(&row);
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V9 UNDO_V8 "PRAGMA user_version=7");
+  set_user_version(f->db_path, UNDO_V10 UNDO_V9 UNDO_V8 "PRAGMA user_version=7");
   fake_clock_advance(&f->clock, -24LL * 3600 * 1000);
   fx_open(f);
   assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
@@ -201,7 +285,7 @@ static void test_migrates_version_3(void** state) {
   fx_drain(f);
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 "PRAGMA user_version=3");
+  set_user_version(f->db_path, UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 "PRAGMA user_version=3");
   assert_int_equal(fx_count(f, "SELECT count(*) FROM sqlite_schema WHERE name ="
                                " 'outbox_unpublished_type'"),
                    0);
@@ -234,7 +318,7 @@ static void test_migrates_version_2(void** state) {
   fx_enqueue(f, "Nobody", fx_event(2, id), "{}");
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 UNDO_V3
+  set_user_version(f->db_path, UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 UNDO_V3
                    "PRAGMA user_version=2");
   fx_open(f);
   assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
@@ -258,7 +342,7 @@ static void test_migrates_version_1(void** state) {
   fx_drain(f);
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 UNDO_V3
+  set_user_version(f->db_path, UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 UNDO_V3
                    "DROP INDEX outbox_unpublished_aggregate;"
                    "DROP TABLE relay_status; PRAGMA user_version=1");
   assert_int_equal(fx_count(f, "PRAGMA user_version"), 1);
@@ -689,6 +773,7 @@ int main(void) {
       cmocka_unit_test(test_newer_schema_refused),
       cmocka_unit_test(test_migrates_version_1),
       cmocka_unit_test(test_migrates_version_6),
+      cmocka_unit_test(test_migrates_version_9),
       cmocka_unit_test(test_migrates_version_5),
       cmocka_unit_test(test_migrates_version_3),
       cmocka_unit_test(test_migrates_version_2),
