@@ -70,7 +70,7 @@
 //   * ReceiveRequestAttemptId: a retry within 5 minutes returns the same
 //     messages and receipt handles and resets their visibility timeout, as long
 //     as none was deleted, had its visibility changed or was received by
-//     another call; the retry does not count as another receive [API-Receive].
+//     another call [API-Receive].
 //   * Attributes: ApproximateReceiveCount (counts across queues, so it goes on
 //     in the DLQ), ApproximateFirstReceiveTimestamp, SentTimestamp (ms),
 //     SenderId, MessageGroupId, MessageDeduplicationId, SequenceNumber,
@@ -85,8 +85,7 @@
 //   * MD5OfMessageBody / MD5OfBody: MD5 of the body's UTF-8 bytes;
 //     MD5OfMessageAttributes (and ...SystemAttributes): the encoding of
 //     core/sqs/sqs_md5.c (names sorted; length-prefixed name, type, then 1 +
-//     text or 2 + bytes), over the attributes returned. A duplicate send
-//     answers the MD5s of what that request sent.
+//     text or 2 + bytes), over the attributes returned.
 //   * Long polling (WaitTimeSeconds or ReceiveMessageWaitTimeSeconds, 0-20):
 //     returns as soon as something is receivable.
 //   * Errors as [DG-json-errors]: HTTP status, {"__type":"com.amazonaws.sqs#X",
@@ -110,7 +109,15 @@
 //     up to 60 s; PurgeQueue up to 60 s), QueueDeletedRecently.
 //   * RedriveAllowPolicy enforcement, KMS, Policy (stored, not applied).
 //   * Queue URLs: looked up by the last path segment only (any host works).
-// Undocumented choices are said so where they are made.
+// Undocumented, chosen here:
+//   * The receive that moves a message to the DLQ does not count as a
+//     receive, so its first receive from the DLQ shows maxReceiveCount + 1
+//     (fauxqs shows + 2).
+//   * A ReceiveRequestAttemptId retry does not count as another receive.
+//   * PurgeQueue keeps the deduplication IDs of the purged messages.
+//   * A duplicate send answers the first message's MessageId and
+//     SequenceNumber with the MD5s of the body it sent (the SDK checks them).
+//   * SenderId is the account ID.
 import crypto from 'node:crypto';
 import http from 'node:http';
 import { pathToFileURL } from 'node:url';
