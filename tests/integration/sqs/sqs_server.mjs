@@ -5,9 +5,21 @@
 //   node sqs_server.mjs PKI_DIR ACCESS_KEY_ID SECRET_ACCESS_KEY [REGION]
 //   env OB_SQS_SESSION_TOKEN   expected X-Amz-Security-Token (optional)
 //   env OB_INTEROP_DIR         folder with node_modules (default ../../interop)
+//   env OB_SQS_BACKEND         what answers the SQS requests behind the
+//                              terminator:
+//     fauxqs      (default, also when unset) fauxqs 1.9.2, as always
+//     fifo-rules  fifo_sqs.mjs (next to this file): our in-memory SQS that
+//                 follows AWS's documented FIFO rules (fauxqs returns one
+//                 message per group per receive; real SQS as many of one
+//                 group as it can). fauxqs is then not loaded at all.
+//                 Everything else is the same: SigV4 check, faults, REQ
+//                 lines, ports, /_test/create. The FAUXQS line then gives
+//                 the plain-HTTP port of fifo_sqs.mjs (same queues, no SigV4
+//                 check, no faults, no REQ lines), and /_test/clock exists.
 //
 // stdout, one line per event (the C tests read it):
-//   FAUXQS <port>                         fauxqs listening (plain HTTP)
+//   BACKEND fifo-rules                    first line, with that backend only
+//   FAUXQS <port>                         the backend listening (plain HTTP)
 //   PORT <port>                           the TLS terminator listening
 //   REQ <target> <status> <sig>           an SQS request answered; sig is
 //                                         ok | bad | expired | unknown-key | none
@@ -25,6 +37,9 @@
 //                             echo (an error echoing the request headers)
 //   POST /_test/clear                               drop queued faults
 //   GET  /_test/stats                               {"requests","sigBad",...}
+//   POST /_test/clock  {"advanceMs"}                fifo-rules only: move the
+//                       model's clock (visibility, delays, the 5-minute
+//                       deduplication interval); signatures keep real time
 // Everything listens on 127.0.0.1 only. Node core modules plus the two
 // npm packages pinned in tests/interop/package.json.
 import fs from 'node:fs';
@@ -39,8 +54,11 @@ const interop = process.env.OB_INTEROP_DIR || path.resolve(here, '../../interop'
 const require = createRequire(path.join(interop, 'package.json'));
 const { SignatureV4 } = require('@smithy/signature-v4');
 const { Sha256 } = require('@aws-crypto/sha256-js');
-const { buildApp } = await import(
-  pathToFileURL(path.join(interop, 'node_modules/fauxqs/dist/app.js')).href);
+const backend = process.env.OB_SQS_BACKEND || 'fauxqs';
+if (backend !== 'fauxqs' && backend !== 'fifo-rules') {
+  console.error(`sqs_server.mjs: OB_SQS_BACKEND must be fauxqs or fifo-rules, not ${backend}`);
+  process.exit(2);
+}
 
 const [pkiDir, accessKeyId, secretAccessKey, regionArg] = process.argv.slice(2);
 if (!pkiDir || !accessKeyId || !secretAccessKey) {
@@ -51,10 +69,25 @@ const region = regionArg || 'us-east-1';
 const sessionToken = process.env.OB_SQS_SESSION_TOKEN || undefined;
 const log = (s) => process.stdout.write(s + '\n');
 
-// ---- fauxqs, loopback only ---------------------------------------------------
-const app = buildApp({ logger: false });
-await app.listen({ port: 0, host: '127.0.0.1' });
-const fport = app.server.address().port;
+// ---- the backend, loopback only -----------------------------------------------
+if (backend !== 'fauxqs') log(`BACKEND ${backend}`);
+let app = null;   // fauxqs (fastify)
+let fifo = null;  // fifo_sqs.mjs model, and its plain-HTTP server
+let plain = null;
+let fport;
+if (backend === 'fauxqs') {
+  const { buildApp } = await import(
+    pathToFileURL(path.join(interop, 'node_modules/fauxqs/dist/app.js')).href);
+  app = buildApp({ logger: false });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  fport = app.server.address().port;
+} else {
+  const { createSqsModel } = await import(pathToFileURL(path.join(here, 'fifo_sqs.mjs')).href);
+  fifo = createSqsModel({ region });
+  plain = http.createServer(fifo.httpHandler);
+  await new Promise((ok) => plain.listen(0, '127.0.0.1', ok));
+  fport = plain.address().port;
+}
 log(`FAUXQS ${fport}`);
 
 // ---- SigV4 verification ------------------------------------------------------
@@ -122,33 +155,44 @@ function sqsError(res, status, code, message, query, extra = {}) {
   res.end(body);
 }
 
-function forward(req, body, res, target, sig, loseReply) {
-  const up = http.request({
-    host: '127.0.0.1', port: fport, method: req.method, path: req.url,
-    headers: { ...req.headers, 'content-length': body.length },
-  }, (ur) => {
-    const chunks = [];
-    ur.on('data', (c) => chunks.push(c));
-    ur.on('end', () => {
-      const b = Buffer.concat(chunks);
-      if (loseReply) {   // applied by fauxqs, the reply never arrives
-        log(`FAULT ${target} lost-reply ${ur.statusCode}`);
-        req.socket.destroy();
-        return;
-      }
-      const h = {};
-      for (const [k, v] of Object.entries(ur.headers))
-        if (!['connection', 'keep-alive', 'transfer-encoding', 'content-length'].includes(k)) h[k] = v;
-      h['content-length'] = b.length;
-      // Logged before the answer leaves, so a test that has the answer
-      // also finds the line.
-      log(`REQ ${target} ${ur.statusCode} ${sig}`);
-      res.writeHead(ur.statusCode, h);
-      res.end(b);
+// The backend's answer to one request: {statusCode, headers, body (Buffer)}.
+function upstream(req, body) {
+  if (fifo) {
+    return fifo.dispatch(req.headers['x-amz-target'], body, { baseUrl: `https://${req.headers.host}` })
+      .then((r) => ({ statusCode: r.status, headers: r.headers, body: Buffer.from(r.body) }));
+  }
+  return new Promise((resolve, reject) => {
+    const up = http.request({
+      host: '127.0.0.1', port: fport, method: req.method, path: req.url,
+      headers: { ...req.headers, 'content-length': body.length },
+    }, (ur) => {
+      const chunks = [];
+      ur.on('data', (c) => chunks.push(c));
+      ur.on('end', () => resolve({ statusCode: ur.statusCode, headers: ur.headers, body: Buffer.concat(chunks) }));
     });
+    up.on('error', reject);
+    up.end(body);
   });
-  up.on('error', (e) => { sqsError(res, 500, 'InternalFailure', String(e), null); });
-  up.end(body);
+}
+
+function forward(req, body, res, target, sig, loseReply) {
+  upstream(req, body).then((ur) => {
+    const b = ur.body;
+    if (loseReply) {   // applied by the backend, the reply never arrives
+      log(`FAULT ${target} lost-reply ${ur.statusCode}`);
+      req.socket.destroy();
+      return;
+    }
+    const h = {};
+    for (const [k, v] of Object.entries(ur.headers))
+      if (!['connection', 'keep-alive', 'transfer-encoding', 'content-length'].includes(k)) h[k] = v;
+    h['content-length'] = b.length;
+    // Logged before the answer leaves, so a test that has the answer
+    // also finds the line.
+    log(`REQ ${target} ${ur.statusCode} ${sig}`);
+    res.writeHead(ur.statusCode, h);
+    res.end(b);
+  }, (e) => { sqsError(res, 500, 'InternalFailure', String(e), null); });
 }
 
 function control(req, body, res) {
@@ -164,6 +208,17 @@ function control(req, body, res) {
   if (req.url === '/_test/fault') {
     for (let i = 0; i < (arg.count ?? 1); i++) faults.push(arg);
     return json(200, { pending: faults.length });
+  }
+  if (req.url === '/_test/clock') {
+    if (!fifo) return json(404, { error: '/_test/clock needs OB_SQS_BACKEND=fifo-rules' });
+    fifo.advance(Number(arg.advanceMs) || 0);
+    return json(200, { now: fifo.clock() });
+  }
+  if (req.url === '/_test/create' && fifo) {
+    const b = Buffer.from(JSON.stringify({ QueueName: arg.QueueName, Attributes: arg.Attributes || {} }));
+    fifo.dispatch('AmazonSQS.CreateQueue', b, { baseUrl: `https://${req.headers.host}` })
+      .then((r) => json(r.status, JSON.parse(r.body)));
+    return undefined;
   }
   if (req.url === '/_test/create') {
     // CreateQueue the way a signed client would reach it: the region comes
@@ -239,6 +294,11 @@ const tls = https.createServer({
 });
 tls.listen(0, '127.0.0.1', () => log(`PORT ${tls.address().port}`));
 
-const stop = () => { tls.close(); app.close().finally(() => process.exit(0)); setTimeout(() => process.exit(0), 500).unref(); };
+const stop = () => {
+  tls.close();
+  if (plain) plain.close();
+  (app ? app.close() : Promise.resolve()).finally(() => process.exit(0));
+  setTimeout(() => process.exit(0), 500).unref();
+};
 process.on('SIGTERM', stop);
 process.on('SIGINT', stop);

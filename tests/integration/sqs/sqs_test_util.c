@@ -48,8 +48,14 @@ const char* sq_skip_reason(void) {
 }
 
 int sq_server_start(sq_server_t* s, const char* tag, const char* token) {
+  return sq_server_start_backend(s, tag, token, NULL);
+}
+
+int sq_server_start_backend(sq_server_t* s, const char* tag,
+                            const char* token, const char* backend) {
   const char* src = getenv("OB_SOURCE_DIR");
   char script[4200];
+  char* saved = NULL;
   char* out;
   memset(s, 0, sizeof *s);
   s->dir = ts_mkdtemp(tag);
@@ -63,6 +69,12 @@ int sq_server_start(sq_server_t* s, const char* tag, const char* token) {
            src);
   if (token != NULL) setenv("OB_SQS_SESSION_TOKEN", token, 1);
   else unsetenv("OB_SQS_SESSION_TOKEN");
+  if (backend != NULL) {
+    /* Named for this server only: the caller's OB_SQS_BACKEND comes back. */
+    const char* was = getenv("OB_SQS_BACKEND");
+    if (was != NULL) saved = strdup(was);
+    setenv("OB_SQS_BACKEND", backend, 1);
+  }
   out = ts_path(s->dir, "server.out");
   {
     const char* argv[] = {"node", script, s->pki, SQ_AKID, SQ_SECRET,
@@ -71,6 +83,11 @@ int sq_server_start(sq_server_t* s, const char* tag, const char* token) {
   }
   free(out);
   unsetenv("OB_SQS_SESSION_TOKEN");
+  if (backend != NULL) {
+    if (saved != NULL) setenv("OB_SQS_BACKEND", saved, 1);
+    else unsetenv("OB_SQS_BACKEND");
+    free(saved);
+  }
   if (s->proc == NULL) return -1;
   s->port = ht_wait_number(s->proc, "PORT ", 20000);
   if (s->port <= 0) {

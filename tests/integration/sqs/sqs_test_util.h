@@ -25,9 +25,10 @@ typedef struct sq_server_s {
   ht_proc_t* proc;
   int port;           /* TLS terminator on 127.0.0.1 */
   char endpoint[64];  /* "https://sqs.test:PORT" */
-  /* fauxqs itself, plain HTTP on 127.0.0.1 (no SigV4 check, no faults):
-  ** for the plain-HTTP opt-in tests. Queues are the same; use the QueueUrl
-  ** sq_create_queue returned (fauxqs 1.9.2 matches it exactly). */
+  /* fauxqs itself (or fifo_sqs.mjs with the fifo-rules backend), plain HTTP
+  ** on 127.0.0.1 (no SigV4 check, no faults): for the plain-HTTP opt-in
+  ** tests. Queues are the same; use the QueueUrl sq_create_queue returned
+  ** (fauxqs 1.9.2 matches it exactly). */
   int fauxqs_port;
   char plain_endpoint[64];  /* "http://127.0.0.1:FAUXQS_PORT" */
 } sq_server_t;
@@ -37,8 +38,16 @@ typedef struct sq_server_s {
 const char* sq_skip_reason(void);
 
 /* Generate a PKI and start sqs_server.mjs expecting credentials SQ_AKID /
-** SQ_SECRET (and session_token if not NULL). 0 or -1 (output printed). */
+** SQ_SECRET (and session_token if not NULL). 0 or -1 (output printed).
+** The backend is whatever OB_SQS_BACKEND says (fauxqs when unset), so
+** `OB_SQS_BACKEND=fifo-rules ctest ...` runs a test against fifo_sqs.mjs. */
 int sq_server_start(sq_server_t* s, const char* tag, const char* session_token);
+/* The same with the backend named: "fauxqs", "fifo-rules" (fifo_sqs.mjs: the
+** AWS FIFO receive rules), or NULL for sq_server_start's choice. With
+** fifo-rules, fauxqs_port / plain_endpoint are fifo_sqs.mjs on plain HTTP
+** (the same queues; no SigV4 check, no faults, no REQ lines). */
+int sq_server_start_backend(sq_server_t* s, const char* tag,
+                            const char* session_token, const char* backend);
 void sq_server_stop(sq_server_t* s);
 
 /* POST a test route (/_test/...) with a JSON body; returns the response
