@@ -25,7 +25,9 @@
 #include "core/consumer/consumer_policy.h"
 #include "platform/consumer/consumer_int.h"
 
-static const char* const k_vt_attr[] = {"VisibilityTimeout"};
+/* With failures_to_sqs, RedrivePolicy too: without one, a message left
+** in SQS comes back forever. */
+static const char* const k_vt_attr[] = {"VisibilityTimeout", "RedrivePolicy"};
 static const char* const k_count_attrs[] = {
     "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
     "ApproximateNumberOfMessagesDelayed"};
@@ -37,7 +39,8 @@ void ob__consumer_queue_start(consumer_t* c) {
   if (c->vt_cfg > 0) {
     c->vt_s = c->vt_cfg;
     c->vt_source = OB_CONSUMER_VT_CONFIGURED;
-    c->vt_read = VT_READ_NONE;
+    /* Read anyway for the RedrivePolicy (the configured one stays). */
+    c->vt_read = c->failures_to_sqs ? VT_READ_PENDING : VT_READ_NONE;
   } else {
     /* In force until the queue's is read (a receive never goes out before
     ** that, unless the read could not reach SQS). */
@@ -76,6 +79,21 @@ static void on_visibility_attr(ob__sqs_req_t* req, int status) {
 
   c->attrs_inflight = 0;
   if (status == OB_ECANCELED) goto out;  /* closing */
+  if (status == 0 && c->failures_to_sqs &&
+      ob__sqs_attr_get(&req->attrs, "RedrivePolicy") == NULL)
+    ob__log(e, OB_LOG_WARN,
+            "sqs consumer: failures are left in SQS, but the queue has no "
+            "RedrivePolicy: a message that fails for good comes back "
+            "forever; give the queue a dead-letter queue");
+  if (c->vt_cfg > 0) {
+    /* Read for the RedrivePolicy only: the configured visibility stays,
+    ** and a failed read is not tried again (the receive shows what is
+    ** wrong with SQS). */
+    if (status == 0 && ob__worker_link_ok(&c->w))
+      ob__log(e, OB_LOG_INFO, "sqs consumer: online again");
+    c->vt_read = VT_READ_NONE;
+    goto out;
+  }
   if (status == 0) {
     if (ob__worker_link_ok(&c->w))
       ob__log(e, OB_LOG_INFO, "sqs consumer: online again");
@@ -242,7 +260,8 @@ static int send_attrs(consumer_t* c, int counts) {
         sizeof k_count_attrs / sizeof k_count_attrs[0], on_counts);
   else
     rc = ob__sqs_get_queue_attributes(c->client, &c->attrs, c->queue_url,
-                                      k_vt_attr, 1, on_visibility_attr);
+                                      k_vt_attr, c->failures_to_sqs ? 2 : 1,
+                                      on_visibility_attr);
   if (rc < 0) {
     ob__log(c->e, OB_LOG_WARN,
             "sqs consumer: cannot send GetQueueAttributes: %s (%s)",

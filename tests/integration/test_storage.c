@@ -4,6 +4,7 @@
 #include "oncebox_charge.h"
 #include "oncebox_payout.h"
 
+#include "core/engine/engine_int.h"
 #include "core/relay/relay_tx.h"
 #include "storage/store.h"
 

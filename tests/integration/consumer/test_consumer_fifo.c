@@ -109,8 +109,11 @@ static int sale(ob_tx_t* tx, const ob_message_t* m, void* arg) {
     if (s->act == ACT_RETRY) return ob_tx_retry(tx, 1000, "not yet");
     if (s->act == ACT_UNRECOVERABLE) return ob_tx_fail(tx, "bad sale");
   }
+  /* ob_tx_exec counts the rows it changed. */
   return ob_tx_exec(tx, "INSERT INTO seen(id, attempts) VALUES (?, ?)", v, 2,
-                    NULL, NULL);
+                    NULL, NULL) < 0
+             ? OB_EIO
+             : OB_DONE;
 }
 
 static void log_cb(void* ctx, ob_log_level_t level, const char* msg) {
