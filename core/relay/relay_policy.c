@@ -1,5 +1,9 @@
 #include "core/relay/relay_policy.h"
 
+#include "core/util/errbuf.h"
+#include "core/util/uri_ref.h"
+
+#include <stdio.h>
 #include <string.h>
 
 #include "core/util/assert.h"
@@ -32,3 +36,27 @@ int64_t ob__relay_row_backoff(int64_t base_ms, int64_t cap_ms, int attempt,
   return ob__retry_jitter(&p, ob__retry_base_delay(&p, attempt), c);
 }
 
+
+int ob__relay_source_check(const char* source, char* err, size_t errlen) {
+  char why[160];
+  if (source == NULL || source[0] == '\0')
+    return ob__errbuf_set(err, errlen, OB_EINVAL,
+                          "the CloudEvents source is empty");
+  if (ob__uri_reference_check(source, strlen(source), why, sizeof why) != 0)
+    return ob__errbuf_set(err, errlen, OB_EINVAL,
+                          "the CloudEvents source must be a URI-reference "
+                          "(RFC 3986): %s",
+                          why);
+  return 0;
+}
+
+void ob__relay_default_source(const char* host, char* out, size_t cap) {
+  size_t n;
+  snprintf(out, cap, "urn:oncebox:%s", host);
+  /* A host name is letters, digits, '-' and '.'; anything else a
+  ** misconfigured one holds becomes '-'. */
+  for (n = 12; out[n] != '\0'; n++)
+    if (!((out[n] >= 'a' && out[n] <= 'z') || (out[n] >= 'A' && out[n] <= 'Z') ||
+          (out[n] >= '0' && out[n] <= '9') || out[n] == '-' || out[n] == '.'))
+      out[n] = '-';
+}

@@ -11,6 +11,19 @@
 
 #include "core/sqs/sqs.h"  /* OB__SQS_MAX_BATCH_ENTRIES, _BYTES */
 
+/*
+** The CloudEvents source the relay publishes under: CloudEvents requires a
+** non-empty URI-reference (RFC 3986), and the official SDKs refuse every
+** event of a source that is not one. Returns 0, or OB_EINVAL with a
+** sentence naming the offending byte in err. This function can't fail
+** otherwise.
+*/
+int ob__relay_source_check(const char* source, char* err, size_t errlen);
+
+/* A source for this host: "urn:oncebox:" and host, any byte of it that a
+** URN may not hold as '-'. out needs strlen(host) + 13 bytes. */
+void ob__relay_default_source(const char* host, char* out, size_t cap);
+
 /* 1 if the queue URL names a FIFO queue (its name ends in ".fifo"). */
 int ob__relay_queue_is_fifo(const char* queue_url);
 

@@ -487,6 +487,9 @@ int ob_relay_enable(ob_engine_t* e, const ob_relay_options_t* o, char* errbuf,
                                                : default_priority,
                              errbuf, errlen);
   if (npriority < 0) return npriority;
+  if (o->source != NULL &&
+      (rc = ob__relay_source_check(o->source, errbuf, errlen)) < 0)
+    return rc;
   r = calloc(1, sizeof *r);
   if (r == NULL) return OB_ENOMEM;
   r->opts = *o;
@@ -503,7 +506,7 @@ int ob_relay_enable(ob_engine_t* e, const ob_relay_options_t* o, char* errbuf,
   if (o->source == NULL) {
     if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "terminal");
     host[sizeof host - 1] = '\0';
-    snprintf(source, sizeof source, "urn:oncebox:%s", host);
+    ob__relay_default_source(host, source, sizeof source);
   }
   r->queue_url = strdup(o->queue_url);
   r->source = strdup(o->source ? o->source : source);
