@@ -273,6 +273,15 @@ cat >>"$work/dict/cloudevent.dict" <<'EOF'
 "datacontenttype"
 "application/json"
 "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
+"subject"
+"text/plain"
+"application/cloudevents+json"
+"AAEC/w=="
+"urn:x"
+"traceparent"
+"tracestate"
+"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+"rojo=00f067aa0ba902b7"
 EOF
 cat "$work/dict/json.dict" >"$work/dict/ndjson_envelope.dict"
 cat >>"$work/dict/ndjson_envelope.dict" <<'EOF'
