@@ -70,8 +70,9 @@ typedef struct ob__cloudevent_s {
 ** string that ob__traceparent_parse accepts is kept in its version-00 form;
 ** ^a "tracestate" string is kept when ob__tracestate_valid accepts it and
 ** the traceparent was kept (an empty one is taken as absent). ^Anything else
-** present in those two members is dropped and sets trace_dropped: never a
-** reason to refuse the event.
+** present in those two members is dropped and sets trace_dropped, ^as is
+** the trace context when either member appears twice: never a reason to
+** refuse the event.
 **
 ** ^Returns 0 (reason set to "" when reason_len > 0); ^-1 (OB_EINVAL) with a
 ** specific reason when the body can never be handled; ^OB_ENOMEM when out
