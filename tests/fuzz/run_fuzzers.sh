@@ -31,7 +31,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 all_targets=(http_response http_url sqs_response sigv4 json_check
              payment_captured uuid charge_order cloudevent aws_config
-             ndjson_envelope)
+             ndjson_envelope uri_ref)
 
 # Known open bugs, tolerated so that a run keeps looking for new ones. Each
 # has its crasher kept in crashers/<target>/ with its replay test DISABLED
@@ -273,6 +273,15 @@ cat >>"$work/dict/cloudevent.dict" <<'EOF'
 "datacontenttype"
 "application/json"
 "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
+"subject"
+"text/plain"
+"application/cloudevents+json"
+"AAEC/w=="
+"urn:x"
+"traceparent"
+"tracestate"
+"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+"rojo=00f067aa0ba902b7"
 EOF
 cat "$work/dict/json.dict" >"$work/dict/ndjson_envelope.dict"
 cat >>"$work/dict/ndjson_envelope.dict" <<'EOF'
@@ -301,6 +310,26 @@ cat >"$work/dict/aws_config.dict" <<'EOF'
 "\x0a"
 "\x00"
 EOF
+cat >"$work/dict/uri_ref.dict" <<'EOF'
+"://"
+"//"
+"["
+"]"
+"::"
+"v1."
+":"
+"@"
+"?"
+"#"
+"%2"
+"%41"
+"/"
+"./"
+"../"
+"255.255.255.255"
+"ffff:"
+"urn:"
+EOF
 cat >"$work/dict/http_url.dict" <<'EOF'
 "https://"
 "http://"
@@ -322,6 +351,7 @@ max_len() {
     cloudevent|aws_config|ndjson_envelope) echo 8192 ;;
     sigv4|json_check) echo 4096 ;;
     http_url) echo 512 ;;
+    uri_ref) echo 1024 ;;
     uuid) echo 64 ;;
   esac
 }
