@@ -76,6 +76,29 @@ static int effect_stats(ob__db_t* db, int64_t now, ob_stats_t* s) {
   return 0;
 }
 
+/* The latest relay_status row: online (-1 when no relay has run) and its
+** last_error into s->relay_error. */
+static int relay_state(ob__db_t* db, ob_stats_t* s, int64_t* online) {
+  sqlite3_stmt* st = NULL;
+  int rc = sqlite3_prepare_v2(db->db,
+                              "SELECT online, last_error FROM relay_status"
+                              " ORDER BY updated_at DESC LIMIT 1",
+                              -1, &st, NULL);
+  if (rc != SQLITE_OK) return ob__db_fail(db, rc, "stats");
+  rc = sqlite3_step(st);
+  *online = -1;
+  s->relay_error[0] = '\0';
+  if (rc == SQLITE_ROW) {
+    const unsigned char* t = sqlite3_column_text(st, 1);
+    *online = sqlite3_column_int64(st, 0);
+    if (t != NULL)
+      snprintf(s->relay_error, sizeof s->relay_error, "%s", (const char*)t);
+  }
+  sqlite3_finalize(st);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return ob__db_fail(db, rc, "stats");
+  return 0;
+}
+
 int ob__stats(ob__db_t* db, int64_t now, ob_stats_t* s) {
   int rc;
   int64_t oldest = 0, online = -1;
@@ -109,9 +132,7 @@ int ob__stats(ob__db_t* db, int64_t now, ob_stats_t* s) {
                        " next_attempt_at <= ?1", now, &s->outbox_due)) < 0 ||
       (rc = scalar(db, "SELECT coalesce(max(last_publish_at), 0) FROM"
                        " relay_status", now, &s->last_publish_at_ms)) < 0 ||
-      (rc = scalar(db, "SELECT coalesce((SELECT online FROM relay_status"
-                       " ORDER BY updated_at DESC LIMIT 1), -1)", now,
-                   &online)) < 0 ||
+      (rc = relay_state(db, s, &online)) < 0 ||
       (rc = effect_stats(db, now, s)) < 0) {
     ob__db_rollback(db);
     return rc;

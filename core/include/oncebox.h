@@ -1171,6 +1171,13 @@ typedef struct ob_stats_s {
   int64_t effects_key_expired;
   int64_t effects_conflict;
   int64_t effects_replayed_error;
+  /* Why the relay is not publishing, in words, as it last recorded: the
+  ** configuration fault (credentials, TLS, a missing queue, a server that
+  ** is not the SQS JSON API: "the server does not speak SQS's JSON
+  ** protocol (HTTP 415 to AmazonSQS.SendMessageBatch)") or, offline, the
+  ** transport failure; "" when none, and again once it publishes.
+  ** Truncated to fit. */
+  char relay_error[512];
 } ob_stats_t;
 
 /* Fill *s from one read transaction: the engine's own tables only (each

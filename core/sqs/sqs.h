@@ -357,8 +357,19 @@ const char* ob__sqs_attr_get(const ob__sqs_attrs_result_t* r, const char* name);
 /* ---------------------------------------------------------------------------
 ** Error responses (HTTP >= 300).
 */
+/* What an answer's body is, as far as the error parser could tell. */
+typedef enum {
+  OB__SQS_BODY_EMPTY = 0,   /* nothing, or only whitespace */
+  OB__SQS_BODY_JSON,        /* one JSON object (what SQS sends) */
+  OB__SQS_BODY_XML,         /* starts with '<', not HTML: a query-protocol
+                            ** <ErrorResponse>, an S3-style <Error> */
+  OB__SQS_BODY_HTML,        /* an HTML page (<!DOCTYPE html>, <html>) */
+  OB__SQS_BODY_OTHER        /* text, JSON that is not an object, bytes */
+} ob__sqs_body_t;
+
 typedef struct ob__sqs_error_s {
   int http_status;
+  ob__sqs_body_t body;   /* what the body was */
   /* The code to act on: the x-amzn-query-error code if that header came
   ** (what query-compatible SDKs prefer, e.g.
   ** "AWS.SimpleQueueService.NonExistentQueue"), else the sanitised body
@@ -375,9 +386,12 @@ typedef struct ob__sqs_error_s {
 /*
 ** Fill *out from an error response. body may be anything (a proxy's HTML,
 ** fauxqs's Fastify 500 JSON): whatever can be read is read, the rest stays
-** "". query_error is the x-amzn-query-error header value and errortype the
-** x-amzn-errortype header value (either may be NULL). Returns 0, or
-** OB_EINVAL for a NULL out. Strings longer than the fields are truncated.
+** "". A query-protocol XML body (<ErrorResponse><Error><Type>Sender</Type>
+** <Code>..</Code><Message>..</Message>) gives type, message and
+** sender_fault from those elements. query_error is the x-amzn-query-error
+** header value and errortype the x-amzn-errortype header value (either may
+** be NULL). Returns 0, or OB_EINVAL for a NULL out. Strings longer than the
+** fields are truncated. Also usable on a 2xx answer, for out->body.
 */
 int ob__sqs_parse_error(int http_status, const char* body, size_t len,
                         const char* query_error, const char* errortype,
@@ -386,6 +400,42 @@ int ob__sqs_parse_error(int http_status, const char* body, size_t len,
 /* 1 if the error's code, type or query code (with any "AWS.SimpleQueueService."
 ** prefix removed) equals name, else 0. */
 int ob__sqs_error_is(const ob__sqs_error_t* e, const char* name);
+
+/*
+** 1 when an answer to a JSON-protocol request (X-Amz-Target `target`, to
+** `endpoint`) says the server is not the SQS JSON API at all, so that the
+** same answer comes back for every request until a person fixes the
+** endpoint; 0 otherwise (a genuine SQS error, an outage). e is the answer
+** parsed by ob__sqs_parse_error (a 2xx too), content_type its Content-Type
+** header (may be NULL), endpoint may be NULL. On 1, buf (cap > 0) holds a
+** sentence for a log line and `oncebox stats`, the server's own message
+** appended (cleaned):
+**   415, 405, 501                "the server does not speak SQS's JSON
+**                                protocol (HTTP 415 to AmazonSQS.X)"
+**   an XML body (not 502..504)   "...: it answered in XML, as servers of
+**                                SQS's older query protocol do (HTTP 400
+**                                MissingAction to AmazonSQS.X)"
+**   UnknownOperationException, UnknownOperation, InvalidAction, or a
+**   message "unknown operation" / "unknown action" (not 502..504)
+**                                "the server does not know the operation
+**                                AmazonSQS.X (HTTP 404 UnknownOperationException)"
+**   MissingAction                "the server found no operation in the
+**                                request for AmazonSQS.X (HTTP 400 ...)"
+**   404 without one of SQS's own 404 codes (ReceiptHandleIsInvalid,
+**   InvalidAddress, ResourceNotFoundException, QueueDoesNotExist)
+**                                "the server has no SQS API at the
+**                                endpoint's path / (HTTP 404 to AmazonSQS.X, ...)"
+**   a 2xx whose body is not a JSON object, or a 4xx (but 408, 413, 414,
+**   429, 431) with no error code whose body is not JSON
+**                                "the server's answer is not SQS's JSON
+**                                (HTTP 200, text/html, to AmazonSQS.X): ..."
+** Everything else, 502/503/504 and every SQS error code among them (a
+** sender fault such as InvalidParameterValue, throttling, credentials),
+** is 0. This function can't fail.
+*/
+int ob__sqs_not_json_api(const ob__sqs_error_t* e, const char* content_type,
+                         const char* target, const char* endpoint, char* buf,
+                         size_t cap);
 
 /* ---------------------------------------------------------------------------
 ** MD5 (docs/sqs-protocol.md, "Checksums").

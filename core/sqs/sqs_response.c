@@ -686,6 +686,59 @@ static void sanitize_code(char* dst, size_t cap, const char* s) {
   copy_trunc(dst, cap, start, n);
 }
 
+/* Where s[0..n) holds needle (a NUL-terminated string), or NULL; with ci,
+** ASCII case-insensitively. Bounded: bodies are not NUL-terminated. */
+static const char* find_in(const char* s, size_t n, const char* needle,
+                           int ci) {
+  size_t k = strlen(needle);
+  for (size_t i = 0; k <= n && i <= n - k; i++) {
+    size_t j = 0;
+    for (; j < k; j++) {
+      char a = s[i + j], b = needle[j];
+      if (ci) {
+        if (a >= 'A' && a <= 'Z') a = (char)(a - 'A' + 'a');
+        if (b >= 'A' && b <= 'Z') b = (char)(b - 'A' + 'a');
+      }
+      if (a != b) break;
+    }
+    if (j == k) return s + i;
+  }
+  return NULL;
+}
+
+/* The text of the first <name>..</name> in an XML body, cleaned for a log
+** (ob__peer_text) into out; "" when there is none. */
+static void xml_element(const char* b, size_t len, const char* name,
+                        char* out, size_t cap) {
+  char open[24], close[24];
+  const char *start, *end;
+  snprintf(open, sizeof open, "<%s>", name);
+  snprintf(close, sizeof close, "</%s>", name);
+  out[0] = '\0';
+  start = find_in(b, len, open, 0);
+  if (start == NULL) return;
+  start += strlen(open);
+  end = find_in(start, len - (size_t)(start - b), close, 0);
+  if (end == NULL) return;
+  ob__peer_text(start, (size_t)(end - start), out, cap);
+}
+
+/* What body[0..len) is, when it is not a JSON object. */
+static ob__sqs_body_t body_kind(const char* b, size_t len) {
+  size_t i = 0, head;
+  if (len >= 3 && (unsigned char)b[0] == 0xEF && (unsigned char)b[1] == 0xBB &&
+      (unsigned char)b[2] == 0xBF)
+    i = 3;  /* a UTF-8 byte order mark */
+  while (i < len && is_space(b[i])) i++;
+  if (i == len) return OB__SQS_BODY_EMPTY;
+  if (b[i] != '<') return OB__SQS_BODY_OTHER;
+  head = len - i < 1024 ? len - i : 1024;
+  if (find_in(b + i, head, "<!doctype html", 1) == b + i ||
+      find_in(b + i, head, "<html", 1) != NULL)
+    return OB__SQS_BODY_HTML;
+  return OB__SQS_BODY_XML;
+}
+
 int ob__sqs_parse_error(int http_status, const char* body, size_t len,
                         const char* query_error, const char* errortype,
                         ob__sqs_error_t* out) {
@@ -710,11 +763,25 @@ int ob__sqs_parse_error(int http_status, const char* body, size_t len,
   }
 
   /* The body is best effort: anything unreadable is simply ignored. */
-  if (body != NULL && len > 0) {
+  out->body = body != NULL ? body_kind(body, len) : OB__SQS_BODY_EMPTY;
+  if (body != NULL && len > 0 && out->body == OB__SQS_BODY_XML) {
+    /* SQS's query protocol (and ElasticMQ, sqslite): <ErrorResponse>
+    ** <Error><Type>Sender</Type><Code>..</Code><Message>..</Message>. */
+    char code[sizeof out->type], fault[16];
+    xml_element(body, len, "Code", code, sizeof code);
+    sanitize_code(out->type, sizeof out->type, code);
+    xml_element(body, len, "Message", out->message, sizeof out->message);
+    xml_element(body, len, "Type", fault, sizeof fault);
+    if (out->sender_fault < 0 && strcmp(fault, "Sender") == 0)
+      out->sender_fault = 1;
+    else if (out->sender_fault < 0 && strcmp(fault, "Receiver") == 0)
+      out->sender_fault = 0;
+  } else if (body != NULL && len > 0 && out->body == OB__SQS_BODY_OTHER) {
     cJSON* root = NULL;
     if (ob__sqs_json_object(body, len, &root, NULL) == 0) {
       static const char* const type_keys[] = {"__type", "code", "Code"};
       static const char* const msg_keys[] = {"message", "Message"};
+      out->body = OB__SQS_BODY_JSON;
       for (size_t i = 0; i < 3 && out->type[0] == '\0'; i++) {
         const cJSON* v = cJSON_GetObjectItemCaseSensitive(root, type_keys[i]);
         if (cJSON_IsString(v) && v->valuestring)

@@ -66,6 +66,7 @@ int ob__err_public(int code) {
     case OB__HTTP_E_BAD_RESPONSE:
     case OB__SQS_E_CHECKSUM:
     case OB__SQS_E_BAD_RESPONSE:
+    case OB__SQS_E_NOT_JSON_API:
       return OB_EPROTO;
     case OB__HTTP_E_CANCELED:
       return OB_ECANCELED;
@@ -102,6 +103,12 @@ ob__net_class_t ob__net_classify(int code) {
       return OB__NET_PEER;
     case OB__HTTP_E_CLOSING:
       return OB__NET_CANCELED;
+    /* A server that answers, but not as the SQS JSON API (it speaks only
+    ** the query protocol, lacks the operation, is not SQS at all): the
+    ** same answer every time until the endpoint is fixed, and nothing to
+    ** do with the request (docs/decisions/0014-not-the-sqs-json-api.md). */
+    case OB__SQS_E_NOT_JSON_API:
+      return OB__NET_CONFIG;
     default:
       break;
   }

@@ -65,7 +65,8 @@ typedef enum {
   XX(AUTH, -143, "SQS refused the credentials or the signature")              \
   XX(NO_QUEUE, -144, "the queue does not exist")                              \
   XX(CHECKSUM, -145, "MD5 checksum mismatch in the SQS response")             \
-  XX(BAD_RESPONSE, -146, "malformed SQS response")
+  XX(BAD_RESPONSE, -146, "malformed SQS response")                          \
+  XX(NOT_JSON_API, -147, "the server is not an SQS JSON-protocol endpoint")
 
 typedef enum {
 #define OB__SQS_ERR_ENUM(name, code, text) OB__SQS_E_##name = (code),
@@ -94,6 +95,8 @@ const char* ob__net_err_name(int err);
 **   SQS credentials or signature refused               -> OB_EAUTH
 **   SQS throttling or 5xx after the client's retries   -> OB_EUNAVAIL
 **   SQS: the queue does not exist                      -> OB_ENOTFOUND
+**   SQS: the server is not the SQS JSON API (415, an
+**   unknown operation, XML, nothing at the path, ...)  -> OB_EPROTO
 **   SQS: any other service error about the request     -> OB_EREMOTE
 **   canceled / client closing                          -> OB_ECANCELED / OB_ESTATE
 **   bad or plain-http URL                              -> OB_EINVAL
@@ -107,9 +110,10 @@ typedef enum {
   OB__NET_TRANSIENT,  /* the peer could not be reached, timed out, is
                       ** overloaded: try again later, costs the work
                       ** nothing (OB_ENET, OB_ETIMEDOUT, OB_EUNAVAIL) */
-  OB__NET_CONFIG,     /* certificate, TLS version, URL, missing queue: a
-                      ** person must fix it (OB_ETLS verification,
-                      ** OB_ENOTFOUND for a queue, OB_EINVAL) */
+  OB__NET_CONFIG,     /* certificate, TLS version, URL, missing queue, a
+                      ** server that is not the SQS JSON API: a person
+                      ** must fix it (OB_ETLS verification, OB_ENOTFOUND
+                      ** for a queue, OB_EINVAL, OB__SQS_E_NOT_JSON_API) */
   OB__NET_AUTH,       /* the credentials were refused (OB_EAUTH) */
   OB__NET_PEER,       /* the peer answered, but refused this request or sent
                       ** something malformed (OB_EREMOTE, OB_EPROTO) */

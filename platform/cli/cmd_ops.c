@@ -46,6 +46,9 @@ int cmd_stats(cli_t* cli, int argc, char** argv) {
     printf("usage: oncebox --db FILE stats [--json]\n\n"
            "Queue ready/delayed/in hand, failed messages, dedup records,\n"
            "payouts, outbox unpublished count and oldest unpublished age,\n"
+           "the relay: parked rows, last publish, online / offline / not\n"
+           "publishing and why in words (a refused credential, a server that\n"
+           "is not the SQS JSON API, what the network said),\n"
            "charges, effects by state, fence claims against the provider's\n"
            "2xx answers (replays: a repeated call answered again). A success\n"
            "recorded without a confirmed fence is reported in an ALERT line.\n");
@@ -90,6 +93,8 @@ int cmd_stats(cli_t* cli, int argc, char** argv) {
       cJSON_AddNullToObject(ob, "lastPublishAtMs");
     if (s.relay_online < 0) cJSON_AddNullToObject(ob, "online");
     else cJSON_AddBoolToObject(ob, "online", s.relay_online == 1);
+    if (s.relay_error[0]) cJSON_AddStringToObject(ob, "error", s.relay_error);
+    else cJSON_AddNullToObject(ob, "error");
     if (has_charge)
       cJSON_AddNumberToObject(o, "charges", (double)cs.charges);
     cJSON* ef = cJSON_AddObjectToObject(o, "effects");
@@ -136,12 +141,19 @@ int cmd_stats(cli_t* cli, int argc, char** argv) {
            (long long)s.queue_in_hand, (long long)s.failed,
            (long long)s.processed);
     if (has_pay) printf("payouts:   %lld\n", (long long)ps.payouts);
+    /* The relay's state: a server answered but the relay cannot publish
+    ** (a configuration fault) is not "online". */
     printf("outbox:    %lld unpublished (oldest %s), %lld published\n"
-           "relay:     %lld parked, last publish %s, %s\n",
+           "relay:     %lld parked, last publish %s, %s%s%s\n",
            (long long)s.outbox_unpublished,
            s.outbox_unpublished ? age : "-", (long long)s.outbox_published,
-           (long long)s.outbox_parked, last, s.relay_online < 0 ? "never run"
-           : s.relay_online ? "online" : "offline");
+           (long long)s.outbox_parked, last,
+           s.relay_online < 0                 ? "never run"
+           : s.relay_online && s.relay_error[0] ? "not publishing"
+           : s.relay_online                     ? "online"
+                                                : "offline",
+           s.relay_online >= 0 && s.relay_error[0] ? ": " : "",
+           s.relay_online >= 0 ? s.relay_error : "");
     if (has_charge) printf("charges:   %lld\n", (long long)cs.charges);
     printf("effects:   %lld pending, %lld unknown (%lld parked), "
            "%lld confirmed, %lld failed\n"

@@ -13,8 +13,11 @@
 **     checksum mismatch costs the rows nothing: the relay goes offline and
 **     probes; an outage must not turn a backlog into parked or backed-off
 **     rows;
-**   - credentials, TLS or a missing queue are configuration faults: rows are
-**     not charged, the relay backs off as if offline and says why. */
+**   - credentials, TLS, a missing queue, or a server that is not the SQS
+**     JSON API (it speaks only the query protocol, lacks the operation, has
+**     nothing at the endpoint: OB__SQS_E_NOT_JSON_API, decision 0014) are
+**     configuration faults: rows are not charged, the relay backs off as if
+**     offline and says why, in the log and in relay_status for `stats`. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -499,6 +499,27 @@ static void describe_error(ob__sqs_req_t* req) {
           show_query ? ", " : "", show_query ? e->query_code : "");
 }
 
+/* 1 when the answer says the server is not the SQS JSON API: req->error
+** is then the parsed answer and req->detail the sentence
+** (ob__sqs_not_json_api). parsed: the answer already parsed, or NULL. */
+static int not_json_api(op_t* op, const ob__http_response_t* res,
+                        const ob__sqs_error_t* parsed) {
+  ob__sqs_req_t* req = op->req;
+  ob__sqs_error_t e;
+  if (parsed != NULL)
+    e = *parsed;
+  else
+    ob__sqs_parse_error(res->status, (const char*)res->body, res->body_len,
+                        ob__http_header_get(res, "x-amzn-query-error"),
+                        ob__http_header_get(res, "x-amzn-errortype"), &e);
+  if (!ob__sqs_not_json_api(&e, ob__http_header_get(res, "content-type"),
+                            ob__sqs_target(req->op), op->c->ep.url,
+                            req->detail, sizeof req->detail))
+    return 0;
+  req->error = e;
+  return 1;
+}
+
 static int check_md5(const char* got, const char* want, const char* field,
                      ob__sqs_diag_t* diag) {
   if (want[0] == '\0') return 0;
@@ -611,6 +632,12 @@ static void on_http(ob__http_req_t* hreq, int status,
         finish(op, 0);
         return;
       }
+      if (rc == OB_EINVAL && diag.fault == OB__SQS_FAULT_BAD_JSON &&
+          not_json_api(op, res, NULL)) {
+        /* Not JSON at all (a login page, XML): not SQS answering. */
+        finish(op, OB__SQS_E_NOT_JSON_API);
+        return;
+      }
       detailf(req, "%s response (HTTP %d): %s at %s",
               rc == OB_EIO ? "checksum mismatch in the"
                            : "unexpected",
@@ -627,6 +654,13 @@ static void on_http(ob__http_req_t* hreq, int status,
                         &req->error);
     cls = ob__sqs_classify(OB__SQS_NET_NONE, &req->error, corrected == 1);
     final = status_of_error(&req->error, cls);
+    if ((final == OB__SQS_E_SERVICE || final == OB__SQS_E_UNAVAILABLE) &&
+        not_json_api(op, res, &req->error)) {
+      /* The same answer to every request until the endpoint is fixed:
+      ** never retried, never charged to what was sent. */
+      finish(op, OB__SQS_E_NOT_JSON_API);
+      return;
+    }
     describe_error(req);
     hint = ob__sqs_retry_hint_ms(ob__http_header_get(res, "x-amz-retry-after"),
                                  ob__http_header_get(res, "retry-after"), now);

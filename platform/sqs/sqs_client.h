@@ -174,6 +174,10 @@ void ob__sqs_client_close(ob__sqs_client_t* client, ob__sqs_close_cb cb,
 **   OB__SQS_E_CHECKSUM     an MD5 in a 2xx response does not match (not retried:
 **                         for a send, the message may well be queued)
 **   OB__SQS_E_BAD_RESPONSE a 2xx response that is not the expected JSON
+**   OB__SQS_E_NOT_JSON_API the server is not the SQS JSON API (HTTP 415, an
+**                         unknown operation, XML, 404 at "/", a 2xx page:
+**                         ob__sqs_not_json_api); req->detail says which in
+**                         words; never retried
 **   OB__HTTP_E_*           transport failure of the last attempt
 **   OB_ECANCELED          ob__sqs_cancel or ob__sqs_client_close
 ** Retried (up to max_attempts, while the token bucket allows): throttling,

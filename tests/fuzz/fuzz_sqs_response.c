@@ -310,7 +310,11 @@ static void fuzz_error(const char* in, size_t len) {
       !terminated(e.message, sizeof e.message))
     fail("error string not NUL-terminated", NULL);
   if (e.sender_fault < -1 || e.sender_fault > 1) fail("sender_fault", NULL);
-  if (hdr[1] == NULL && (e.query_code[0] || e.sender_fault != -1))
+  /* Without the header, only a query-protocol XML body (<Type>) gives a
+  ** fault. */
+  if (hdr[1] == NULL &&
+      (e.query_code[0] ||
+       (e.sender_fault != -1 && e.body != OB__SQS_BODY_XML)))
     fail("query code without the header", NULL);
   if (e.query_code[0] ? strcmp(e.code, e.query_code) != 0
       : e.type[0]     ? strcmp(e.code, e.type) != 0
@@ -321,6 +325,26 @@ static void fuzz_error(const char* in, size_t len) {
     fail("ob__sqs_error_is(code)", e.code);
   (void)ob__sqs_error_is(&e, "QueueDoesNotExist");
   (void)ob__sqs_error_is(&e, "");
+  if (e.body != OB__SQS_BODY_JSON && e.body != OB__SQS_BODY_XML && e.type[0])
+    fail("a type from a body that is neither JSON nor XML", e.type);
+  {
+    /* The sentence for a server that is not the SQS JSON API: terminated,
+    ** never for an outage, no control byte from the peer (a log line). */
+    char sentence[768];
+    /* (the x-amzn-errortype line doubles as the Content-Type here) */
+    int r = ob__sqs_not_json_api(&e, hdr[2], "AmazonSQS.SendMessageBatch",
+                                 "https://sqs.test/", sentence,
+                                 sizeof sentence);
+    if (r != 0 && r != 1) fail("not_json_api result", NULL);
+    if (!terminated(sentence, sizeof sentence)) fail("sentence not NUL-terminated", NULL);
+    if (r == 1 && (sentence[0] == '\0' || status == 502 || status == 503 ||
+                   status == 504))
+      fail("not_json_api said yes", sentence);
+    if (r == 0 && sentence[0] != '\0') fail("a sentence without yes", sentence);
+    for (const char* c = sentence; *c; c++)
+      if ((unsigned char)*c < 0x20 || *c == 0x7f)
+        fail("a control byte in the sentence", sentence);
+  }
 out:
   free(hdr[1]);
   free(hdr[2]);

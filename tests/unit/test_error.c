@@ -127,6 +127,7 @@ static void test_net_codes_map_to_public(void** state) {
   assert_int_equal(ob__err_public(OB__SQS_E_THROTTLED), OB_EUNAVAIL);
   assert_int_equal(ob__err_public(OB__SQS_E_SERVICE), OB_EREMOTE);
   assert_int_equal(ob__err_public(OB__SQS_E_NO_QUEUE), OB_ENOTFOUND);
+  assert_int_equal(ob__err_public(OB__SQS_E_NOT_JSON_API), OB_EPROTO);
 }
 
 /* One classification for every worker: the transient list is exactly the
@@ -142,7 +143,8 @@ static void test_net_classification(void** state) {
       OB__SQS_E_NO_QUEUE, OB__HTTP_E_TLS_HOSTNAME, OB__HTTP_E_TLS_EXPIRED,
       OB__HTTP_E_TLS_FUTURE, OB__HTTP_E_TLS_UNTRUSTED, OB__HTTP_E_TLS_CERT,
       OB__HTTP_E_TLS_PROTOCOL, OB__HTTP_E_TLS_NO_HOSTNAME, OB__HTTP_E_TLS_CA,
-      OB__HTTP_E_URL, OB__HTTP_E_PLAIN_HTTP, OB_ETLS};
+      OB__HTTP_E_URL, OB__HTTP_E_PLAIN_HTTP, OB_ETLS,
+      OB__SQS_E_NOT_JSON_API};
   static const int peer[] = {OB__SQS_E_SERVICE, OB__SQS_E_CHECKSUM,
                              OB__SQS_E_BAD_RESPONSE, OB__HTTP_E_TLS,
                              OB__HTTP_E_BAD_RESPONSE, OB__HTTP_E_BODY_TOO_BIG,

@@ -873,6 +873,182 @@ static void test_parse_error_odd_bodies(void** state) {
                    OB_EINVAL);
 }
 
+/* What an answer's body was, and query-protocol XML read like JSON. */
+static void test_parse_error_body_kinds(void** state) {
+  ob__sqs_error_t e;
+  (void)state;
+  assert_int_equal(ob__sqs_parse_error(400, JS("{\"__type\":\"X\"}"), NULL,
+                                       NULL, &e), 0);
+  assert_int_equal(e.body, OB__SQS_BODY_JSON);
+  assert_int_equal(ob__sqs_parse_error(400, JS(" \r\n"), NULL, NULL, &e), 0);
+  assert_int_equal(e.body, OB__SQS_BODY_EMPTY);
+  assert_int_equal(ob__sqs_parse_error(400, NULL, 0, NULL, NULL, &e), 0);
+  assert_int_equal(e.body, OB__SQS_BODY_EMPTY);
+  assert_int_equal(ob__sqs_parse_error(404, JS("The requested resource could "
+                                               "not be found."), NULL, NULL,
+                                       &e), 0);
+  assert_int_equal(e.body, OB__SQS_BODY_OTHER);
+  assert_int_equal(ob__sqs_parse_error(400, JS("[1]"), NULL, NULL, &e), 0);
+  assert_int_equal(e.body, OB__SQS_BODY_OTHER);
+  assert_int_equal(ob__sqs_parse_error(200, JS("\xEF\xBB\xBF\n<!DOCTYPE HTML>"
+                                               "<html><body>login</body></html>"),
+                                       NULL, NULL, &e), 0);
+  assert_int_equal(e.body, OB__SQS_BODY_HTML);
+  assert_int_equal(ob__sqs_parse_error(502, JS("<html>Bad gateway</html>"),
+                                       NULL, NULL, &e), 0);
+  assert_int_equal(e.body, OB__SQS_BODY_HTML);
+  /* ElasticMQ (rest-sqs SQSException.toXml), and an ESC in the message. */
+  assert_int_equal(
+      ob__sqs_parse_error(400,
+                          JS("<?xml version=\"1.0\"?><ErrorResponse xmlns=\"http://"
+                             "queue.amazonaws.com/doc/2012-11-05/\"><Error><Type>"
+                             "Sender</Type><Code>AWS.SimpleQueueService."
+                             "NonExistentQueue</Code><Message>gone\x1b[31m"
+                             "</Message><Detail/></Error><RequestId>0</RequestId>"
+                             "</ErrorResponse>"),
+                          NULL, NULL, &e),
+      0);
+  assert_int_equal(e.body, OB__SQS_BODY_XML);
+  assert_string_equal(e.code, "AWS.SimpleQueueService.NonExistentQueue");
+  assert_true(ob__sqs_error_is(&e, "NonExistentQueue"));
+  assert_string_equal(e.message, "gone\\x1b[31m");
+  assert_int_equal(e.sender_fault, 1);
+  /* Unterminated elements are ignored. */
+  assert_int_equal(ob__sqs_parse_error(400, JS("<Error><Code>Half"), NULL, NULL,
+                                       &e), 0);
+  assert_int_equal(e.body, OB__SQS_BODY_XML);
+  assert_string_equal(e.code, "");
+}
+
+/* ob__sqs_not_json_api: which answers say "this is not the SQS JSON API"
+** (docs/decisions/0014-not-the-sqs-json-api.md), and which stay SQS's own
+** errors or outages. */
+static int not_api(int status, const char* body, const char* query,
+                   const char* ct, char* buf, size_t cap) {
+  ob__sqs_error_t e;
+  assert_int_equal(ob__sqs_parse_error(status, body, body ? strlen(body) : 0,
+                                       query, NULL, &e), 0);
+  return ob__sqs_not_json_api(&e, ct, "AmazonSQS.SendMessageBatch",
+                              "https://sqs.test:4443/", buf, cap);
+}
+
+static void test_not_json_api(void** state) {
+  char buf[768];
+  (void)state;
+  /* sqslite 2.1.1 (fastify 3), measured. */
+  assert_int_equal(not_api(415, "{\"statusCode\":415,\"code\":\"FST_ERR_CTP_"
+                                "INVALID_MEDIA_TYPE\",\"error\":\"Unsupported Media "
+                                "Type\",\"message\":\"Unsupported Media Type: "
+                                "application/x-amz-json-1.0\"}",
+                           NULL, "application/json; charset=utf-8", buf,
+                           sizeof buf), 1);
+  assert_string_equal(buf, "the server does not speak SQS's JSON protocol "
+                           "(HTTP 415 to AmazonSQS.SendMessageBatch); the "
+                           "server said: Unsupported Media Type: "
+                           "application/x-amz-json-1.0");
+  assert_int_equal(not_api(405, NULL, NULL, NULL, buf, sizeof buf), 1);
+  assert_int_equal(not_api(501, "<html>Not Implemented</html>", NULL,
+                           "text/html", buf, sizeof buf), 1);
+  assert_string_equal(buf, "the server does not speak SQS's JSON protocol "
+                           "(HTTP 501 to AmazonSQS.SendMessageBatch)");
+  /* Query-protocol XML (ElasticMQ before 1.4). */
+  assert_int_equal(not_api(400, "<ErrorResponse><Error><Type>Sender</Type>"
+                                "<Code>MissingAction</Code><Message>"
+                                "MissingAction; see the SQS docs.</Message>"
+                                "</Error></ErrorResponse>",
+                           NULL, "text/xml", buf, sizeof buf), 1);
+  assert_string_equal(buf, "the server does not speak SQS's JSON protocol: it "
+                           "answered in XML, as servers of SQS's older query "
+                           "protocol do (HTTP 400 MissingAction to "
+                           "AmazonSQS.SendMessageBatch); the server said: "
+                           "MissingAction; see the SQS docs.");
+  /* An old LocalStack: 500 XML "unknown operation" (not an outage). */
+  assert_int_equal(not_api(500, "<ErrorResponse><Error><Code>InternalError"
+                                "</Code><Message>exception while calling sqs "
+                                "with unknown operation</Message></Error>"
+                                "</ErrorResponse>",
+                           NULL, "text/xml", buf, sizeof buf), 1);
+  /* floci's unknown operation; fauxqs's unknown action; JSON MissingAction. */
+  assert_int_equal(not_api(404, "{\"__type\":\"UnknownOperationException\","
+                                "\"message\":\"Unknown operation: AmazonSQS."
+                                "SendMessageBatch\"}",
+                           "UnknownOperationException;Sender",
+                           "application/x-amz-json-1.0", buf, sizeof buf), 1);
+  assert_string_equal(buf, "the server does not know the operation "
+                           "AmazonSQS.SendMessageBatch (HTTP 404 "
+                           "UnknownOperationException); the server said: "
+                           "Unknown operation: AmazonSQS.SendMessageBatch");
+  assert_int_equal(not_api(400, "{\"__type\":\"com.amazonaws.sqs#InvalidAction\","
+                                "\"message\":\"Unknown action: X\"}",
+                           NULL, "application/json", buf, sizeof buf), 1);
+  assert_non_null(strstr(buf, "(HTTP 400 InvalidAction)"));
+  assert_int_equal(not_api(400, "{\"__type\":\"com.amazonaws.sqs#MissingAction\"}",
+                           NULL, "application/json", buf, sizeof buf), 1);
+  assert_non_null(strstr(buf, "found no operation in the request for "
+                              "AmazonSQS.SendMessageBatch (HTTP 400 "
+                              "MissingAction)"));
+  assert_int_equal(not_api(400, "{\"message\":\"Unknown Operation 'X'\"}", NULL,
+                           "application/json", buf, sizeof buf), 1);
+  /* Nothing at "/": ElasticMQ before 0.14.7, a fastify route miss. */
+  assert_int_equal(not_api(404, "The requested resource could not be found.",
+                           NULL, "text/plain", buf, sizeof buf), 1);
+  assert_string_equal(buf, "the server has no SQS API at the endpoint's path / "
+                           "(HTTP 404 to AmazonSQS.SendMessageBatch, endpoint "
+                           "https://sqs.test:4443/)");
+  assert_int_equal(not_api(404, "{\"message\":\"Route POST:/ not found\","
+                                "\"error\":\"Not Found\",\"statusCode\":404}",
+                           NULL, "application/json", buf, sizeof buf), 1);
+  /* A 2xx that is not a JSON object; a 4xx page with no code. */
+  assert_int_equal(not_api(200, "<!DOCTYPE html><html>Guest Wi-Fi</html>", NULL,
+                           "text/html; charset=utf-8", buf, sizeof buf), 1);
+  assert_non_null(strstr(buf, "the server's answer is not SQS's JSON (HTTP 200, "
+                              "text/html, to AmazonSQS.SendMessageBatch)"));
+  assert_int_equal(not_api(204, NULL, NULL, NULL, buf, sizeof buf), 1);
+  assert_non_null(strstr(buf, "(HTTP 204, empty body, to "));
+  assert_int_equal(not_api(403, "<html>Blocked by policy</html>", NULL,
+                           "text/html", buf, sizeof buf), 1);
+  assert_non_null(strstr(buf, "(HTTP 403, text/html, to "));
+  /* Small buffers are truncated, never overrun. */
+  assert_int_equal(not_api(415, NULL, NULL, NULL, buf, 10), 1);
+  assert_string_equal(buf, "the serve");
+
+  /* Not that: SQS's own errors, including its 404s and sender faults. */
+  assert_int_equal(not_api(200, "{}", NULL, "application/x-amz-json-1.0", buf,
+                           sizeof buf), 0);
+  assert_int_equal(not_api(400, "{\"__type\":\"com.amazonaws.sqs#"
+                                "InvalidParameterValue\",\"message\":\"bad\"}",
+                           "AWS.SimpleQueueService.InvalidParameterValue;Sender",
+                           "application/x-amz-json-1.0", buf, sizeof buf), 0);
+  assert_string_equal(buf, "");
+  assert_int_equal(not_api(404, "{\"__type\":\"com.amazonaws.sqs#"
+                                "ReceiptHandleIsInvalid\"}",
+                           "ReceiptHandleIsInvalid;Sender",
+                           "application/x-amz-json-1.0", buf, sizeof buf), 0);
+  assert_int_equal(not_api(404, NULL, "AWS.SimpleQueueService.NonExistentQueue;"
+                           "Sender", NULL, buf, sizeof buf), 0);
+  assert_int_equal(not_api(400, "{\"__type\":\"com.amazonaws.sqs#"
+                                "UnsupportedOperation\"}", NULL,
+                           "application/x-amz-json-1.0", buf, sizeof buf), 0);
+  assert_int_equal(not_api(403, "{\"__type\":\"InvalidClientTokenId\"}", NULL,
+                           "application/x-amz-json-1.0", buf, sizeof buf), 0);
+  /* Outages and size refusals, whatever the body. */
+  assert_int_equal(not_api(502, "<html>Bad gateway</html>", NULL, "text/html",
+                           buf, sizeof buf), 0);
+  assert_int_equal(not_api(503, "<Error><Code>ServiceUnavailable</Code></Error>",
+                           NULL, "text/xml", buf, sizeof buf), 0);
+  assert_int_equal(not_api(504, NULL, NULL, NULL, buf, sizeof buf), 0);
+  assert_int_equal(not_api(500, "{\"__type\":\"InternalFailure\"}", NULL,
+                           "application/x-amz-json-1.0", buf, sizeof buf), 0);
+  assert_int_equal(not_api(413, "<html>Request Entity Too Large</html>", NULL,
+                           "text/html", buf, sizeof buf), 0);
+  assert_int_equal(not_api(429, NULL, NULL, NULL, buf, sizeof buf), 0);
+  assert_int_equal(not_api(408, NULL, NULL, NULL, buf, sizeof buf), 0);
+  assert_int_equal(not_api(301, "<html>Moved</html>", NULL, "text/html", buf,
+                           sizeof buf), 0);
+  assert_int_equal(ob__sqs_not_json_api(NULL, NULL, NULL, NULL, buf, sizeof buf),
+                   0);
+}
+
 /* ---------------------------------------------------------------------------
 ** Hostile responses.
 */
@@ -1159,6 +1335,8 @@ int main(void) {
       cmocka_unit_test(test_parse_small),
       cmocka_unit_test(test_parse_error_verbatim),
       cmocka_unit_test(test_parse_error_odd_bodies),
+      cmocka_unit_test(test_parse_error_body_kinds),
+      cmocka_unit_test(test_not_json_api),
       cmocka_unit_test(test_hostile_structure),
       cmocka_unit_test(test_hostile_sizes),
       cmocka_unit_test(test_hostile_mutations),
