@@ -271,7 +271,7 @@ lacks "run https endpoint, no warning" err "plain HTTP"
 # The CloudEvents source is a URI-reference, checked before anything is
 # published: the SDKs refuse every event of a source with a space (issue 15).
 check "run --source with a space refused" 2 "${SQENV[@]}" AWS_ENDPOINT_URL_SQS=https://127.0.0.1:9 "$OB" --db "$SQDB" run --until-idle --outbox-queue-url "$SQQ" --source 'https://pos.example/store 17'
-contains "run --source reason" err "the CloudEvents source must be a URI-reference (RFC 3986): a space at byte 24"
+contains "run --source reason" err "the CloudEvents source must be a URI-reference (RFC 3986): a space at byte 25 is not allowed in a URI-reference (percent-encode it as %20)"
 check "ONCEBOX_SOURCE with a space refused" 2 "${SQENV[@]}" ONCEBOX_SOURCE='urn:pos:store 17' AWS_ENDPOINT_URL_SQS=https://127.0.0.1:9 "$OB" --db "$SQDB" run --until-idle --outbox-queue-url "$SQQ"
 check "run --source percent-encoded" 0 "${SQENV[@]}" ONCEBOX_SQS_ALLOW_HTTP=1 AWS_ENDPOINT_URL_SQS=https://127.0.0.1:9 "$OB" --db "$SQDB" run --until-idle --outbox-queue-url "$SQQ" --source 'https://pos.example/store%2017'
 for c in run "outbox drain" "sqs send"; do
