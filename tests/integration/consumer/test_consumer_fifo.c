@@ -233,81 +233,64 @@ static void assert_group_order(const char* order, const char* g, int n) {
 
 /* ---- tests ----------------------------------------------------------------- */
 
-/* The field report: ten messages of one group in one receive, the first
-** one's transaction fails (the database was locked). Before, 1..9 were
-** handled at once and 0 thirty seconds later. */
-static void test_failed_transaction_holds_its_group(void** state) {
-  char* url;
-  char* db;
+/* Send `n` messages of till-7 (and 5 of till-8 if `other`), consume them
+** all with one engine whose Sale handler does `act` on the first delivery
+** of `event_id`; returns the handling order (malloc'd). The queue must end
+** empty. */
+static char* consume_group(const char* event_id, act_t act, int n,
+                           int other) {
+  char* url = new_fifo_queue();
+  char* db = new_db();
   char* order;
-  sale_t s = {"till-7-0", ACT_BUSY, 0};
+  sale_t s = {event_id, act, 0};
   ob_engine_t* e;
-  (void)state;
-  SKIP_WITHOUT_SERVER();
-  url = new_fifo_queue();
-  db = new_db();
-  send_group(url, "till-7", 0, 10);
-  send_group(url, "till-8", 0, 5);
+  send_group(url, "till-7", 0, n);
+  if (other) send_group(url, "till-8", 0, 5);
   e = open_engine(db, url, &s, NULL, 0);
   run_until_idle(e);
   ob_close(e);
   assert_int_equal(s.fired, 1);
   order = seen_order(db);
+  assert_int_equal(ct_queue_depth(&g_srv, url, NULL, NULL), 0);
+  free(db);
+  free(url);
+  return order;
+}
+
+/* The field report: ten messages of one group in one receive, the first
+** one's transaction fails (the database was locked). Before, 1..9 were
+** handled at once and 0 thirty seconds later. */
+static void test_failed_transaction_holds_its_group(void** state) {
+  char* order;
+  (void)state;
+  SKIP_WITHOUT_SERVER();
+  order = consume_group("till-7-0", ACT_BUSY, 10, 1);
   assert_group_order(order, "till-7", 10);
   /* The other group is not held back by it. */
   assert_group_order(order, "till-8", 5);
-  assert_int_equal(ct_queue_depth(&g_srv, url, NULL, NULL), 0);
   free(order);
-  free(db);
-  free(url);
 }
 
 /* A retry makes the message invisible for its delay; the later messages of
 ** its group wait for it. */
 static void test_retry_holds_its_group(void** state) {
-  char* url;
-  char* db;
   char* order;
-  sale_t s = {"till-7-3", ACT_RETRY, 0};
-  ob_engine_t* e;
   (void)state;
   SKIP_WITHOUT_SERVER();
-  url = new_fifo_queue();
-  db = new_db();
-  send_group(url, "till-7", 0, 10);
-  e = open_engine(db, url, &s, NULL, 0);
-  run_until_idle(e);
-  ob_close(e);
-  order = seen_order(db);
+  order = consume_group("till-7-3", ACT_RETRY, 10, 0);
   assert_group_order(order, "till-7", 10);
-  assert_int_equal(ct_queue_depth(&g_srv, url, NULL, NULL), 0);
   free(order);
-  free(db);
-  free(url);
 }
 
 /* A message that fails for good goes to the failure store and its group
 ** goes on (as SQS's own dead-letter queue would let it). */
 static void test_unrecoverable_does_not_block(void** state) {
-  char* url;
-  char* db;
   char* order;
-  sale_t s = {"till-7-2", ACT_UNRECOVERABLE, 0};
-  ob_engine_t* e;
   (void)state;
   SKIP_WITHOUT_SERVER();
-  url = new_fifo_queue();
-  db = new_db();
-  send_group(url, "till-7", 0, 6);
-  e = open_engine(db, url, &s, NULL, 0);
-  run_until_idle(e);
-  ob_close(e);
-  order = seen_order(db);
+  order = consume_group("till-7-2", ACT_UNRECOVERABLE, 6, 0);
   assert_string_equal(order, "till-7-0 till-7-1 till-7-3 till-7-4 till-7-5");
-  assert_int_equal(ct_queue_depth(&g_srv, url, NULL, NULL), 0);
   free(order);
-  free(db);
-  free(url);
 }
 
 /* A worker dies by SIGKILL after its first COMMIT, before the delete, with
