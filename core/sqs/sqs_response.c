@@ -684,6 +684,10 @@ static void sanitize_code(char* dst, size_t cap, const char* s) {
   while (n && is_space(*start)) start++, n--;
   while (n && is_space(start[n - 1])) n--;
   copy_trunc(dst, cap, start, n);
+  /* An error code is an identifier; it reaches logs and stats, so a peer's
+  ** control bytes (or anything else) never pass through it. */
+  for (char* p = dst; *p; p++)
+    if ((unsigned char)*p < 0x21 || (unsigned char)*p > 0x7e) *p = '?';
 }
 
 /* Where s[0..n) holds needle (a NUL-terminated string), or NULL; with ci,
@@ -754,6 +758,8 @@ int ob__sqs_parse_error(int http_status, const char* body, size_t len,
     copy_trunc(out->query_code, sizeof out->query_code, s, n);
     n = strlen(out->query_code);  /* may have been truncated */
     while (n && is_space(out->query_code[n - 1])) out->query_code[--n] = '\0';
+    for (char* p = out->query_code; *p; p++)  /* as sanitize_code */
+      if ((unsigned char)*p < 0x21 || (unsigned char)*p > 0x7e) *p = '?';
     if (query_error[strcspn(query_error, ";")] == ';') {
       const char* f = query_error + strcspn(query_error, ";") + 1;
       while (is_space(*f)) f++;

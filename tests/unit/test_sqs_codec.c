@@ -807,6 +807,17 @@ static void test_parse_error_verbatim(void** state) {
   assert_string_equal(e.code, "RequestThrottled");
   assert_int_equal(e.sender_fault, 0);
   assert_string_equal(e.message, "slow down");
+
+  /* A hostile __type, header or XML code: no control byte survives into
+  ** the code (it reaches logs and `stats`). */
+  assert_int_equal(ob__sqs_parse_error(400,
+                                       JS("{\"__type\":\"x#Bad\\u001b[31mCode\"}"),
+                                       NULL, "Evil\x1b]0;t\x07", &e), 0);
+  assert_string_equal(e.type, "Bad?[31mCode");
+  assert_string_equal(e.code, "Bad?[31mCode");
+  assert_int_equal(ob__sqs_parse_error(400, "x", 1, "Q\x1bQ;Sender", NULL, &e),
+                   0);
+  assert_string_equal(e.query_code, "Q?Q");
 }
 
 static void test_parse_error_odd_bodies(void** state) {
