@@ -5,6 +5,7 @@
 ** are in tests/integration/fence/. */
 #include "tests/integration/engine_fixture.h"
 
+#include "core/engine/engine_int.h"
 #include "core/fence/fence.h"
 #include "oncebox_charge.h"
 
@@ -496,9 +497,64 @@ static void test_bad_input(void** state) {
   fx_free(f);
 }
 
+/* A FIFO group from SQS whose first message waits for its charge: the
+** rest of the group is queued behind it, held, and each one runs only when
+** the one ahead has settled, so the charges happen in the group's order
+** (issue 15). The waiting row keeps its group and source. */
+static void test_fifo_group_waits_behind_effect(void** state) {
+  fixture_t* f = setup(1, 1);
+  provider_t p = {.idempotent = 1};
+  ob_batch_result_t res;
+  int64_t delay;
+  int left;
+  char body[3][160], id[3][8];
+  (void)state;
+  for (int i = 0; i < 3; i++) {
+    ob__queue_row_t r;
+    snprintf(body[i], sizeof body[i],
+             "{\"orderId\":\"order-%d\",\"amountInMinorUnits\":%d,"
+             "\"currency\":\"EUR\"}",
+             i, 100 + i);
+    snprintf(id[i], sizeof id[i], "c%d", i);
+    memset(&r, 0, sizeof r);
+    r.queue = (char*)"sqs";
+    r.message_id = id[i];
+    r.type = (char*)OB_CHARGE_MESSAGE_TYPE;
+    r.body = body[i];
+    r.body_len = strlen(body[i]);
+    r.created_at = FX_T0;
+    r.source = (char*)"urn:pos:till-7";
+    r.group_key = (char*)"https://sqs.test/1/orders.fifo till-7";
+    assert_int_equal(ob__handle_external(f->e, &r, 0, &res, &delay, &left), 0);
+    assert_int_equal(res.waiting, 1);
+  }
+  assert_int_equal(count(f, "SELECT count(*) FROM effect"), 1);
+  assert_int_equal(count(f, "SELECT count(*) FROM queue WHERE waiting_on IS"
+                            " NOT NULL AND source = 'urn:pos:till-7' AND"
+                            " group_key IS NOT NULL"),
+                   1);
+  assert_int_equal(count(f, "SELECT count(*) FROM queue WHERE available_at ="
+                            " 9223372036854775807"),
+                   2);
+  for (int round = 0; round < 3; round++) {
+    fx_drain(f);        /* the released one claims its effect */
+    perform_all(f, &p); /* charged; its message completes, the next is freed */
+    assert_int_equal(count(f, "SELECT count(*) FROM charge"), round + 1);
+  }
+  assert_int_equal(count(f, "SELECT (SELECT group_concat(order_id, ' ') FROM"
+                            " (SELECT order_id FROM charge ORDER BY rowid)) ="
+                            " 'order-0 order-1 order-2'"),
+                   1);
+  assert_int_equal(count(f, "SELECT count(*) FROM queue"), 0);
+  assert_int_equal(p.charges, 3);
+  assert_clean(f);
+  fx_free(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_claim_call_outcome),
+      cmocka_unit_test(test_fifo_group_waits_behind_effect),
       cmocka_unit_test(test_duplicates_one_call),
       cmocka_unit_test(test_lost_reply_repeats_same_key),
       cmocka_unit_test(test_decline_unrecoverable),
