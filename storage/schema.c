@@ -354,12 +354,40 @@ static const char* const migration_pragmas[] = {
     "quick_check", "integrity_check",  "collation_list",  "function_list",
 };
 
+/* Every table the migrations above leave (processed_message_v10 is renamed).
+** An embedder's step may read them, never change them or their schema:
+** their rows and shape are what the engine's guarantees are made of. */
+static const char* const own_tables[] = {
+    "queue",          "processed_message", "merchant_payout", "outbox_event",
+    "failed_message", "relay_status",      "effect",          "charge",
+    "retention_clock", "retention_swept",  "event_source",    "schema_migration",
+};
+
+int ob__schema_is_own_table(const char* name) {
+  if (name == NULL) return 0;
+  for (size_t i = 0; i < sizeof own_tables / sizeof own_tables[0]; i++)
+    if (sqlite3_stricmp(name, own_tables[i]) == 0) return 1;
+  return 0;
+}
+
 /* Like the handlers' (storage/user_sql.c): a migration must not end, nest
-** or escape the open transaction, nor reach other files. */
+** or escape the open transaction, nor reach other files; and it leaves
+** oncebox's own tables as they are. */
 static int migration_authorizer(void* arg, int action, const char* a,
                                 const char* b, const char* c, const char* d) {
-  (void)arg; (void)b; (void)c; (void)d;
+  (void)arg; (void)c; (void)d;
   switch (action) {
+    case SQLITE_INSERT:
+    case SQLITE_UPDATE:
+    case SQLITE_DELETE:
+    case SQLITE_DROP_TABLE:
+      return ob__schema_is_own_table(a) ? SQLITE_DENY : SQLITE_OK;
+    case SQLITE_ALTER_TABLE:
+    case SQLITE_CREATE_INDEX:
+    case SQLITE_DROP_INDEX:
+    case SQLITE_CREATE_TRIGGER:
+    case SQLITE_DROP_TRIGGER:
+      return ob__schema_is_own_table(b) ? SQLITE_DENY : SQLITE_OK;
     case SQLITE_TRANSACTION:
     case SQLITE_SAVEPOINT:
     case SQLITE_ATTACH:
@@ -475,7 +503,8 @@ static int apply_step(ob__db_t* db, const ob_migration_t* m, int64_t now) {
     if ((rc & 0xff) == SQLITE_AUTH)
       ob__db_seterr(db, code,
                     "migration %s %d: may not control transactions, attach "
-                    "databases or run that pragma (%s)", m->name, m->version,
+                    "databases, run that pragma or change oncebox's tables "
+                    "(%s)", m->name, m->version,
                     msg ? msg : sqlite3_errstr(rc));
     else
       ob__db_seterr(db, code, "migration %s %d failed: %s", m->name,

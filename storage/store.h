@@ -189,6 +189,10 @@ int ob__schema_migrate(ob__db_t* db, const ob__schema_ext_t* ext);
 ** its header). */
 int ob__schema_identify(ob__db_t* db, int adopt);
 
+/* 1 if name is one of the tables oncebox's own migrations create (an
+** embedder's migration may read them, not change them). */
+int ob__schema_is_own_table(const char* name);
+
 /* ---- queue.c ------------------------------------------------------------ */
 
 typedef struct ob__queue_row_s {

@@ -110,6 +110,10 @@ static int embedder_tx(ob_engine_t* e, ob_tx_fn fn, void* arg, int kind) {
     return ob__db_seterr(&e->db, OB_ESTATE,
                          "%s inside a handler or another transaction",
                          kind == OB__TX_READ ? "ob_read" : "ob_write");
+  /* New business rows, like handling's: paused when the size cap's reserve
+  ** pauses handling (core/engine/space.c), so the last bytes stay for the
+  ** publish marks and retention that give space back. */
+  if (kind == OB__TX_WRITE && (rc = ob__space_may_handle(e)) < 0) return rc;
   memset(&tx, 0, sizeof tx);
   tx.e = e;
   tx.kind = kind;
@@ -125,7 +129,7 @@ static int embedder_tx(ob_engine_t* e, ob_tx_fn fn, void* arg, int kind) {
   e->db.user_read_only = 0;
   if (kind == OB__TX_READ) {
     ob__db_rollback(&e->db);  /* nothing to keep */
-    return out;
+    return out != 0 ? out : tx.fatal;
   }
   if (out != 0 || tx.fatal != 0) {
     ob__engine_rollback(e);

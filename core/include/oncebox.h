@@ -1266,7 +1266,8 @@ typedef int (*ob_tx_fn)(ob_tx_t* tx, void* arg);
 ** ob_tx_emit. Returns fn's value if non-zero, else 0; OB_ESTATE inside a
 ** handler or another ob_read / ob_write (a transaction is open on the
 ** connection); OB_EINVAL when e or fn is NULL; a negative storage code
-** when the transaction can't begin (detail in ob_errmsg).
+** when the transaction can't begin, or when a statement hit one fn
+** ignored (detail in ob_errmsg).
 */
 OB_EXTERN int ob_read(ob_engine_t* e, ob_tx_fn fn, void* arg);
 
@@ -1278,9 +1279,12 @@ OB_EXTERN int ob_read(ob_engine_t* e, ob_tx_fn fn, void* arg);
 ** its rows, and their causation_id is the write's own id, a UUIDv7 made
 ** for this call (every event of one ob_write shares it). Returns 0 once
 ** committed; fn's non-zero value (rolled back); OB_ESTATE inside a handler
-** or another ob_read / ob_write; OB_EINVAL when e or fn is NULL; a negative
-** storage code (OB_EBUSY, OB_ENOSPC, OB_EIO ...) when the transaction
-** could not begin or commit: nothing applied (detail in ob_errmsg).
+** or another ob_read / ob_write; OB_EINVAL when e or fn is NULL; OB_ENOSPC
+** while the size cap's reserve pauses handling (max_db_bytes: the last
+** bytes stay for what gives space back); a negative storage code (OB_EBUSY,
+** OB_ENOSPC, OB_EIO ...) when the transaction could not begin or commit:
+** nothing applied (detail in ob_errmsg). After OB_EIO the engine replaces
+** its connection, as after a failed handling commit.
 */
 OB_EXTERN int ob_write(ob_engine_t* e, ob_tx_fn fn, void* arg);
 

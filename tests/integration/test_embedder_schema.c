@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "oncebox_payout.h"
+#include "storage/store.h"
 #include "tests/integration/engine_fixture.h"
 
 #define PAY OB_PAYOUT_MESSAGE_TYPE
@@ -124,7 +125,12 @@ static void test_failing_migration(void** state) {
         "COMMIT", "SAVEPOINT x", "ATTACH ':memory:' AS other",
         "PRAGMA user_version = 7", "PRAGMA application_id = 1",
         "PRAGMA synchronous = OFF", "PRAGMA foreign_keys = OFF",
-        "PRAGMA journal_mode = DELETE", "PRAGMA writable_schema = 1"};
+        "PRAGMA journal_mode = DELETE", "PRAGMA writable_schema = 1",
+        "DROP TABLE queue", "DELETE FROM processed_message",
+        "INSERT INTO schema_migration VALUES ('shop', 9, 0)",
+        "ALTER TABLE outbox_event ADD COLUMN x INT",
+        "CREATE INDEX mine ON queue(type)",
+        "CREATE TRIGGER t AFTER INSERT ON outbox_event BEGIN SELECT 1; END"};
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
       ob_migration_t m = {"shop", 1, refused[i]};
       assert_int_equal(try_open(f, &m, 1, err, sizeof err), OB_EINVAL);
@@ -144,6 +150,32 @@ static void test_failing_migration(void** state) {
   assert_int_equal(try_open(f, bad, 1, err, sizeof err), 0);
   assert_int_equal(try_open(f, bad, 2, err, sizeof err), OB_EINVAL);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM schema_migration"), 1);
+  fx_free(f);
+}
+
+/* The list of oncebox's own tables the migrations' authorizer protects is
+** exactly the set a new file holds. */
+static void test_own_tables(void** state) {
+  fixture_t* f = fx_blank(NULL, 0);
+  sqlite3* db;
+  sqlite3_stmt* st;
+  int n = 0;
+  (void)state;
+  fx_open(f);
+  assert_int_equal(sqlite3_open(f->db_path, &db), SQLITE_OK);
+  assert_int_equal(sqlite3_prepare_v2(db, "SELECT name FROM sqlite_schema"
+                                          " WHERE type = 'table'",
+                                      -1, &st, NULL),
+                   SQLITE_OK);
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    const char* name = (const char*)sqlite3_column_text(st, 0);
+    if (!ob__schema_is_own_table(name)) fail_msg("not in the list: %s", name);
+    n++;
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  assert_int_equal(n, 12);
+  assert_false(ob__schema_is_own_table("stock"));
   fx_free(f);
 }
 
@@ -358,6 +390,7 @@ int main(void) {
       cmocka_unit_test(test_migrations_applied),
       cmocka_unit_test(test_reopen_more_and_fewer),
       cmocka_unit_test(test_failing_migration),
+      cmocka_unit_test(test_own_tables),
       cmocka_unit_test(test_adopt_existing),
       cmocka_unit_test(test_handler_with_payout),
       cmocka_unit_test(test_write_and_read),
