@@ -174,10 +174,12 @@ typedef void (*ob_log_cb)(void* ctx, ob_log_level_t level, const char* msg);
 ** step leaves the file as it was, oncebox's schema included. Each applied
 ** step is recorded in oncebox's table schema_migration(name, version,
 ** applied_at) and never runs again. The sql may not control transactions
-** (BEGIN, COMMIT, SAVEPOINT ...), ATTACH or DETACH, nor run pragmas other
-** than the read-only introspection ones and the per-table ones that cannot
-** undo oncebox's guarantees (see storage/schema.c for the list and why).
-** The strings are read during ob_open only; the caller keeps ownership.
+** (BEGIN, COMMIT, SAVEPOINT ...), ATTACH or DETACH, run pragmas other than
+** the read-only introspection ones (table_info, index_list,
+** foreign_key_check, integrity_check ...: storage/schema.c has the list
+** and why), nor change oncebox's own tables (queue, outbox_event, ...;
+** reading them is fine). The strings are read during ob_open only; the
+** caller keeps ownership.
 */
 typedef struct ob_migration_s {
   const char* name;
@@ -459,7 +461,8 @@ OB_EXTERN int ob_tx_exec(ob_tx_t* tx, const char* sql,
 
 /*
 ** Emit an outbox event in the handling transaction: one outbox_event row
-** with a new UUIDv7 id, causation_id = the message id, created_at = now.
+** with a new UUIDv7 id, causation_id = the message id (in an ob_write: the
+** write's id; refused in an ob_read), created_at = now.
 ** payload must be valid JSON text (OB_EINVAL otherwise). If id_out is not
 ** NULL it receives the event id (OB_UUID_BUFLEN bytes, NUL-terminated).
 */
