@@ -142,6 +142,12 @@ static int open_failed(ob__db_t* db, int rc, const char* path) {
 
 int ob__db_open(ob__db_t* db, const char* path, ob_sync_t sync,
                 int busy_timeout_ms, int64_t max_bytes) {
+  return ob__db_open_ext(db, path, sync, busy_timeout_ms, max_bytes, NULL);
+}
+
+int ob__db_open_ext(ob__db_t* db, const char* path, ob_sync_t sync,
+                    int busy_timeout_ms, int64_t max_bytes,
+                    const struct ob__schema_ext_s* ext) {
   char mode[32];
   int rc;
 
@@ -167,7 +173,7 @@ int ob__db_open(ob__db_t* db, const char* path, ob_sync_t sync,
   /* Read-only, before anything writes: a file that is not a database fails
   ** here, and another application's database is refused while it is still
   ** exactly as it was (journal_mode=WAL would rewrite its header). */
-  rc = ob__schema_identify(db);
+  rc = ob__schema_identify(db, ext != NULL && ext->adopt);
   if (rc < 0) goto fail;
   rc = pragma_text(db, "PRAGMA journal_mode=WAL", mode, sizeof mode);
   if (rc < 0) goto fail;
@@ -195,7 +201,7 @@ int ob__db_open(ob__db_t* db, const char* path, ob_sync_t sync,
     rc = ob__db_seterr(db, OB_EDB, "foreign_keys could not be enabled");
     goto fail;
   }
-  rc = ob__schema_migrate(db);
+  rc = ob__schema_migrate(db, ext);
   if (rc < 0) goto fail;
   if (max_bytes > 0 && (rc = apply_size_cap(db, max_bytes)) < 0) goto fail;
   return 0;

@@ -6,6 +6,7 @@
 ** Timestamps are integer milliseconds since the Unix epoch (UTC). */
 #include <sqlite3.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "storage/store.h"
 
@@ -268,6 +269,18 @@ static const char* const migrations[] = {
     /* The W3C trace context an emitted event carries (ob_event_t). */
     "ALTER TABLE outbox_event ADD COLUMN traceparent TEXT;"
     "ALTER TABLE outbox_event ADD COLUMN tracestate TEXT;",
+
+    /* 10 -> 11: the embedder's schema (ob_options_t.migrations). One row
+    ** per applied step of each embedder schema name; the largest version
+    ** of a name is that schema's version in this file. Written in the
+    ** transaction that runs the step, so a row exists exactly when the
+    ** step's effects do. */
+    "CREATE TABLE schema_migration ("
+    "  name TEXT NOT NULL,"
+    "  version INTEGER NOT NULL CHECK (version >= 1),"
+    "  applied_at INTEGER NOT NULL,"
+    "  PRIMARY KEY (name, version)"
+    ") STRICT, WITHOUT ROWID;",
 };
 
 #define MIGRATION_COUNT ((int)(sizeof migrations / sizeof migrations[0]))
@@ -288,7 +301,8 @@ static int read_int_pragma(ob__db_t* db, const char* sql, int* out) {
 /* Refuse a database oncebox must not touch: written by a newer oncebox, or
 ** belonging to another application (its application_id, or tables of its
 ** own in a file without ours). Reads only. */
-static int check_ownership(ob__db_t* db, int* version, int* app_id) {
+static int check_ownership(ob__db_t* db, int* version, int* app_id,
+                           int adopt) {
   int rc = read_int_pragma(db, "PRAGMA user_version", version);
   if (rc < 0) return rc;
   if (*version > OB__SCHEMA_VERSION)
@@ -308,7 +322,7 @@ static int check_ownership(ob__db_t* db, int* version, int* app_id) {
                          "SELECT count(*) FROM sqlite_schema WHERE type='table'",
                          &tables);
     if (rc < 0) return rc;
-    if (tables > 0)
+    if (tables > 0 && !adopt)
       return ob__db_seterr(db, OB_ECORRUPT,
                            "database already has %d tables and is not an "
                            "oncebox database", tables);
@@ -316,30 +330,247 @@ static int check_ownership(ob__db_t* db, int* version, int* app_id) {
   return 0;
 }
 
-int ob__schema_identify(ob__db_t* db) {
+int ob__schema_identify(ob__db_t* db, int adopt) {
   int version, app_id;
-  return check_ownership(db, &version, &app_id);
+  return check_ownership(db, &version, &app_id, adopt);
 }
 
-int ob__schema_migrate(ob__db_t* db) {
+/* ---- the embedder's migrations ------------------------------------------ */
+
+/* The pragmas an embedder's migration may run: the read-only introspection
+** ones a migration checks its work with. Every other pragma is denied:
+** user_version and application_id are oncebox's identity of the file;
+** journal_mode, synchronous, locking_mode, foreign_keys, defer_foreign_keys,
+** recursive_triggers, legacy_alter_table, writable_schema, trusted_schema,
+** cell_size_check, cache_size, page_size, auto_vacuum, max_page_count
+** (oncebox's size cap), busy_timeout, query_only, wal_* and the like change
+** the connection's or the file's durability, locking, size cap or SQL
+** semantics for every later transaction oncebox runs; and the
+** ones that do work outside the transaction (wal_checkpoint, optimize,
+** incremental_vacuum, shrink_memory) have no place in one. */
+static const char* const migration_pragmas[] = {
+    "table_info",  "table_xinfo",      "table_list",      "index_list",
+    "index_info",  "index_xinfo",      "foreign_key_list", "foreign_key_check",
+    "quick_check", "integrity_check",  "collation_list",  "function_list",
+};
+
+/* Every table the migrations above leave (processed_message_v10 is renamed).
+** An embedder's step may read them, never change them or their schema:
+** their rows and shape are what the engine's guarantees are made of. */
+static const char* const own_tables[] = {
+    "queue",          "processed_message", "merchant_payout", "outbox_event",
+    "failed_message", "relay_status",      "effect",          "charge",
+    "retention_clock", "retention_swept",  "event_source",    "schema_migration",
+};
+
+int ob__schema_is_own_table(const char* name) {
+  if (name == NULL) return 0;
+  for (size_t i = 0; i < sizeof own_tables / sizeof own_tables[0]; i++)
+    if (sqlite3_stricmp(name, own_tables[i]) == 0) return 1;
+  return 0;
+}
+
+/* Like the handlers' (storage/user_sql.c): a migration must not end, nest
+** or escape the open transaction, nor reach other files; and it leaves
+** oncebox's own tables as they are. */
+static int migration_authorizer(void* arg, int action, const char* a,
+                                const char* b, const char* c, const char* d) {
+  (void)arg; (void)c; (void)d;
+  switch (action) {
+    case SQLITE_INSERT:
+    case SQLITE_UPDATE:
+    case SQLITE_DELETE:
+    case SQLITE_DROP_TABLE:
+      return ob__schema_is_own_table(a) ? SQLITE_DENY : SQLITE_OK;
+    case SQLITE_ALTER_TABLE:
+    case SQLITE_CREATE_INDEX:
+    case SQLITE_DROP_INDEX:
+    case SQLITE_CREATE_TRIGGER:
+    case SQLITE_DROP_TRIGGER:
+      return ob__schema_is_own_table(b) ? SQLITE_DENY : SQLITE_OK;
+    case SQLITE_TRANSACTION:
+    case SQLITE_SAVEPOINT:
+    case SQLITE_ATTACH:
+    case SQLITE_DETACH:
+      return SQLITE_DENY;
+    case SQLITE_PRAGMA:
+      for (size_t i = 0;
+           i < sizeof migration_pragmas / sizeof migration_pragmas[0]; i++)
+        if (a != NULL && sqlite3_stricmp(a, migration_pragmas[i]) == 0)
+          return SQLITE_OK;
+      return SQLITE_DENY;
+    default:
+      return SQLITE_OK;
+  }
+}
+
+static int valid_schema_name(const char* s) {
+  size_t n;
+  if (s == NULL) return 0;
+  n = strlen(s);
+  if (n == 0 || n > 64) return 0;
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] > 0x7e) return 0;
+  return 1;
+}
+
+/* The list is well formed: each name's steps are 1, 2, ... in order. */
+static int check_steps(ob__db_t* db, const ob__schema_ext_t* ext) {
+  if (ext->n > 0 && ext->steps == NULL)
+    return ob__db_seterr(db, OB_EINVAL, "options: migrations is NULL");
+  for (size_t i = 0; i < ext->n; i++) {
+    const ob_migration_t* m = &ext->steps[i];
+    int prev = 0;
+    if (!valid_schema_name(m->name) || m->sql == NULL)
+      return ob__db_seterr(db, OB_EINVAL,
+                           "migration %zu: needs a name (1..64 printable "
+                           "ASCII, no spaces) and sql", i);
+    for (size_t j = 0; j < i; j++)
+      if (strcmp(ext->steps[j].name, m->name) == 0)
+        prev = ext->steps[j].version;
+    if (m->version != prev + 1)
+      return ob__db_seterr(db, OB_EINVAL,
+                           "migration %s %d: versions of a schema must be "
+                           "1, 2, ... in order (expected %d)", m->name,
+                           m->version, prev + 1);
+  }
+  return 0;
+}
+
+/* The newest version of name given in ext. */
+static int newest_given(const ob__schema_ext_t* ext, const char* name) {
+  int v = 0;
+  for (size_t i = 0; i < ext->n; i++)
+    if (strcmp(ext->steps[i].name, name) == 0 && ext->steps[i].version > v)
+      v = ext->steps[i].version;
+  return v;
+}
+
+static int recorded_version(ob__db_t* db, const char* name, int* out) {
+  static const char sql[] =
+      "SELECT coalesce(max(version), 0) FROM schema_migration WHERE name = ?";
+  sqlite3_stmt* st = NULL;
+  int rc = sqlite3_prepare_v2(db->db, sql, -1, &st, NULL);
+  if (rc != SQLITE_OK) return ob__db_fail(db, rc, "schema_migration");
+  sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+  rc = sqlite3_step(st);
+  *out = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+  sqlite3_finalize(st);
+  return rc == SQLITE_ROW ? 0 : ob__db_fail(db, rc, "schema_migration");
+}
+
+/* *missing: how many steps of ext the file lacks. OB_EVERSION when it holds
+** a newer version of a name than ext gives. version: oncebox's schema
+** version of the file (no schema_migration table before 11: nothing
+** applied). */
+static int ext_missing(ob__db_t* db, const ob__schema_ext_t* ext, int version,
+                       size_t* missing) {
+  *missing = 0;
+  for (size_t i = 0; i < ext->n; i++) {
+    const ob_migration_t* m = &ext->steps[i];
+    int have = 0, rc;
+    if (m->version != 1) continue;  /* once per name */
+    if (version >= 11 && (rc = recorded_version(db, m->name, &have)) < 0)
+      return rc;
+    int want = newest_given(ext, m->name);
+    if (have > want)
+      return ob__db_seterr(db, OB_EVERSION,
+                           "embedder schema \"%s\" is at version %d in the "
+                           "database, newer than the newest this program "
+                           "gives (%d); upgrade the program", m->name, have,
+                           want);
+    *missing += (size_t)(want - have);
+  }
+  return 0;
+}
+
+static int apply_step(ob__db_t* db, const ob_migration_t* m, int64_t now) {
+  static const char ins[] =
+      "INSERT INTO schema_migration (name, version, applied_at)"
+      " VALUES (?, ?, ?)";
+  char* msg = NULL;
+  sqlite3_stmt* st = NULL;
+  int rc, code;
+
+  sqlite3_set_authorizer(db->db, migration_authorizer, NULL);
+  rc = sqlite3_exec(db->db, m->sql, NULL, NULL, &msg);
+  sqlite3_set_authorizer(db->db, NULL, NULL);
+  if (rc != SQLITE_OK) {
+    code = (rc & 0xff) == SQLITE_AUTH || (rc & 0xff) == SQLITE_ERROR ||
+                   (rc & 0xff) == SQLITE_CONSTRAINT
+               ? OB_EINVAL
+               : ob__db_fail(db, rc, "migration");
+    if ((rc & 0xff) == SQLITE_AUTH)
+      ob__db_seterr(db, code,
+                    "migration %s %d: may not control transactions, attach "
+                    "databases, run that pragma or change oncebox's tables "
+                    "(%s)", m->name, m->version,
+                    msg ? msg : sqlite3_errstr(rc));
+    else
+      ob__db_seterr(db, code, "migration %s %d failed: %s", m->name,
+                    m->version, msg ? msg : sqlite3_errstr(rc));
+    db->last_err = code;
+    sqlite3_free(msg);
+    return code;
+  }
+  if (sqlite3_get_autocommit(db->db)) /* the authorizer should prevent it */
+    return ob__db_seterr(db, OB_EINVAL,
+                         "migration %s %d ended the transaction", m->name,
+                         m->version);
+  rc = sqlite3_prepare_v2(db->db, ins, -1, &st, NULL);
+  if (rc != SQLITE_OK) return ob__db_fail(db, rc, "schema_migration");
+  sqlite3_bind_text(st, 1, m->name, -1, SQLITE_STATIC);
+  sqlite3_bind_int(st, 2, m->version);
+  sqlite3_bind_int64(st, 3, now);
+  rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  return rc == SQLITE_DONE ? 0 : ob__db_fail(db, rc, "schema_migration");
+}
+
+static int apply_missing(ob__db_t* db, const ob__schema_ext_t* ext) {
+  for (size_t i = 0; i < ext->n; i++) {
+    const ob_migration_t* m = &ext->steps[i];
+    int have, rc;
+    rc = recorded_version(db, m->name, &have);
+    if (rc < 0) return rc;
+    if (m->version <= have) continue;
+    rc = apply_step(db, m, ext->now_ms);
+    if (rc < 0) return rc;
+  }
+  return 0;
+}
+
+int ob__schema_migrate(ob__db_t* db, const ob__schema_ext_t* ext) {
+  static const ob__schema_ext_t none = {NULL, 0, 0, 0};
   int version, app_id, rc;
+  size_t missing = 0;
   char bump[64];
 
-  rc = check_ownership(db, &version, &app_id);
+  if (ext == NULL) ext = &none;
+  rc = check_steps(db, ext);
   if (rc < 0) return rc;
-  if (version == OB__SCHEMA_VERSION) return 0;
+  rc = check_ownership(db, &version, &app_id, ext->adopt);
+  if (rc < 0) return rc;
+  rc = ext_missing(db, ext, version, &missing);
+  if (rc < 0) return rc;
+  if (version == OB__SCHEMA_VERSION && missing == 0) return 0;
 
   rc = ob__db_begin(db);
   if (rc < 0) return rc;
   /* Again inside the write lock: another process may have migrated, or
-  ** made the file its own, since. */
-  rc = check_ownership(db, &version, &app_id);
+  ** made the file its own, or applied the embedder's steps, since. */
+  rc = check_ownership(db, &version, &app_id, ext->adopt);
   if (rc < 0) goto fail;
-  if (version == OB__SCHEMA_VERSION) return ob__db_commit(db);
+  rc = ext_missing(db, ext, version, &missing);
+  if (rc < 0) goto fail;
+  if (version == OB__SCHEMA_VERSION && missing == 0) return ob__db_commit(db);
   for (int v = version; v < OB__SCHEMA_VERSION; v++) {
     rc = ob__db_exec_fixed(db, migrations[v]);
     if (rc < 0) goto fail;
   }
+  rc = apply_missing(db, ext);
+  if (rc < 0) goto fail;
+  if (version == OB__SCHEMA_VERSION) return ob__db_commit(db);
   /* PRAGMA arguments cannot be bound; both values are compile-time integers. */
   snprintf(bump, sizeof bump, "PRAGMA user_version=%d", OB__SCHEMA_VERSION);
   rc = ob__db_exec_fixed(db, bump);

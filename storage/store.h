@@ -92,11 +92,12 @@ typedef struct ob__db_s {
   int sync_full;      /* configured synchronous=FULL */
   int relaxed;        /* the open transaction runs at NORMAL */
   int last_err;       /* code of the last ob__db_fail (ob__db_stmt's NULL) */
+  int user_read_only; /* ob__user_exec refuses statements that write (ob_read) */
   char errmsg[OB__ERRMSG_LEN];
 } ob__db_t;
 
 /* Current schema version (PRAGMA user_version). */
-#define OB__SCHEMA_VERSION 10
+#define OB__SCHEMA_VERSION 11
 /* PRAGMA application_id: "OBX1". */
 #define OB__APPLICATION_ID 0x4f425831
 
@@ -110,6 +111,11 @@ typedef struct ob__db_s {
 */
 int ob__db_open(ob__db_t* db, const char* path, ob_sync_t sync,
                 int busy_timeout_ms, int64_t max_bytes);
+/* The same with the embedder's schema (ext may be NULL; see schema.c). */
+struct ob__schema_ext_s;
+int ob__db_open_ext(ob__db_t* db, const char* path, ob_sync_t sync,
+                    int busy_timeout_ms, int64_t max_bytes,
+                    const struct ob__schema_ext_s* ext);
 /* Finalize every statement and close. Safe on a zeroed or failed db. */
 void ob__db_close(ob__db_t* db);
 
@@ -163,13 +169,29 @@ int ob__db_exec_fixed(ob__db_t* db, const char* sql);
 
 /* ---- schema.c ----------------------------------------------------------- */
 
-/* Migrate to OB__SCHEMA_VERSION in one transaction; OB_EVERSION if the file
-** is newer, OB_ECORRUPT if it belongs to another application. */
-int ob__schema_migrate(ob__db_t* db);
+/* The embedder's schema for ob__schema_migrate (ob_options_t). */
+typedef struct ob__schema_ext_s {
+  const ob_migration_t* steps;
+  size_t n;
+  int adopt;         /* adopt_existing */
+  int64_t now_ms;    /* schema_migration.applied_at */
+} ob__schema_ext_t;
 
-/* The same refusals as ob__schema_migrate, reading only: run before the
-** open changes anything in the file (journal_mode=WAL rewrites its header). */
-int ob__schema_identify(ob__db_t* db);
+/* Migrate to OB__SCHEMA_VERSION and apply ext's missing steps (ext may be
+** NULL: none), all in one transaction; OB_EVERSION if the file or one of
+** its embedder schemas is newer, OB_ECORRUPT if it belongs to another
+** application, OB_EINVAL for a malformed list or a failing step (errmsg
+** names it). On error nothing is committed. */
+int ob__schema_migrate(ob__db_t* db, const ob__schema_ext_t* ext);
+
+/* The same refusals of the file as ob__schema_migrate, reading only: run
+** before the open changes anything in the file (journal_mode=WAL rewrites
+** its header). */
+int ob__schema_identify(ob__db_t* db, int adopt);
+
+/* 1 if name is one of the tables oncebox's own migrations create (an
+** embedder's migration may read them, not change them). */
+int ob__schema_is_own_table(const char* name);
 
 /* ---- queue.c ------------------------------------------------------------ */
 

@@ -118,6 +118,10 @@ int ob__user_exec(ob__db_t* db, const char* sql, const ob_value_t* params,
     return ob__db_seterr(db, OB_EINVAL, "handler SQL or parameters missing");
   st = lookup_or_prepare(db, sql);
   if (st == NULL) return db->errmsg[0] ? OB_EINVAL : OB_EDB;
+  if (db->user_read_only && !sqlite3_stmt_readonly(st))
+    return ob__db_seterr(db, OB_EINVAL,
+                         "a read transaction (ob_read) may not write: %s",
+                         sql);
   rc = bind_all(db, st, params, nparams);
   if (rc < 0) {
     sqlite3_clear_bindings(st);

@@ -97,8 +97,18 @@ int ob__engine_open(ob_engine_t** out, const ob_options_t* opts,
     return ob__errbuf_set(errbuf, errlen, OB_ENOMEM, "out of memory");
   }
   e->opts.db_path = e->db_path;
-  rc = ob__db_open(&e->db, e->db_path, opts->synchronous,
-                   opts->busy_timeout_ms, opts->max_db_bytes);
+  /* Read during ob_open only: the caller's array need not outlive it. */
+  e->opts.migrations = NULL;
+  e->opts.nmigrations = 0;
+  {
+    ob__schema_ext_t ext;
+    ext.steps = opts->migrations;
+    ext.n = opts->nmigrations;
+    ext.adopt = opts->adopt_existing;
+    ext.now_ms = opts->clock->now_ms(opts->clock->ctx);
+    rc = ob__db_open_ext(&e->db, e->db_path, opts->synchronous,
+                         opts->busy_timeout_ms, opts->max_db_bytes, &ext);
+  }
   if (rc < 0) {
     ob__errbuf_set(errbuf, errlen, 0, "%s", e->db.errmsg);
     free(e->db_path);

@@ -123,7 +123,14 @@ struct ob_tx_s {
   char trace_child[OB__TRACEPARENT_LEN + 1];
   struct ob__effect_row_s* effect_rows;  /* what ob_tx_effect handed out */
   size_t neffect_rows;
+  /* An embedder's transaction (ob_read / ob_write): msg is NULL. */
+  int kind;               /* OB__TX_HANDLER, OB__TX_READ, OB__TX_WRITE */
+  char write_id[OB_UUID_BUFLEN];  /* ob_write: its events' causation_id */
 };
+
+#define OB__TX_HANDLER 0
+#define OB__TX_READ 1
+#define OB__TX_WRITE 2
 
 static inline int64_t ob__now(const ob_engine_t* e) {
   return e->opts.clock->now_ms(e->opts.clock->ctx);

@@ -22,11 +22,15 @@ int ob_tx_exec(ob_tx_t* tx, const char* sql, const ob_value_t* params,
 int ob_tx_emit(ob_tx_t* tx, const char* event_type, const char* aggregate_id,
                const char* payload, size_t payload_len, char id_out[OB_UUID_BUFLEN]) {
   char id[OB_UUID_BUFLEN];
-  int rc;
+  int rc, traced;
   ob_engine_t* e;
   if (tx == NULL || tx->e == NULL) return OB_EINVAL;
-  OB__ASSERT(tx->msg != NULL);  /* a handler's tx always carries its message */
   e = tx->e;
+  if (tx->kind == OB__TX_READ)
+    return ob__db_seterr(&e->db, OB_EINVAL,
+                         "a read transaction (ob_read) may not emit events");
+  /* A handler's tx always carries its message; an ob_write's its id. */
+  OB__ASSERT(tx->kind == OB__TX_WRITE || tx->msg != NULL);
   if (event_type == NULL || event_type[0] == '\0' || aggregate_id == NULL ||
       aggregate_id[0] == '\0' || payload == NULL)
     return ob__db_seterr(&e->db, OB_EINVAL,
@@ -39,16 +43,17 @@ int ob_tx_emit(ob_tx_t* tx, const char* event_type, const char* aggregate_id,
   /* A traced message's events continue its trace (CloudEvents'
   ** distributed-tracing extension): the same trace id, this handling as
   ** their parent. */
-  if (tx->msg->traceparent != NULL && tx->trace_child[0] == '\0') {
+  if (tx->msg != NULL && tx->msg->traceparent != NULL &&
+      tx->trace_child[0] == '\0') {
     unsigned char span[8];
     e->opts.clock->random(e->opts.clock->ctx, span, sizeof span);
     ob__traceparent_child(tx->msg->traceparent, span, tx->trace_child);
   }
-  rc = ob__outbox_insert(&e->db, id, tx->msg->id, event_type, aggregate_id,
-                         payload, payload_len,
-                         tx->msg->traceparent ? tx->trace_child : NULL,
-                         tx->msg->traceparent ? tx->msg->tracestate : NULL,
-                         tx->now);
+  traced = tx->msg != NULL && tx->msg->traceparent != NULL;
+  rc = ob__outbox_insert(&e->db, id, tx->msg ? tx->msg->id : tx->write_id,
+                         event_type, aggregate_id, payload, payload_len,
+                         traced ? tx->trace_child : NULL,
+                         traced ? tx->msg->tracestate : NULL, tx->now);
   if (rc < 0) {
     if (ob__is_fatal(rc)) tx->fatal = rc;
     return rc;
@@ -60,6 +65,7 @@ int ob_tx_emit(ob_tx_t* tx, const char* event_type, const char* aggregate_id,
 static int set_retry(ob_tx_t* tx, int64_t delay_ms, const char* reason,
                      int forced) {
   if (tx == NULL) return OB_RETRY;
+  if (tx->kind != OB__TX_HANDLER) return OB_ESTATE;
   tx->verdict = OB_RETRY;
   tx->forced = forced;
   tx->retry_delay_ms = delay_ms;
@@ -77,6 +83,7 @@ int ob_tx_retry_forced(ob_tx_t* tx, int64_t delay_ms, const char* reason) {
 
 int ob_tx_fail(ob_tx_t* tx, const char* reason) {
   if (tx == NULL) return OB_UNRECOVERABLE;
+  if (tx->kind != OB__TX_HANDLER) return OB_ESTATE;
   tx->verdict = OB_UNRECOVERABLE;
   return ob__errbuf_set(tx->reason, sizeof tx->reason, OB_UNRECOVERABLE, "%s",
                         reason ? reason : "unrecoverable");
@@ -88,4 +95,57 @@ int64_t ob_tx_now_ms(const ob_tx_t* tx) {
 
 void ob_tx_new_id(ob_tx_t* tx, char out[OB_UUID_BUFLEN]) {
   ob__uuid7_next(&tx->e->idgen, tx->e->opts.clock, out);
+}
+
+/* ---- the embedder's transactions (ob_read / ob_write) ------------------- */
+
+static int embedder_tx(ob_engine_t* e, ob_tx_fn fn, void* arg, int kind) {
+  ob_tx_t tx;
+  int rc, out;
+
+  if (e == NULL || fn == NULL) return OB_EINVAL;
+  /* A handler's transaction, or another ob_read / ob_write, is open on the
+  ** one connection: this would nest in it. */
+  if (e->db.in_tx)
+    return ob__db_seterr(&e->db, OB_ESTATE,
+                         "%s inside a handler or another transaction",
+                         kind == OB__TX_READ ? "ob_read" : "ob_write");
+  /* New business rows, like handling's: paused when the size cap's reserve
+  ** pauses handling (core/engine/space.c), so the last bytes stay for the
+  ** publish marks and retention that give space back. */
+  if (kind == OB__TX_WRITE && (rc = ob__space_may_handle(e)) < 0) return rc;
+  memset(&tx, 0, sizeof tx);
+  tx.e = e;
+  tx.kind = kind;
+  tx.verdict = OB_DONE;
+  tx.retry_delay_ms = -1;
+  tx.now = ob__now(e);
+  if (kind == OB__TX_WRITE) ob__uuid7_next(&e->idgen, e->opts.clock,
+                                           tx.write_id);
+  rc = kind == OB__TX_READ ? ob__db_begin_read(&e->db) : ob__db_begin(&e->db);
+  if (rc < 0) return rc;
+  e->db.user_read_only = kind == OB__TX_READ;
+  out = fn(&tx, arg);
+  e->db.user_read_only = 0;
+  if (kind == OB__TX_READ) {
+    ob__db_rollback(&e->db);  /* nothing to keep */
+    return out != 0 ? out : tx.fatal;
+  }
+  if (out != 0 || tx.fatal != 0) {
+    ob__engine_rollback(e);
+    return out != 0 ? out : tx.fatal;
+  }
+  rc = ob__engine_commit(e);
+  if (rc < 0) return rc;
+  /* New outbox rows, maybe: the relay may want to know. */
+  ob__engine_kick_components(e, NULL);
+  return 0;
+}
+
+int ob_read(ob_engine_t* e, ob_tx_fn fn, void* arg) {
+  return embedder_tx(e, fn, arg, OB__TX_READ);
+}
+
+int ob_write(ob_engine_t* e, ob_tx_fn fn, void* arg) {
+  return embedder_tx(e, fn, arg, OB__TX_WRITE);
 }

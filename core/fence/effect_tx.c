@@ -78,6 +78,7 @@ int ob_tx_effect(ob_tx_t* tx, const char* key, const ob_effect_request_t* req,
   int rc;
 
   if (tx == NULL || tx->e == NULL || req == NULL) return OB_EINVAL;
+  if (tx->kind != OB__TX_HANDLER) return OB_ESTATE;  /* ob_read / ob_write */
   e = tx->e;
   if (out) memset(out, 0, sizeof *out);
   if (!valid_key(key))

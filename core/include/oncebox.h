@@ -165,6 +165,28 @@ typedef enum {
 
 typedef void (*ob_log_cb)(void* ctx, ob_log_level_t level, const char* msg);
 
+/*
+** One step of the embedder's own schema (ob_options_t.migrations). name is
+** the embedder's schema name ("shop"; 1..64 printable ASCII), version its
+** number (1, 2, ... for one name), sql one or more statements run with
+** sqlite3_exec. ob_open applies the missing steps in the transaction that
+** applies oncebox's own migrations (BEGIN IMMEDIATE): a crash or a failing
+** step leaves the file as it was, oncebox's schema included. Each applied
+** step is recorded in oncebox's table schema_migration(name, version,
+** applied_at) and never runs again. The sql may not control transactions
+** (BEGIN, COMMIT, SAVEPOINT ...), ATTACH or DETACH, run pragmas other than
+** the read-only introspection ones (table_info, index_list,
+** foreign_key_check, integrity_check ...: storage/schema.c has the list
+** and why), nor change oncebox's own tables (queue, outbox_event, ...;
+** reading them is fine). The strings are read during ob_open only; the
+** caller keeps ownership.
+*/
+typedef struct ob_migration_s {
+  const char* name;
+  int version;
+  const char* sql;
+} ob_migration_t;
+
 typedef struct ob_options_s {
   const char* db_path;          /* required; created 0600 if missing */
   ob_sync_t synchronous;        /* OB_SYNC_FULL */
@@ -207,6 +229,23 @@ typedef struct ob_options_s {
   int no_handling;              /* 1: an attached engine only publishes and
                                 ** consumes; the local queue is not handled
                                 ** (`oncebox outbox drain`) */
+  /* The embedder's schema, applied by ob_open (ob_migration_t): an array
+  ** of nmigrations steps, for each name in ascending version order from 1
+  ** with no gap. ob_open fails with OB_EVERSION (errbuf names the schema
+  ** and both versions, nothing changed) when the file holds a newer
+  ** version of a name than the newest given (an older program on a newer
+  ** file), and with OB_EINVAL when the list is malformed or a step's sql
+  ** fails (errbuf: the step's name and version and SQLite's message;
+  ** nothing committed, not even oncebox's own schema on a new file).
+  ** NULL / 0: none (a file's recorded steps are then not checked). */
+  const ob_migration_t* migrations;
+  size_t nmigrations;
+  /* 1: a file that has tables but is not (yet) an oncebox database (no
+  ** application_id, user_version 0) is made one, its tables kept. 0 (the
+  ** default): such a file is refused with OB_ECORRUPT, because a wrong
+  ** db_path must not turn another program's database into a queue (and
+  ** oncebox's migrations may collide with its table names). */
+  int adopt_existing;
 } ob_options_t;
 
 /* reserve_db_bytes: let the engine size the reserve from the cap. */
@@ -422,7 +461,8 @@ OB_EXTERN int ob_tx_exec(ob_tx_t* tx, const char* sql,
 
 /*
 ** Emit an outbox event in the handling transaction: one outbox_event row
-** with a new UUIDv7 id, causation_id = the message id, created_at = now.
+** with a new UUIDv7 id, causation_id = the message id (in an ob_write: the
+** write's id; refused in an ob_read), created_at = now.
 ** payload must be valid JSON text (OB_EINVAL otherwise). If id_out is not
 ** NULL it receives the event id (OB_UUID_BUFLEN bytes, NUL-terminated).
 */
@@ -1205,6 +1245,51 @@ OB_EXTERN int ob_check(ob_engine_t* e,
 ** retention window, in bounded batches (one short transaction each).
 ** *deleted (may be NULL) receives the count. Returns 0 or a negative code. */
 OB_EXTERN int ob_gc(ob_engine_t* e, int64_t* deleted);
+
+/* ---------------------------------------------------------------------------
+** The embedder's transactions outside handlers.
+**
+** The engine is single-threaded: ob_read and ob_write run on the calling
+** thread, on the engine's one connection, so call them from the thread
+** that drives the engine (with a loop attached: from that loop's thread,
+** e.g. in one of its callbacks, never from another thread). fn runs
+** ob_tx_exec on tx with the handlers' rules (one statement, parameters
+** bound, no transaction control, ATTACH or PRAGMA). ob_tx_retry,
+** ob_tx_fail and ob_tx_effect belong to handlers: on this tx they return
+** OB_ESTATE. tx is valid during fn only.
+*/
+
+/* The callback of ob_read / ob_write: return 0 to commit (ob_write), any
+** other value to roll back; that value is then ob_write's return. */
+typedef int (*ob_tx_fn)(ob_tx_t* tx, void* arg);
+
+/*
+** Run fn in a read transaction (BEGIN, deferred): a consistent snapshot of
+** the file. Statements that write are refused (OB_EINVAL), as is
+** ob_tx_emit. Returns fn's value if non-zero, else 0; OB_ESTATE inside a
+** handler or another ob_read / ob_write (a transaction is open on the
+** connection); OB_EINVAL when e or fn is NULL; a negative storage code
+** when the transaction can't begin, or when a statement hit one fn
+** ignored (detail in ob_errmsg).
+*/
+OB_EXTERN int ob_read(ob_engine_t* e, ob_tx_fn fn, void* arg);
+
+/*
+** Run fn in a write transaction (BEGIN IMMEDIATE, at the configured
+** synchronous level like handling), committed when fn returns 0, rolled
+** back otherwise (or when a statement hit a storage error fn ignored:
+** that error is returned). fn may call ob_tx_emit: the events commit with
+** its rows, and their causation_id is the write's own id, a UUIDv7 made
+** for this call (every event of one ob_write shares it). Returns 0 once
+** committed; fn's non-zero value (rolled back); OB_ESTATE inside a handler
+** or another ob_read / ob_write; OB_EINVAL when e or fn is NULL; OB_ENOSPC
+** while the size cap's reserve pauses handling (max_db_bytes: the last
+** bytes stay for what gives space back); a negative storage code (OB_EBUSY,
+** OB_ENOSPC, OB_EIO ...) when the transaction could not begin or commit:
+** nothing applied (detail in ob_errmsg). After OB_EIO the engine replaces
+** its connection, as after a failed handling commit.
+*/
+OB_EXTERN int ob_write(ob_engine_t* e, ob_tx_fn fn, void* arg);
 
 /* ---------------------------------------------------------------------------
 ** Utilities.

@@ -119,6 +119,9 @@ static void test_newer_schema_refused(void** state) {
   "ALTER TABLE pm9 RENAME TO processed_message;"                              \
   "CREATE INDEX processed_message_age ON processed_message(processed_at);"
 
+/* What migration 10 -> 11 (the embedder's schema) added, undone. */
+#define UNDO_V11 "DROP TABLE schema_migration;"
+
 static int seen_handler(ob_tx_t* tx, const ob_message_t* m, void* arg) {
   (void)tx;
   (void)m;
@@ -140,7 +143,7 @@ static void test_migrates_version_9(void** state) {
   (void)state;
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V10 "PRAGMA user_version=9;"
+  set_user_version(f->db_path, UNDO_V11 UNDO_V10 "PRAGMA user_version=9;"
                    "INSERT INTO processed_message VALUES ('c1',"
                    " '0190b6d8-3ae7-7ca2-a653-00000000002a', 1000);");
   fx_open(f);
@@ -192,7 +195,7 @@ static void test_migrates_version_5(void** state) {
   (void)state;
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 "PRAGMA user_version=5");
+  set_user_version(f->db_path, UNDO_V11 UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 "PRAGMA user_version=5");
   fx_open(f);
   assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM retention_swept"), 0);
@@ -207,7 +210,7 @@ static void test_migrates_version_6(void** state) {
   (void)state;
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 "PRAGMA user_version=6");
+  set_user_version(f->db_path, UNDO_V11 UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 "PRAGMA user_version=6");
   fx_open(f);
   assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM pragma_table_info("
@@ -253,7 +256,7 @@ static void test_migrates_version_7(void** state) {
   ob__relay_row_free(&row);
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V10 UNDO_V9 UNDO_V8 "PRAGMA user_version=7");
+  set_user_version(f->db_path, UNDO_V11 UNDO_V10 UNDO_V9 UNDO_V8 "PRAGMA user_version=7");
   fake_clock_advance(&f->clock, -24LL * 3600 * 1000);
   fx_open(f);
   assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
@@ -286,7 +289,7 @@ static void test_migrates_version_3(void** state) {
   fx_drain(f);
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 "PRAGMA user_version=3");
+  set_user_version(f->db_path, UNDO_V11 UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 "PRAGMA user_version=3");
   assert_int_equal(fx_count(f, "SELECT count(*) FROM sqlite_schema WHERE name ="
                                " 'outbox_unpublished_type'"),
                    0);
@@ -319,7 +322,7 @@ static void test_migrates_version_2(void** state) {
   fx_enqueue(f, "Nobody", fx_event(2, id), "{}");
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 UNDO_V3
+  set_user_version(f->db_path, UNDO_V11 UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 UNDO_V3
                    "PRAGMA user_version=2");
   fx_open(f);
   assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
@@ -343,7 +346,7 @@ static void test_migrates_version_1(void** state) {
   fx_drain(f);
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 UNDO_V3
+  set_user_version(f->db_path, UNDO_V11 UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 UNDO_V3
                    "DROP INDEX outbox_unpublished_aggregate;"
                    "DROP TABLE relay_status; PRAGMA user_version=1");
   assert_int_equal(fx_count(f, "PRAGMA user_version"), 1);
