@@ -26,9 +26,11 @@ done | tr '\n' ' ' | tr ';{}' '\n\n\n' |
   sort -u >"$tmp/declared"
 
 # Exported: defined dynamic symbols (functions, data), less the ELF
-# bookkeeping the linker adds.
+# bookkeeping the linker adds and what a sanitizer build (OB_SANITIZE)
+# instruments in (__asan_*, __odr_asan_gen_*, ...).
 nm -D --defined-only "$lib" | awk '{print $NF}' | sed 's/@.*//' |
-  grep -vxE '_init|_fini|__bss_start|_edata|_end' | sort -u >"$tmp/exported"
+  grep -vxE '_init|_fini|__bss_start|_edata|_end' |
+  grep -vE '^_*(asan|odr_asan|ubsan|sanitizer|lsan)' | sort -u >"$tmp/exported"
 
 nd=$(wc -l <"$tmp/declared") ne=$(wc -l <"$tmp/exported")
 missing=$(comm -23 "$tmp/declared" "$tmp/exported")

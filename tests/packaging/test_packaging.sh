@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_packaging.sh SOURCE_DIR BUILD_DIR
+# test_packaging.sh SOURCE_DIR BUILD_DIR [SANITIZE]
 # The library as a vendor gets it (docs/packaging.md):
 #   1. cmake --install BUILD_DIR (already built) into a temporary prefix;
 #      the layout; SONAME liboncebox.so.0; the exported symbols
@@ -14,6 +14,12 @@
 # temporary directory.
 set -euo pipefail
 src=$(cd "$1" && pwd) bld=$(cd "$2" && pwd)
+case "${3:-OFF}" in
+  ON|1|TRUE|YES)
+    echo "SKIP: a sanitizer build (OB_SANITIZE=ON): its installed library needs the"
+    echo "      sanitizer runtime in every consumer; the packaging test checks a normal build"
+    exit 77 ;;
+esac
 for t in cmake cc pkg-config readelf nm tar; do
   command -v "$t" >/dev/null || { echo "SKIP: packaging test needs $t (not found)"; exit 77; }
 done
