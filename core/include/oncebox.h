@@ -38,10 +38,13 @@
 extern "C" {
 #endif
 
-#if defined(__GNUC__)
-#define OB_EXTERN __attribute__((visibility("default")))
+/* OB_EXTERN marks the API: what liboncebox.so exports. The library is
+** compiled with -fvisibility=hidden and -DOB_BUILDING; everything else in it
+** stays internal. */
+#if defined(OB_BUILDING) && defined(__GNUC__)
+#define OB_EXTERN __attribute__((visibility("default"))) extern
 #else
-#define OB_EXTERN
+#define OB_EXTERN extern
 #endif
 
 #define OB_VERSION_MAJOR 0

@@ -1,0 +1,38 @@
+# Install rules and the package files (cmake --install BUILD --prefix P):
+#   include/oncebox*.h                     every public header of core/include
+#   lib/liboncebox.so.0.1.0 (+ .so.0, .so) the shared library, SONAME .so.0
+#   lib/liboncebox.a                       the static library
+#   lib/pkgconfig/oncebox.pc
+#   lib/cmake/oncebox/onceboxConfig.cmake  (+ ConfigVersion, Targets)
+#   bin/oncebox                            (platform/cli/CMakeLists.txt)
+include(CMakePackageConfigHelpers)
+
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/core/include/
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+        FILES_MATCHING PATTERN "oncebox*.h")
+
+install(TARGETS oncebox_shared oncebox EXPORT onceboxTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+set(OB_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/oncebox)
+install(EXPORT onceboxTargets NAMESPACE oncebox::
+        FILE onceboxTargets.cmake DESTINATION ${OB_CMAKE_DIR})
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/onceboxConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/onceboxConfig.cmake INSTALL_DESTINATION ${OB_CMAKE_DIR})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/onceboxConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/onceboxConfig.cmake
+              ${PROJECT_BINARY_DIR}/onceboxConfigVersion.cmake
+        DESTINATION ${OB_CMAKE_DIR})
+
+# pkg-config: prefix-relative, so the installed tree can be moved.
+file(RELATIVE_PATH OB_PC_PREFIX_REL
+  /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
+string(REGEX REPLACE "/$" "" OB_PC_PREFIX_REL "${OB_PC_PREFIX_REL}")
+configure_file(${PROJECT_SOURCE_DIR}/cmake/oncebox.pc.in
+               ${PROJECT_BINARY_DIR}/oncebox.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/oncebox.pc
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
