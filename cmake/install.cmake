@@ -1,6 +1,6 @@
 # Install rules and the package files (cmake --install BUILD --prefix P):
 #   include/oncebox*.h                     every public header of core/include
-#   lib/liboncebox.so.0.1.0 (+ .so.0, .so) the shared library, SONAME .so.0
+#   lib/liboncebox.so.0.1.0 (+ .so.0.1, .so) the shared library, SONAME .so.0.1
 #   lib/liboncebox.a                       the static library
 #   lib/pkgconfig/oncebox.pc
 #   lib/cmake/oncebox/onceboxConfig.cmake  (+ ConfigVersion, Targets)
@@ -22,8 +22,18 @@ install(EXPORT onceboxTargets NAMESPACE oncebox::
         FILE onceboxTargets.cmake DESTINATION ${OB_CMAKE_DIR})
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/onceboxConfig.cmake.in
   ${PROJECT_BINARY_DIR}/onceboxConfig.cmake INSTALL_DESTINATION ${OB_CMAKE_DIR})
+# As the SONAME: before 1.0 only the same minor version is compatible.
+if(PROJECT_VERSION_MAJOR EQUAL 0)
+  set(_ob_compat SameMinorVersion)
+else()
+  set(_ob_compat SameMajorVersion)
+endif()
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/onceboxConfigVersion.cmake
-  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
+  VERSION ${PROJECT_VERSION} COMPATIBILITY ${_ob_compat})
+# A binary distribution carries the license and the bundled code's notice.
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE ${PROJECT_SOURCE_DIR}/NOTICE
+              ${PROJECT_SOURCE_DIR}/CHANGELOG.md
+        DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(FILES ${PROJECT_BINARY_DIR}/onceboxConfig.cmake
               ${PROJECT_BINARY_DIR}/onceboxConfigVersion.cmake
         DESTINATION ${OB_CMAKE_DIR})

@@ -2,7 +2,7 @@
 # test_packaging.sh SOURCE_DIR BUILD_DIR [SANITIZE]
 # The library as a vendor gets it (docs/packaging.md):
 #   1. cmake --install BUILD_DIR (already built) into a temporary prefix;
-#      the layout; SONAME liboncebox.so.0; the exported symbols
+#      the layout; the SONAME (docs/versioning.md); the exported symbols
 #      (exported_symbols.sh against the installed headers);
 #   2. consumer/main.c built against the installed package with pkg-config
 #      (shared, and static with --static) and with find_package(oncebox)
@@ -40,15 +40,20 @@ libdir=${libdir%/pkgconfig}
 [ -d "$libdir" ] || fail "no oncebox.pc installed"
 for f in include/oncebox.h "${libdir#"$prefix"/}/liboncebox.a" "${libdir#"$prefix"/}/liboncebox.so" \
          "${libdir#"$prefix"/}/cmake/oncebox/onceboxConfig.cmake" \
-         "${libdir#"$prefix"/}/cmake/oncebox/onceboxConfigVersion.cmake" bin/oncebox; do
+         "${libdir#"$prefix"/}/cmake/oncebox/onceboxConfigVersion.cmake" bin/oncebox \
+         share/doc/oncebox/LICENSE share/doc/oncebox/NOTICE; do
   [ -e "$prefix/$f" ] || fail "not installed: $f"
 done
 for h in "$src"/core/include/oncebox*.h; do
   cmp -s "$h" "$prefix/include/$(basename "$h")" || fail "header not installed: $(basename "$h")"
 done
 soname=$(readelf -d "$libdir/liboncebox.so" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
-[ "$soname" = liboncebox.so.0 ] || fail "SONAME is '$soname', want liboncebox.so.0"
-[ -e "$libdir/liboncebox.so.0" ] || fail "no liboncebox.so.0 link"
+# docs/versioning.md: .so.0.MINOR before 1.0, .so.MAJOR after.
+want=$(sed -n 's/^project(oncebox VERSION \([0-9]*\)\.\([0-9]*\)\..*/\1 \2/p' "$src/CMakeLists.txt")
+set -- $want
+if [ "$1" = 0 ]; then want=liboncebox.so.0.$2; else want=liboncebox.so.$1; fi
+[ "$soname" = "$want" ] || fail "SONAME is '$soname', want $want"
+[ -e "$libdir/$want" ] || fail "no $want link"
 echo "SONAME $soname; $(basename "$(readlink -f "$libdir/liboncebox.so")")"
 bash "$src/tests/packaging/exported_symbols.sh" "$libdir/liboncebox.so" "$prefix/include"
 
