@@ -45,6 +45,10 @@ ob_engine_t* cli_open(cli_t* cli, int batch, int* exit_code);
 void cli_log(void* ctx, ob_log_level_t level, const char* msg);
 /* Like cli_open, for publishing only (no local handling). */
 ob_engine_t* cli_open_publisher(cli_t* cli, int* exit_code);
+/* Like cli_open, for a command that only reads: a database file that does
+** not exist is not created (no -wal or -shm either); that prints "no
+** database at PATH" and returns NULL with *exit_code EXIT_DB. */
+ob_engine_t* cli_open_existing(cli_t* cli, int* exit_code);
 
 /* Sync settings shared by `run` and `outbox drain`; NULL fields fall back
 ** to ONCEBOX_OUTBOX_QUEUE_URL / ONCEBOX_SOURCE. */

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@ void cli_log(void* ctx, ob_log_level_t level, const char* msg) {
 
 static ob_engine_t* open_with(cli_t* cli, int batch, int no_handling,
                               int* exit_code);
+static int critical_list_ok(const char* list);
 
 ob_engine_t* cli_open(cli_t* cli, int batch, int* exit_code) {
   return open_with(cli, batch, 0, exit_code);
@@ -30,6 +32,41 @@ ob_engine_t* cli_open(cli_t* cli, int batch, int* exit_code) {
 
 ob_engine_t* cli_open_publisher(cli_t* cli, int* exit_code) {
   return open_with(cli, 0, 1, exit_code);
+}
+
+/* 1 if path names nothing (not even a dangling symlink) in a directory
+** that exists: where a writing command would create the database. A
+** missing directory is left to ob_open, which says so and creates
+** nothing. */
+static int missing_in_existing_dir(const char* path) {
+  struct stat st;
+  char dir[4096];
+  const char* slash;
+  size_t n;
+  if (lstat(path, &st) == 0 || errno != ENOENT) return 0;
+  slash = strrchr(path, '/');
+  if (slash == NULL) return 1;  /* the working directory */
+  n = slash == path ? 1 : (size_t)(slash - path);
+  if (n >= sizeof dir) return 0;
+  memcpy(dir, path, n);
+  dir[n] = '\0';
+  return stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+ob_engine_t* cli_open_existing(cli_t* cli, int* exit_code) {
+  if (cli->critical_types != NULL && critical_list_ok(cli->critical_types) < 0) {
+    *exit_code = EXIT_USAGE;
+    return NULL;
+  }
+  if (cli->db_path != NULL && cli->db_path[0] != '\0' &&
+      missing_in_existing_dir(cli->db_path)) {
+    fprintf(stderr, "oncebox: no database at %s (read-only command; run "
+            "`oncebox --db %s init` or any writing command to create one)\n",
+            cli->db_path, cli->db_path);
+    *exit_code = EXIT_DB;
+    return NULL;
+  }
+  return open_with(cli, 0, 0, exit_code);
 }
 
 const char cli_sqs_allow_http_help[] =
@@ -90,6 +127,24 @@ int cli_enable_consumer(ob_engine_t* e, const char* url, int prefetch,
   return 0;
 }
 
+/* 0 if every name of the comma-separated list is 1..128 bytes, else -1
+** after printing why: a usage error reported before the database is
+** opened (or found missing). */
+static int critical_list_ok(const char* list) {
+  const char* p = list;
+  while (*p != '\0') {
+    size_t n = strcspn(p, ",");
+    if (n == 0 || n > 128) {
+      fprintf(stderr, "oncebox: --critical-types: empty or over 128-byte "
+              "type name in '%.200s'\n", list);
+      return -1;
+    }
+    p += n;
+    if (*p == ',') p++;
+  }
+  return 0;
+}
+
 /* A comma-separated list of message types, each marked critical. */
 static int mark_critical(ob_engine_t* e, const char* list) {
   const char* p = list;
@@ -145,6 +200,10 @@ static ob_engine_t* open_with(cli_t* cli, int batch, int no_handling,
 
   if (cli->db_path == NULL || cli->db_path[0] == '\0') {
     fprintf(stderr, "oncebox: no database: pass --db FILE or set ONCEBOX_DB\n");
+    *exit_code = EXIT_USAGE;
+    return NULL;
+  }
+  if (cli->critical_types != NULL && critical_list_ok(cli->critical_types) < 0) {
     *exit_code = EXIT_USAGE;
     return NULL;
   }

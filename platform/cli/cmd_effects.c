@@ -748,7 +748,7 @@ int cmd_effects(cli_t* cli, int argc, char** argv) {
       fprintf(stderr, "oncebox effects show: want at most one KEY\n");
       return EXIT_USAGE;
     }
-    e = cli_open(cli, 0, &code);
+    e = cli_open_existing(cli, &code);
     if (e == NULL) return code;
     code = effects_show(e, have_state ? state : 0, parked_only,
                         optind < argc ? argv[optind] : NULL, json);

@@ -293,7 +293,7 @@ int cmd_failed(cli_t* cli, int argc, char** argv) {
         return EXIT_USAGE;
       }
     }
-    e = cli_open(cli, 0, &code);
+    e = cli_open_existing(cli, &code);
     if (e == NULL) return code;
     code = failed_show(e, json, stats, type, id);
   } else {

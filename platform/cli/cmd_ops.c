@@ -56,7 +56,7 @@ int cmd_stats(cli_t* cli, int argc, char** argv) {
   }
   if (!only_flags(argc, argv, "stats", "--json")) return EXIT_USAGE;
   json = has_flag(argc, argv, "--json");
-  e = cli_open(cli, 0, &code);
+  e = cli_open_existing(cli, &code);
   if (e == NULL) return code;
   rc = ob_stats(e, &s);
   if (rc < 0) {
@@ -224,7 +224,7 @@ int cmd_check(cli_t* cli, int argc, char** argv) {
     return EXIT_OK;
   }
   if (!only_flags(argc, argv, "check", "--json")) return EXIT_USAGE;
-  e = cli_open(cli, 0, &code);
+  e = cli_open_existing(cli, &code);
   if (e == NULL) return code;
   if (has_flag(argc, argv, "--json")) {
     cJSON* o = cJSON_CreateObject();

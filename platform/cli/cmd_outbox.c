@@ -274,7 +274,8 @@ int cmd_outbox(cli_t* cli, int argc, char** argv) {
     outbox_usage(stderr);
     return EXIT_USAGE;
   }
-  e = cli_open(cli, 0, &code);
+  e = strcmp(sub, "show") == 0 ? cli_open_existing(cli, &code)
+                                : cli_open(cli, 0, &code);
   if (e == NULL) return code;
   if (strcmp(sub, "show") == 0) {
     code = outbox_show(e, filter, limit, json);

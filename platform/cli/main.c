@@ -60,7 +60,8 @@ static void usage(FILE* out) {
           "  -h, --help           this help; COMMAND --help for a command\n"
           "\n"
           "Exit codes: 0 ok; 1 failed or violations found; 2 usage error;\n"
-          "3 some input rejected (the rest committed); 4 database unusable;\n"
+          "3 some input rejected (the rest committed); 4 database unusable\n"
+          "(or missing, for a command that only reads);\n"
           "5 run --until-idle stopped with work left that waits for a peer;\n"
           "6 enqueue refused for space (the cap's reserve or a full disk).\n");
 }
