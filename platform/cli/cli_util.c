@@ -9,7 +9,7 @@
 
 #include "platform/cli/cli.h"
 
-void cli_log(void* ctx, ob_log_level_t level, const char* msg) {
+void ob__cli_log(void* ctx, ob_log_level_t level, const char* msg) {
   static const char* names[] = {"error", "warn", "info", "debug"};
   struct timespec ts;
   struct tm tm;
@@ -26,11 +26,11 @@ static ob_engine_t* open_with(cli_t* cli, int batch, int no_handling,
                               int* exit_code);
 static int critical_list_ok(const char* list);
 
-ob_engine_t* cli_open(cli_t* cli, int batch, int* exit_code) {
+ob_engine_t* ob__cli_open(cli_t* cli, int batch, int* exit_code) {
   return open_with(cli, batch, 0, exit_code);
 }
 
-ob_engine_t* cli_open_publisher(cli_t* cli, int* exit_code) {
+ob_engine_t* ob__cli_open_publisher(cli_t* cli, int* exit_code) {
   return open_with(cli, 0, 1, exit_code);
 }
 
@@ -53,7 +53,7 @@ static int missing_in_existing_dir(const char* path) {
   return stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-ob_engine_t* cli_open_existing(cli_t* cli, int* exit_code) {
+ob_engine_t* ob__cli_open_existing(cli_t* cli, int* exit_code) {
   if (cli->critical_types != NULL && critical_list_ok(cli->critical_types) < 0) {
     *exit_code = EXIT_USAGE;
     return NULL;
@@ -69,7 +69,7 @@ ob_engine_t* cli_open_existing(cli_t* cli, int* exit_code) {
   return open_with(cli, 0, 0, exit_code);
 }
 
-const char cli_sqs_allow_http_help[] =
+const char ob__cli_sqs_allow_http_help[] =
     "  --sqs-allow-http      accept a plain http:// SQS endpoint from\n"
     "                        AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL or\n"
     "                        endpoint_url in ~/.aws/config (or set\n"
@@ -78,7 +78,7 @@ const char cli_sqs_allow_http_help[] =
     "                        travel in clear. Without it http:// is refused\n"
     "                        (exit 2)\n";
 
-int cli_enable_relay(ob_engine_t* e, cli_sync_t* s) {
+int ob__cli_enable_relay(ob_engine_t* e, cli_sync_t* s) {
   ob_relay_options_t o;
   char err[CLI_ERRLEN];
   int rc;
@@ -99,9 +99,9 @@ int cli_enable_relay(ob_engine_t* e, cli_sync_t* s) {
   return 0;
 }
 
-int cli_enable_consumer(ob_engine_t* e, const char* url, int prefetch,
-                        int visibility_s, int until_idle, int sqs_allow_http,
-                        int failures_to_sqs) {
+int ob__cli_enable_consumer(ob_engine_t* e, const char* url, int prefetch,
+                            int visibility_s, int until_idle, int sqs_allow_http,
+                            int failures_to_sqs) {
   ob_consumer_options_t o;
   char err[CLI_ERRLEN];
   const char* env;
@@ -170,7 +170,7 @@ static int mark_critical(ob_engine_t* e, const char* list) {
   return 0;
 }
 
-void cli_consumer_left(ob_engine_t* e, char* out, size_t n) {
+void ob__cli_consumer_left(ob_engine_t* e, char* out, size_t n) {
   ob_consumer_status_t st;
   out[0] = '\0';
   if (ob_consumer_status(e, &st) != 0) return;  /* no consumer */
@@ -209,7 +209,7 @@ static ob_engine_t* open_with(cli_t* cli, int batch, int no_handling,
   }
   ob_options_init(&o);
   o.db_path = cli->db_path;
-  o.log = cli_log;
+  o.log = ob__cli_log;
   o.log_level = cli->log_level;
   if (batch > 0) o.batch_size = batch;
   o.no_handling = no_handling;
@@ -241,7 +241,7 @@ static ob_engine_t* open_with(cli_t* cli, int batch, int no_handling,
   return e;
 }
 
-int cli_wants_help(int argc, char** argv) {
+int ob__cli_wants_help(int argc, char** argv) {
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--") == 0) return 0;
     if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) return 1;
@@ -249,7 +249,7 @@ int cli_wants_help(int argc, char** argv) {
   return 0;
 }
 
-long long cli_parse_count(const char* s) {
+long long ob__cli_parse_count(const char* s) {
   char* end;
   long long v;
   if (s == NULL || *s == '\0') return -1;
@@ -287,7 +287,7 @@ static long long parse_with_unit(const char* s, const unit_t* units,
   return v * mult;
 }
 
-long long cli_parse_size(const char* s) {
+long long ob__cli_parse_size(const char* s) {
   static const unit_t units[] = {{"kK", 1024LL},
                                  {"mM", 1024LL * 1024},
                                  {"gG", 1024LL * 1024 * 1024}};
@@ -300,7 +300,7 @@ long long cli_parse_size(const char* s) {
   return *end == '\0' ? v : -1;
 }
 
-long long cli_parse_duration_ms(const char* s) {
+long long ob__cli_parse_duration_ms(const char* s) {
   static const unit_t units[] = {{"s", 1000LL},
                                  {"m", 60LL * 1000},
                                  {"h", 3600LL * 1000},
@@ -310,7 +310,7 @@ long long cli_parse_duration_ms(const char* s) {
   return v >= 0 && *end == '\0' ? v : -1;
 }
 
-void cli_format_bytes(long long b, char* out, size_t n) {
+void ob__cli_format_bytes(long long b, char* out, size_t n) {
   if (b >= 1024LL * 1024)
     snprintf(out, n, "%.1f MiB", (double)b / (1024.0 * 1024.0));
   else if (b >= 1024)
@@ -319,7 +319,7 @@ void cli_format_bytes(long long b, char* out, size_t n) {
     snprintf(out, n, "%lld B", b);
 }
 
-const char* cli_space_words(int level) {
+const char* ob__cli_space_words(int level) {
   switch (level) {
     case 0: return "new messages accepted";
     case 1: return "only critical types accepted (in the reserve)";
@@ -328,7 +328,7 @@ const char* cli_space_words(int level) {
   }
 }
 
-void cli_format_age(int64_t ms, char* out, size_t n) {
+void ob__cli_format_age(int64_t ms, char* out, size_t n) {
   int64_t s = ms / 1000;
   if (ms < 60000)
     snprintf(out, n, "%.1fs", (double)ms / 1000.0);
@@ -344,7 +344,7 @@ void cli_format_age(int64_t ms, char* out, size_t n) {
 
 static int progress_shown;
 
-void cli_progress(const char* label, long long done, long long total) {
+void ob__cli_progress(const char* label, long long done, long long total) {
   char bar[31];
   int fill;
   if (!isatty(STDERR_FILENO) || total <= 0) return;
@@ -358,7 +358,7 @@ void cli_progress(const char* label, long long done, long long total) {
   progress_shown = 1;
 }
 
-void cli_progress_end(void) {
+void ob__cli_progress_end(void) {
   if (progress_shown) fputc('\n', stderr);
   progress_shown = 0;
 }

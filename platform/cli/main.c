@@ -16,17 +16,17 @@ typedef struct command_s {
 } command_t;
 
 static const command_t commands[] = {
-    {"init", cmd_init, "create or migrate the database"},
-    {"enqueue", cmd_enqueue, "add messages to the local queue (one, or NDJSON)"},
-    {"run", cmd_run, "handle queued messages (until stopped or idle)"},
-    {"failed", cmd_failed, "show, retry or remove failed messages"},
-    {"outbox", cmd_outbox, "show, retry parked, drain to SQS"},
-    {"stats", cmd_stats, "queue, failure store, ledger and outbox counters"},
-    {"check", cmd_check, "integrity check and invariants"},
-    {"gc", cmd_gc, "delete expired dedup records and published events"},
-    {"demo", cmd_demo, "a day at a terminal: duplicates, a crash, bad input"},
-    {"effects", cmd_effects, "show, reconcile or resolve provider calls"},
-    {"sqs", cmd_sqs, "talk to Amazon SQS: send, receive, attributes"},
+    {"init", ob__cmd_init, "create or migrate the database"},
+    {"enqueue", ob__cmd_enqueue, "add messages to the local queue (one, or NDJSON)"},
+    {"run", ob__cmd_run, "handle queued messages (until stopped or idle)"},
+    {"failed", ob__cmd_failed, "show, retry or remove failed messages"},
+    {"outbox", ob__cmd_outbox, "show, retry parked, drain to SQS"},
+    {"stats", ob__cmd_stats, "queue, failure store, ledger and outbox counters"},
+    {"check", ob__cmd_check, "integrity check and invariants"},
+    {"gc", ob__cmd_gc, "delete expired dedup records and published events"},
+    {"demo", ob__cmd_demo, "a day at a terminal: duplicates, a crash, bad input"},
+    {"effects", ob__cmd_effects, "show, reconcile or resolve provider calls"},
+    {"sqs", ob__cmd_sqs, "talk to Amazon SQS: send, receive, attributes"},
 };
 
 static void usage(FILE* out) {
@@ -114,7 +114,7 @@ static int size_option(const char* a, const char* next, const char* name,
   } else {
     return 0;
   }
-  *out = v ? cli_parse_size(v) : -1;
+  *out = v ? ob__cli_parse_size(v) : -1;
   if (*out < 0) {
     fprintf(stderr, "oncebox: %s needs a size such as 64M or 1048576%s%s\n",
             name, v ? ", not " : "", v ? v : "");
@@ -130,13 +130,13 @@ static int space_from_env(cli_t* cli) {
   const char* v;
   cli->reserve_db_bytes = -1;
   if ((v = getenv("ONCEBOX_MAX_DB_BYTES")) != NULL && v[0] != '\0' &&
-      (cli->max_db_bytes = cli_parse_size(v)) < 0) {
+      (cli->max_db_bytes = ob__cli_parse_size(v)) < 0) {
     fprintf(stderr, "oncebox: ONCEBOX_MAX_DB_BYTES needs a size such as "
             "64M, not %s\n", v);
     return -1;
   }
   if ((v = getenv("ONCEBOX_RESERVE_DB_BYTES")) != NULL && v[0] != '\0' &&
-      (cli->reserve_db_bytes = cli_parse_size(v)) < 0) {
+      (cli->reserve_db_bytes = ob__cli_parse_size(v)) < 0) {
     fprintf(stderr, "oncebox: ONCEBOX_RESERVE_DB_BYTES needs a size such "
             "as 1M, not %s\n", v);
     return -1;
