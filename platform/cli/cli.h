@@ -34,12 +34,14 @@ typedef struct cli_s {
                                ** $ONCEBOX_RESERVE_DB_BYTES; -1: auto */
   const char* critical_types;  /* --critical-types or
                                ** $ONCEBOX_CRITICAL_TYPES: a comma list */
+  /* ob_cli_main's: run on every engine ob__cli_open* opens; NULL: none */
+  int (*register_fn)(ob_engine_t* e, void* arg);
+  void* register_arg;
 } cli_t;
 
 typedef int (*cli_cmd_fn)(cli_t* cli, int argc, char** argv);
 
-/* Open the engine on cli->db_path with the payout and ChargeOrder modules
-** registered;
+/* Open the engine on cli->db_path with cli->register_fn run on it;
 ** prints the reason and returns NULL on failure (*exit_code set). */
 ob_engine_t* ob__cli_open(cli_t* cli, int batch, int* exit_code);
 void ob__cli_log(void* ctx, ob_log_level_t level, const char* msg);

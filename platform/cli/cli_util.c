@@ -223,8 +223,7 @@ static ob_engine_t* open_with(cli_t* cli, int batch, int no_handling,
     *exit_code = EXIT_DB;  /* the arguments were checked: the file is at fault */
     return NULL;
   }
-  rc = ob_register_payout(e);
-  if (rc >= 0) rc = ob_register_charge_order(e);
+  rc = cli->register_fn ? cli->register_fn(e, cli->register_arg) : 0;
   if (rc < 0) {
     fprintf(stderr, "oncebox: %s\n", ob_strerror(rc));
     ob_close(e);
