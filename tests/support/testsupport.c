@@ -7,14 +7,6 @@
 #include <unistd.h>
 #include <ftw.h>
 
-void fake_clock_init(fake_clock_t* fc, int64_t now_ms, uint64_t seed) {
-  ob_fake_clock_init(fc, now_ms, seed);
-}
-
-void fake_clock_advance(fake_clock_t* fc, int64_t ms) {
-  ob_fake_clock_advance(fc, ms);
-}
-
 char* ts_mkdtemp(const char* tag) {
   const char* base = getenv("TMPDIR");
   char buf[4096];
