@@ -4,7 +4,9 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 
-pkgs=(build-essential cmake pkg-config
+# g++ (in build-essential too): tests/cli/test_headers.sh compiles the
+# public headers as C++.
+pkgs=(build-essential g++ cmake pkg-config
       libsqlite3-dev sqlite3 libuv1-dev libmbedtls-dev libcjson-dev
       libcmocka-dev node-llhttp
       openssl socat faketime ca-certificates)

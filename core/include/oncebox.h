@@ -439,12 +439,33 @@ typedef struct ob_value_s {
   size_t n;
 } ob_value_t;
 
+#ifndef __cplusplus
 #define OB_VNULL ((ob_value_t){OB_TYPE_NULL, 0, 0.0, NULL, 0})
 #define OB_VINT(x) ((ob_value_t){OB_TYPE_INT, (int64_t)(x), 0.0, NULL, 0})
 #define OB_VREAL(x) ((ob_value_t){OB_TYPE_REAL, 0, (double)(x), NULL, 0})
 #define OB_VTEXT(s) ((ob_value_t){OB_TYPE_TEXT, 0, 0.0, (s), strlen(s)})
 #define OB_VTEXTN(s, len) ((ob_value_t){OB_TYPE_TEXT, 0, 0.0, (s), (len)})
 #define OB_VBLOB(b, len) ((ob_value_t){OB_TYPE_BLOB, 0, 0.0, (b), (len)})
+#else
+/* C++ has no compound literals: the same values from an inline function
+** (C++11 and later, -pedantic clean). Not API: use the macros. */
+static inline ob_value_t ob__value(ob_type_t t, int64_t i, double d,
+                                   const void* p, size_t n) {
+  ob_value_t v;
+  v.type = t;
+  v.i = i;
+  v.d = d;
+  v.p = p;
+  v.n = n;
+  return v;
+}
+#define OB_VNULL (ob__value(OB_TYPE_NULL, 0, 0.0, NULL, 0))
+#define OB_VINT(x) (ob__value(OB_TYPE_INT, (int64_t)(x), 0.0, NULL, 0))
+#define OB_VREAL(x) (ob__value(OB_TYPE_REAL, 0, (double)(x), NULL, 0))
+#define OB_VTEXT(s) (ob__value(OB_TYPE_TEXT, 0, 0.0, (s), strlen(s)))
+#define OB_VTEXTN(s, len) (ob__value(OB_TYPE_TEXT, 0, 0.0, (s), (len)))
+#define OB_VBLOB(b, len) (ob__value(OB_TYPE_BLOB, 0, 0.0, (b), (len)))
+#endif
 
 /* Row callback: return 0 to continue, non-zero to stop early. */
 typedef int (*ob_row_cb)(void* arg, const ob_value_t* cols, size_t ncols);

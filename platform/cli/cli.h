@@ -34,17 +34,23 @@ typedef struct cli_s {
                                ** $ONCEBOX_RESERVE_DB_BYTES; -1: auto */
   const char* critical_types;  /* --critical-types or
                                ** $ONCEBOX_CRITICAL_TYPES: a comma list */
+  /* ob_cli_main's: run on every engine ob__cli_open* opens; NULL: none */
+  int (*register_fn)(ob_engine_t* e, void* arg);
+  void* register_arg;
 } cli_t;
 
 typedef int (*cli_cmd_fn)(cli_t* cli, int argc, char** argv);
 
-/* Open the engine on cli->db_path with the payout and ChargeOrder modules
-** registered;
+/* Open the engine on cli->db_path with cli->register_fn run on it;
 ** prints the reason and returns NULL on failure (*exit_code set). */
-ob_engine_t* cli_open(cli_t* cli, int batch, int* exit_code);
-void cli_log(void* ctx, ob_log_level_t level, const char* msg);
-/* Like cli_open, for publishing only (no local handling). */
-ob_engine_t* cli_open_publisher(cli_t* cli, int* exit_code);
+ob_engine_t* ob__cli_open(cli_t* cli, int batch, int* exit_code);
+void ob__cli_log(void* ctx, ob_log_level_t level, const char* msg);
+/* Like ob__cli_open, for publishing only (no local handling). */
+ob_engine_t* ob__cli_open_publisher(cli_t* cli, int* exit_code);
+/* Like ob__cli_open, for a command that only reads: a database file that does
+** not exist is not created (no -wal or -shm either); that prints "no
+** database at PATH" and returns NULL with *exit_code EXIT_DB. */
+ob_engine_t* ob__cli_open_existing(cli_t* cli, int* exit_code);
 
 /* Sync settings shared by `run` and `outbox drain`; NULL fields fall back
 ** to ONCEBOX_OUTBOX_QUEUE_URL / ONCEBOX_SOURCE. */
@@ -64,27 +70,27 @@ typedef struct cli_sync_s {
   {"sqs-allow-http", no_argument, NULL, CLI_OPT_SQS_ALLOW_HTTP}
 
 /* Help text of --sqs-allow-http (each line indented by two spaces). */
-extern const char cli_sqs_allow_http_help[];
+extern const char ob__cli_sqs_allow_http_help[];
 
 /* Enable the relay when an outbox queue is configured. Returns 0 (also when
 ** none is: the outbox then accumulates), or an exit code after printing
 ** why (EXIT_USAGE for a configuration fault, e.g. an http:// endpoint
 ** without --sqs-allow-http or ONCEBOX_SQS_ALLOW_HTTP=1). */
-int cli_enable_relay(ob_engine_t* e, cli_sync_t* s);
+int ob__cli_enable_relay(ob_engine_t* e, cli_sync_t* s);
 
 /* Consume an SQS queue of CloudEvents when one is configured (url, else
 ** ONCEBOX_CONSUME_QUEUE_URL). prefetch 0: the default; visibility_s 0: the
 ** queue's own VisibilityTimeout, else 1..43200; sqs_allow_http: the
 ** --sqs-allow-http flag. Returns 0 or an exit code after printing why. */
-int cli_enable_consumer(ob_engine_t* e, const char* url, int prefetch,
-                        int visibility_s, int until_idle, int sqs_allow_http,
-                        int failures_to_sqs);
+int ob__cli_enable_consumer(ob_engine_t* e, const char* url, int prefetch,
+                            int visibility_s, int until_idle, int sqs_allow_http,
+                            int failures_to_sqs);
 
 /* What the SQS consumer left, for the "not done:" line: "" when nothing (or
 ** no consumer), else "; the SQS queue ..." naming the messages in flight,
 ** delayed and visible, counts that could not be read, or a queue that could
 ** not be reached. */
-void cli_consumer_left(ob_engine_t* e, char* out, size_t n);
+void ob__cli_consumer_left(ob_engine_t* e, char* out, size_t n);
 
 /* The payment provider of the built-in ChargeOrder module, shared by `run`
 ** and `effects reconcile`. NULL/0 fields fall back to ONCEBOX_PROVIDER_URL
@@ -124,71 +130,71 @@ typedef struct cli_provider_s {
    CLI_OPT_PROVIDER_REFERENCE_LOOKUP}
 
 /* Help text of those options (each line indented by two spaces). */
-extern const char cli_provider_help[];
+extern const char ob__cli_provider_help[];
 
 /* Apply getopt_long's result c to p. Returns 1 if it was a provider option,
 ** 0 if not, -1 for a bad value (printed, prefixed "oncebox <cmd>: "). */
-int cli_provider_option(cli_provider_t* p, int c, const char* arg,
-                        const char* cmd);
+int ob__cli_provider_option(cli_provider_t* p, int c, const char* arg,
+                            const char* cmd);
 /* 1 if a provider URL is configured (option or environment). */
-int cli_provider_configured(cli_provider_t* p);
+int ob__cli_provider_configured(cli_provider_t* p);
 /* Enable the provider "payments" over HTTPS when a URL is configured.
 ** Returns 0 (also when none is), or an exit code after printing why (an
 ** http:// URL without --provider-allow-http is a usage error). */
-int cli_enable_provider(ob_engine_t* e, cli_provider_t* p, const char* cmd);
+int ob__cli_enable_provider(ob_engine_t* e, cli_provider_t* p, const char* cmd);
 
 /* 1 if argv contains -h/--help (before "--"). */
-int cli_wants_help(int argc, char** argv);
+int ob__cli_wants_help(int argc, char** argv);
 /* Parse a non-negative integer option value; -1 on error. */
-long long cli_parse_count(const char* s);
+long long ob__cli_parse_count(const char* s);
 /* Parse a size: digits with an optional K, M or G (powers of 1024; KiB,
 ** MiB, GiB and a trailing B are accepted too); -1 on error or overflow. */
-long long cli_parse_size(const char* s);
+long long ob__cli_parse_size(const char* s);
 /* Parse a duration: digits with s, m, h or d (none: seconds); ms, or -1
 ** on error or overflow. */
-long long cli_parse_duration_ms(const char* s);
+long long ob__cli_parse_duration_ms(const char* s);
 /* "512 KiB", "7.5 MiB" ("0" for 0). */
-void cli_format_bytes(long long b, char* out, size_t n);
+void ob__cli_format_bytes(long long b, char* out, size_t n);
 /* What new messages meet at ob_stats_t.space_level. */
-const char* cli_space_words(int level);
+const char* ob__cli_space_words(int level);
 /* Human age: "3.2s", "5m12s", "2h03m", "4d02h". */
-void cli_format_age(int64_t ms, char* out, size_t n);
+void ob__cli_format_age(int64_t ms, char* out, size_t n);
 /* A one-line progress bar on stderr when it is a terminal. */
-void cli_progress(const char* label, long long done, long long total);
-void cli_progress_end(void);
+void ob__cli_progress(const char* label, long long done, long long total);
+void ob__cli_progress_end(void);
 
 /* ---- cli_text.c: stored bytes shown safely -------------------------------- */
 
 /* 1 if s[0..n) is well-formed UTF-8 (RFC 3629), else 0. */
-int cli_utf8_valid(const char* s, size_t n);
+int ob__cli_utf8_valid(const char* s, size_t n);
 
 /* Write s[0..n) as a JSON string (NULL: null). Control characters are
 ** escaped and invalid UTF-8 becomes U+FFFD, so the output is valid JSON;
 ** lossy only for invalid UTF-8. */
-void cli_json_str(FILE* f, const char* s, size_t n);
+void ob__cli_json_str(FILE* f, const char* s, size_t n);
 
-/* cli_json_str into a malloc'd string; NULL when out of memory. */
-char* cli_json_quote(const char* s, size_t n);
+/* ob__cli_json_str into a malloc'd string; NULL when out of memory. */
+char* ob__cli_json_quote(const char* s, size_t n);
 
 /* Base64 (RFC 4648) of s[0..n), malloc'd; NULL when out of memory. For
 ** bytes that must round-trip and are not valid UTF-8. */
-char* cli_base64(const char* s, size_t n);
+char* ob__cli_base64(const char* s, size_t n);
 
 /* Write s[0..n) for a terminal: printable ASCII and well-formed UTF-8 as
 ** they are, newline and tab as \n and \t, every other byte (ESC, C1
 ** controls, invalid UTF-8) as \xNN, so stored bytes can't drive it. */
-void cli_print_safe(FILE* f, const char* s, size_t n);
+void ob__cli_print_safe(FILE* f, const char* s, size_t n);
 
-int cmd_init(cli_t* cli, int argc, char** argv);
-int cmd_enqueue(cli_t* cli, int argc, char** argv);
-int cmd_run(cli_t* cli, int argc, char** argv);
-int cmd_failed(cli_t* cli, int argc, char** argv);
-int cmd_stats(cli_t* cli, int argc, char** argv);
-int cmd_check(cli_t* cli, int argc, char** argv);
-int cmd_gc(cli_t* cli, int argc, char** argv);
-int cmd_demo(cli_t* cli, int argc, char** argv);
-int cmd_outbox(cli_t* cli, int argc, char** argv);
-int cmd_sqs(cli_t* cli, int argc, char** argv);
-int cmd_effects(cli_t* cli, int argc, char** argv);
+int ob__cmd_init(cli_t* cli, int argc, char** argv);
+int ob__cmd_enqueue(cli_t* cli, int argc, char** argv);
+int ob__cmd_run(cli_t* cli, int argc, char** argv);
+int ob__cmd_failed(cli_t* cli, int argc, char** argv);
+int ob__cmd_stats(cli_t* cli, int argc, char** argv);
+int ob__cmd_check(cli_t* cli, int argc, char** argv);
+int ob__cmd_gc(cli_t* cli, int argc, char** argv);
+int ob__cmd_demo(cli_t* cli, int argc, char** argv);
+int ob__cmd_outbox(cli_t* cli, int argc, char** argv);
+int ob__cmd_sqs(cli_t* cli, int argc, char** argv);
+int ob__cmd_effects(cli_t* cli, int argc, char** argv);
 
 #endif

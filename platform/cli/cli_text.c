@@ -27,7 +27,7 @@ static size_t utf8_seq(const unsigned char* p, size_t n) {
   return len;
 }
 
-int cli_utf8_valid(const char* s, size_t n) {
+int ob__cli_utf8_valid(const char* s, size_t n) {
   const unsigned char* p = (const unsigned char*)s;
   size_t i = 0, len;
   while (i < n) {
@@ -41,7 +41,7 @@ int cli_utf8_valid(const char* s, size_t n) {
   return 1;
 }
 
-void cli_json_str(FILE* f, const char* s, size_t n) {
+void ob__cli_json_str(FILE* f, const char* s, size_t n) {
   const unsigned char* p = (const unsigned char*)s;
   size_t i = 0, len;
   if (s == NULL) {
@@ -71,12 +71,12 @@ void cli_json_str(FILE* f, const char* s, size_t n) {
   fputc('"', f);
 }
 
-char* cli_json_quote(const char* s, size_t n) {
+char* ob__cli_json_quote(const char* s, size_t n) {
   char* out = NULL;
   size_t cap = 0;
   FILE* f = open_memstream(&out, &cap);
   if (f == NULL) return NULL;
-  cli_json_str(f, s, n);
+  ob__cli_json_str(f, s, n);
   if (fclose(f) != 0) {
     free(out);
     return NULL;
@@ -84,7 +84,7 @@ char* cli_json_quote(const char* s, size_t n) {
   return out;
 }
 
-char* cli_base64(const char* s, size_t n) {
+char* ob__cli_base64(const char* s, size_t n) {
   size_t len = 0;
   unsigned char* out;
   mbedtls_base64_encode(NULL, 0, &len, (const unsigned char*)s, n);
@@ -99,7 +99,7 @@ char* cli_base64(const char* s, size_t n) {
   return (char*)out;
 }
 
-void cli_print_safe(FILE* f, const char* s, size_t n) {
+void ob__cli_print_safe(FILE* f, const char* s, size_t n) {
   const unsigned char* p = (const unsigned char*)s;
   size_t i = 0, len;
   while (i < n) {

@@ -3,12 +3,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "platform/cli/cli.h"
 
-void cli_log(void* ctx, ob_log_level_t level, const char* msg) {
+void ob__cli_log(void* ctx, ob_log_level_t level, const char* msg) {
   static const char* names[] = {"error", "warn", "info", "debug"};
   struct timespec ts;
   struct tm tm;
@@ -23,16 +24,52 @@ void cli_log(void* ctx, ob_log_level_t level, const char* msg) {
 
 static ob_engine_t* open_with(cli_t* cli, int batch, int no_handling,
                               int* exit_code);
+static int critical_list_ok(const char* list);
 
-ob_engine_t* cli_open(cli_t* cli, int batch, int* exit_code) {
+ob_engine_t* ob__cli_open(cli_t* cli, int batch, int* exit_code) {
   return open_with(cli, batch, 0, exit_code);
 }
 
-ob_engine_t* cli_open_publisher(cli_t* cli, int* exit_code) {
+ob_engine_t* ob__cli_open_publisher(cli_t* cli, int* exit_code) {
   return open_with(cli, 0, 1, exit_code);
 }
 
-const char cli_sqs_allow_http_help[] =
+/* 1 if path names nothing (not even a dangling symlink) in a directory
+** that exists: where a writing command would create the database. A
+** missing directory is left to ob_open, which says so and creates
+** nothing. */
+static int missing_in_existing_dir(const char* path) {
+  struct stat st;
+  char dir[4096];
+  const char* slash;
+  size_t n;
+  if (lstat(path, &st) == 0 || errno != ENOENT) return 0;
+  slash = strrchr(path, '/');
+  if (slash == NULL) return 1;  /* the working directory */
+  n = slash == path ? 1 : (size_t)(slash - path);
+  if (n >= sizeof dir) return 0;
+  memcpy(dir, path, n);
+  dir[n] = '\0';
+  return stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+ob_engine_t* ob__cli_open_existing(cli_t* cli, int* exit_code) {
+  if (cli->critical_types != NULL && critical_list_ok(cli->critical_types) < 0) {
+    *exit_code = EXIT_USAGE;
+    return NULL;
+  }
+  if (cli->db_path != NULL && cli->db_path[0] != '\0' &&
+      missing_in_existing_dir(cli->db_path)) {
+    fprintf(stderr, "oncebox: no database at %s (read-only command; run "
+            "`oncebox --db %s init` or any writing command to create one)\n",
+            cli->db_path, cli->db_path);
+    *exit_code = EXIT_DB;
+    return NULL;
+  }
+  return open_with(cli, 0, 0, exit_code);
+}
+
+const char ob__cli_sqs_allow_http_help[] =
     "  --sqs-allow-http      accept a plain http:// SQS endpoint from\n"
     "                        AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL or\n"
     "                        endpoint_url in ~/.aws/config (or set\n"
@@ -41,7 +78,7 @@ const char cli_sqs_allow_http_help[] =
     "                        travel in clear. Without it http:// is refused\n"
     "                        (exit 2)\n";
 
-int cli_enable_relay(ob_engine_t* e, cli_sync_t* s) {
+int ob__cli_enable_relay(ob_engine_t* e, cli_sync_t* s) {
   ob_relay_options_t o;
   char err[CLI_ERRLEN];
   int rc;
@@ -62,9 +99,9 @@ int cli_enable_relay(ob_engine_t* e, cli_sync_t* s) {
   return 0;
 }
 
-int cli_enable_consumer(ob_engine_t* e, const char* url, int prefetch,
-                        int visibility_s, int until_idle, int sqs_allow_http,
-                        int failures_to_sqs) {
+int ob__cli_enable_consumer(ob_engine_t* e, const char* url, int prefetch,
+                            int visibility_s, int until_idle, int sqs_allow_http,
+                            int failures_to_sqs) {
   ob_consumer_options_t o;
   char err[CLI_ERRLEN];
   const char* env;
@@ -86,6 +123,24 @@ int cli_enable_consumer(ob_engine_t* e, const char* url, int prefetch,
     fprintf(stderr, "oncebox: cannot consume the SQS queue: %s (%s)\n",
             err[0] ? err : ob_strerror(rc), ob_err_name(rc));
     return rc == OB_EINVAL ? EXIT_USAGE : EXIT_FAIL;
+  }
+  return 0;
+}
+
+/* 0 if every name of the comma-separated list is 1..128 bytes, else -1
+** after printing why: a usage error reported before the database is
+** opened (or found missing). */
+static int critical_list_ok(const char* list) {
+  const char* p = list;
+  while (*p != '\0') {
+    size_t n = strcspn(p, ",");
+    if (n == 0 || n > 128) {
+      fprintf(stderr, "oncebox: --critical-types: empty or over 128-byte "
+              "type name in '%.200s'\n", list);
+      return -1;
+    }
+    p += n;
+    if (*p == ',') p++;
   }
   return 0;
 }
@@ -115,7 +170,7 @@ static int mark_critical(ob_engine_t* e, const char* list) {
   return 0;
 }
 
-void cli_consumer_left(ob_engine_t* e, char* out, size_t n) {
+void ob__cli_consumer_left(ob_engine_t* e, char* out, size_t n) {
   ob_consumer_status_t st;
   out[0] = '\0';
   if (ob_consumer_status(e, &st) != 0) return;  /* no consumer */
@@ -148,9 +203,13 @@ static ob_engine_t* open_with(cli_t* cli, int batch, int no_handling,
     *exit_code = EXIT_USAGE;
     return NULL;
   }
+  if (cli->critical_types != NULL && critical_list_ok(cli->critical_types) < 0) {
+    *exit_code = EXIT_USAGE;
+    return NULL;
+  }
   ob_options_init(&o);
   o.db_path = cli->db_path;
-  o.log = cli_log;
+  o.log = ob__cli_log;
   o.log_level = cli->log_level;
   if (batch > 0) o.batch_size = batch;
   o.no_handling = no_handling;
@@ -164,8 +223,7 @@ static ob_engine_t* open_with(cli_t* cli, int batch, int no_handling,
     *exit_code = EXIT_DB;  /* the arguments were checked: the file is at fault */
     return NULL;
   }
-  rc = ob_register_payout(e);
-  if (rc >= 0) rc = ob_register_charge_order(e);
+  rc = cli->register_fn ? cli->register_fn(e, cli->register_arg) : 0;
   if (rc < 0) {
     fprintf(stderr, "oncebox: %s\n", ob_strerror(rc));
     ob_close(e);
@@ -182,7 +240,7 @@ static ob_engine_t* open_with(cli_t* cli, int batch, int no_handling,
   return e;
 }
 
-int cli_wants_help(int argc, char** argv) {
+int ob__cli_wants_help(int argc, char** argv) {
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--") == 0) return 0;
     if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) return 1;
@@ -190,7 +248,7 @@ int cli_wants_help(int argc, char** argv) {
   return 0;
 }
 
-long long cli_parse_count(const char* s) {
+long long ob__cli_parse_count(const char* s) {
   char* end;
   long long v;
   if (s == NULL || *s == '\0') return -1;
@@ -228,7 +286,7 @@ static long long parse_with_unit(const char* s, const unit_t* units,
   return v * mult;
 }
 
-long long cli_parse_size(const char* s) {
+long long ob__cli_parse_size(const char* s) {
   static const unit_t units[] = {{"kK", 1024LL},
                                  {"mM", 1024LL * 1024},
                                  {"gG", 1024LL * 1024 * 1024}};
@@ -241,7 +299,7 @@ long long cli_parse_size(const char* s) {
   return *end == '\0' ? v : -1;
 }
 
-long long cli_parse_duration_ms(const char* s) {
+long long ob__cli_parse_duration_ms(const char* s) {
   static const unit_t units[] = {{"s", 1000LL},
                                  {"m", 60LL * 1000},
                                  {"h", 3600LL * 1000},
@@ -251,7 +309,7 @@ long long cli_parse_duration_ms(const char* s) {
   return v >= 0 && *end == '\0' ? v : -1;
 }
 
-void cli_format_bytes(long long b, char* out, size_t n) {
+void ob__cli_format_bytes(long long b, char* out, size_t n) {
   if (b >= 1024LL * 1024)
     snprintf(out, n, "%.1f MiB", (double)b / (1024.0 * 1024.0));
   else if (b >= 1024)
@@ -260,7 +318,7 @@ void cli_format_bytes(long long b, char* out, size_t n) {
     snprintf(out, n, "%lld B", b);
 }
 
-const char* cli_space_words(int level) {
+const char* ob__cli_space_words(int level) {
   switch (level) {
     case 0: return "new messages accepted";
     case 1: return "only critical types accepted (in the reserve)";
@@ -269,7 +327,7 @@ const char* cli_space_words(int level) {
   }
 }
 
-void cli_format_age(int64_t ms, char* out, size_t n) {
+void ob__cli_format_age(int64_t ms, char* out, size_t n) {
   int64_t s = ms / 1000;
   if (ms < 60000)
     snprintf(out, n, "%.1fs", (double)ms / 1000.0);
@@ -285,7 +343,7 @@ void cli_format_age(int64_t ms, char* out, size_t n) {
 
 static int progress_shown;
 
-void cli_progress(const char* label, long long done, long long total) {
+void ob__cli_progress(const char* label, long long done, long long total) {
   char bar[31];
   int fill;
   if (!isatty(STDERR_FILENO) || total <= 0) return;
@@ -299,7 +357,7 @@ void cli_progress(const char* label, long long done, long long total) {
   progress_shown = 1;
 }
 
-void cli_progress_end(void) {
+void ob__cli_progress_end(void) {
   if (progress_shown) fputc('\n', stderr);
   progress_shown = 0;
 }

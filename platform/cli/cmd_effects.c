@@ -13,7 +13,7 @@
 
 /* ---- provider options (run, effects reconcile) -------------------------- */
 
-const char cli_provider_help[] =
+const char ob__cli_provider_help[] =
     "  --provider-url URL        the payment provider of ChargeOrder messages\n"
     "                            (or ONCEBOX_PROVIDER_URL): https://host[:port]"
     "[/path]\n"
@@ -47,15 +47,15 @@ const char cli_provider_help[] =
     "                            \"Bearer sk_live_...\"; never logged or "
     "stored\n";
 
-int cli_provider_option(cli_provider_t* p, int c, const char* arg,
-                        const char* cmd) {
+int ob__cli_provider_option(cli_provider_t* p, int c, const char* arg,
+                            const char* cmd) {
   switch (c) {
     case CLI_OPT_PROVIDER_URL: p->url = arg; return 1;
     case CLI_OPT_PROVIDER_ALLOW_HTTP: p->allow_http = 1; return 1;
     case CLI_OPT_PROVIDER_NO_IDEMPOTENCY: p->no_idempotency = 1; return 1;
     case CLI_OPT_PROVIDER_NO_LOOKUP: p->no_lookup = 1; return 1;
     case CLI_OPT_PROVIDER_TIMEOUT:
-      p->timeout_ms = cli_parse_count(arg);
+      p->timeout_ms = ob__cli_parse_count(arg);
       if (p->timeout_ms < 1 || p->timeout_ms > 600000) {
         fprintf(stderr, "oncebox %s: --provider-timeout wants milliseconds "
                 "1..600000\n", cmd);
@@ -64,7 +64,7 @@ int cli_provider_option(cli_provider_t* p, int c, const char* arg,
       return 1;
     case CLI_OPT_PROVIDER_REFERENCE_LOOKUP: p->reference_lookup = arg; return 1;
     case CLI_OPT_PROVIDER_KEY_RETENTION:
-      p->key_retention_ms = cli_parse_duration_ms(arg);
+      p->key_retention_ms = ob__cli_parse_duration_ms(arg);
       if (p->key_retention_ms < 0 ||
           (p->key_retention_ms > 0 && p->key_retention_ms < 3600000)) {
         fprintf(stderr, "oncebox %s: --provider-key-retention wants 0 or a "
@@ -85,7 +85,7 @@ static void provider_env(cli_provider_t* p) {
   if (!p->key_retention_set) {
     const char* v = getenv("ONCEBOX_PROVIDER_KEY_RETENTION");
     if (v != NULL && v[0] != '\0') {
-      p->key_retention_ms = cli_parse_duration_ms(v);
+      p->key_retention_ms = ob__cli_parse_duration_ms(v);
       p->key_retention_set = p->key_retention_ms >= 0 ? 1 : -1;
     }
   }
@@ -101,17 +101,17 @@ static void provider_env(cli_provider_t* p) {
   }
 }
 
-int cli_provider_configured(cli_provider_t* p) {
+int ob__cli_provider_configured(cli_provider_t* p) {
   provider_env(p);
   return p->url != NULL && p->url[0] != '\0';
 }
 
-int cli_enable_provider(ob_engine_t* e, cli_provider_t* p, const char* cmd) {
+int ob__cli_enable_provider(ob_engine_t* e, cli_provider_t* p, const char* cmd) {
   ob_provider_options_t o;
   char err[CLI_ERRLEN];
   int rc;
 
-  if (!cli_provider_configured(p)) return 0;
+  if (!ob__cli_provider_configured(p)) return 0;
   if (p->key_retention_set < 0) {
     fprintf(stderr, "oncebox %s: ONCEBOX_PROVIDER_KEY_RETENTION wants 0 or "
             "a duration such as 24h or 31d\n", cmd);
@@ -179,7 +179,7 @@ static void effects_usage(FILE* out) {
           "\n"
           "Provider options (reconcile):\n"
           "%s",
-          cli_provider_help);
+          ob__cli_provider_help);
 }
 
 static void iso_time(int64_t ms, char* out, size_t n) {
@@ -205,7 +205,7 @@ static int effect_open(const ob_effect_t* ef) {
 }
 
 static void json_cstr(FILE* f, const char* s) {
-  cli_json_str(f, s, s ? strlen(s) : 0);
+  ob__cli_json_str(f, s, s ? strlen(s) : 0);
 }
 
 static void json_ms(FILE* f, int64_t ms) {
@@ -226,7 +226,7 @@ static void print_effect_json(const ob_effect_t* ef) {
   fputs(",\"path\":", f);
   json_cstr(f, ef->path);
   fputs(",\"request\":", f);
-  cli_json_str(f, ef->request, ef->request_len);
+  ob__cli_json_str(f, ef->request, ef->request_len);
   fputs(",\"state\":", f);
   json_cstr(f, ob_effect_state_name(ef->state));
   fprintf(f, ",\"parked\":%s", ef->parked_at_ms != 0 ? "true" : "false");
@@ -235,7 +235,7 @@ static void print_effect_json(const ob_effect_t* ef) {
   fputs(",\"reference\":", f);
   json_cstr(f, ef->reference);
   fputs(",\"response\":", f);
-  cli_json_str(f, ef->response, ef->response_len);
+  ob__cli_json_str(f, ef->response, ef->response_len);
   fputs(",\"httpStatus\":", f);
   if (ef->http_status != 0) fprintf(f, "%d", ef->http_status);
   else fputs("null", f);
@@ -500,16 +500,16 @@ static int effects_reconcile(cli_t* cli, cli_provider_t* prov, char** argv,
   int code, n, settled = 0, left = 0, timed_out = 0;
 
   memset(&keys, 0, sizeof keys);
-  if (!cli_provider_configured(prov)) {
+  if (!ob__cli_provider_configured(prov)) {
     fprintf(stderr, "oncebox effects reconcile: no provider to ask: pass "
             "--provider-url URL or set ONCEBOX_PROVIDER_URL\n");
     return EXIT_USAGE;
   }
   /* Only the effects: the local queue is not handled here (settled
   ** effects re-run their waiting messages in their own transaction). */
-  e = cli_open_publisher(cli, &code);
+  e = ob__cli_open_publisher(cli, &code);
   if (e == NULL) return code;
-  if ((code = cli_enable_provider(e, prov, cmd)) != 0) {
+  if ((code = ob__cli_enable_provider(e, prov, cmd)) != 0) {
     ob_close(e);
     return code;
   }
@@ -610,7 +610,7 @@ static int effects_resolve(cli_t* cli, const char* key, const char* confirmed,
   snap_t s;
   int code, rc;
 
-  e = cli_open(cli, 0, &code);
+  e = ob__cli_open(cli, 0, &code);
   if (e == NULL) return code;
   /* The verdict re-runs the messages waiting on the effect here, and their
   ** handler asks for the effect by provider: register the provider's
@@ -671,7 +671,7 @@ static int effects_resolve(cli_t* cli, const char* key, const char* confirmed,
 
 /* ---- the command -------------------------------------------------------- */
 
-int cmd_effects(cli_t* cli, int argc, char** argv) {
+int ob__cmd_effects(cli_t* cli, int argc, char** argv) {
   static const struct option opts[] = {
       {"state", required_argument, NULL, 's'},
       {"json", no_argument, NULL, 'j'},
@@ -706,7 +706,7 @@ int cmd_effects(cli_t* cli, int argc, char** argv) {
   argc--;
   argv++;
   while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-    int p = cli_provider_option(&prov, c, optarg, "effects");
+    int p = ob__cli_provider_option(&prov, c, optarg, "effects");
     if (p < 0) return EXIT_USAGE;
     if (p > 0) {
       have_provider = 1;
@@ -723,7 +723,7 @@ int cmd_effects(cli_t* cli, int argc, char** argv) {
         break;
       case 'j': json = 1; break;
       case 't':
-        timeout_s = cli_parse_count(optarg);
+        timeout_s = ob__cli_parse_count(optarg);
         if (timeout_s < 1) {
           fprintf(stderr, "oncebox effects reconcile: --timeout wants "
                   "seconds >= 1\n");
@@ -748,7 +748,7 @@ int cmd_effects(cli_t* cli, int argc, char** argv) {
       fprintf(stderr, "oncebox effects show: want at most one KEY\n");
       return EXIT_USAGE;
     }
-    e = cli_open(cli, 0, &code);
+    e = ob__cli_open_existing(cli, &code);
     if (e == NULL) return code;
     code = effects_show(e, have_state ? state : 0, parked_only,
                         optind < argc ? argv[optind] : NULL, json);

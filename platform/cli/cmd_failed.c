@@ -59,7 +59,7 @@ static int show_cb(void* arg, const ob_failed_t* f) {
   fmt_time(f->last_failed_at_ms, last, sizeof last);
   if (s->json) {
     cJSON* o = cJSON_CreateObject();
-    char* reason = cli_json_quote(f->reason, strlen(f->reason));
+    char* reason = ob__cli_json_quote(f->reason, strlen(f->reason));
     int rc = 0;
     cJSON_AddNumberToObject(o, "id", (double)f->id);
     cJSON_AddStringToObject(o, "messageId", f->message_id);
@@ -77,12 +77,12 @@ static int show_cb(void* arg, const ob_failed_t* f) {
     if (s->detail) {
       /* Byte for byte: a JSON string when it is UTF-8 (NUL bytes as
       ** \u0000), else null and the bytes in bodyBase64. */
-      if (cli_utf8_valid(f->body, f->body_len)) {
-        char* q = cli_json_quote(f->body, f->body_len);
+      if (ob__cli_utf8_valid(f->body, f->body_len)) {
+        char* q = ob__cli_json_quote(f->body, f->body_len);
         if (q == NULL || cJSON_AddRawToObject(o, "body", q) == NULL) rc = -1;
         free(q);
       } else {
-        char* b = cli_base64(f->body, f->body_len);
+        char* b = ob__cli_base64(f->body, f->body_len);
         cJSON_AddNullToObject(o, "body");
         if (b == NULL || cJSON_AddStringToObject(o, "bodyBase64", b) == NULL)
           rc = -1;
@@ -101,26 +101,26 @@ static int show_cb(void* arg, const ob_failed_t* f) {
     printf("id:            %lld\n"
            "message id:    ",
            (long long)f->id);
-    cli_print_safe(stdout, f->message_id, strlen(f->message_id));
+    ob__cli_print_safe(stdout, f->message_id, strlen(f->message_id));
     if (f->source) {
       printf("\nsource:        ");
-      cli_print_safe(stdout, f->source, strlen(f->source));
+      ob__cli_print_safe(stdout, f->source, strlen(f->source));
     }
     printf("\ntype:          %s\n"
            "queue:         %s\n"
            "error class:   %s\n"
            "reason:        ",
            f->type, f->queue, f->error_class);
-    cli_print_safe(stdout, f->reason, strlen(f->reason));
+    ob__cli_print_safe(stdout, f->reason, strlen(f->reason));
     printf("\nattempts:      %d\n"
            "first failure: %s\n"
            "last failure:  %s\n"
            "headers:       ",
            f->attempts, first, last);
-    if (f->headers) cli_print_safe(stdout, f->headers, strlen(f->headers));
+    if (f->headers) ob__cli_print_safe(stdout, f->headers, strlen(f->headers));
     else fputs("-", stdout);
     printf("\nbody:          ");
-    cli_print_safe(stdout, f->body, f->body_len > 4096 ? 4096 : f->body_len);
+    ob__cli_print_safe(stdout, f->body, f->body_len > 4096 ? 4096 : f->body_len);
     printf("%s\n", f->body_len > 4096 ? " ... (--json for all of it)" : "");
     return 0;
   }
@@ -128,11 +128,11 @@ static int show_cb(void* arg, const ob_failed_t* f) {
   {
     /* An SQS event's id: any string, shown safe and cut to the column. */
     size_t n = strlen(f->message_id);
-    cli_print_safe(stdout, f->message_id, n > 36 ? 36 : n);
+    ob__cli_print_safe(stdout, f->message_id, n > 36 ? 36 : n);
     printf("%*s%s ", n < 36 ? (int)(36 - n) : 0, "", n > 36 ? "~" : "");
   }
   printf("%-18s %-17s ", f->type, f->error_class);
-  cli_print_safe(stdout, f->reason, strlen(f->reason));
+  ob__cli_print_safe(stdout, f->reason, strlen(f->reason));
   fputc('\n', stdout);
   return 0;
 }
@@ -227,7 +227,7 @@ static int failed_apply(ob_engine_t* e, int retry, int all, int force,
     return EXIT_OK;
   }
   for (int i = 0; i < nids; i++) {
-    long long id = cli_parse_count(ids[i]);
+    long long id = ob__cli_parse_count(ids[i]);
     int n;
     if (id <= 0) {
       fprintf(stderr, "oncebox failed %s: '%s' is not an id\n", verb, ids[i]);
@@ -245,7 +245,7 @@ static int failed_apply(ob_engine_t* e, int retry, int all, int force,
   return code;
 }
 
-int cmd_failed(cli_t* cli, int argc, char** argv) {
+int ob__cmd_failed(cli_t* cli, int argc, char** argv) {
   static const struct option opts[] = {
       {"json", no_argument, NULL, 'j'},
       {"stats", no_argument, NULL, 's'},
@@ -287,13 +287,13 @@ int cmd_failed(cli_t* cli, int argc, char** argv) {
   if (strcmp(sub, "show") == 0) {
     long long id = 0;
     if (optind < argc) {
-      id = cli_parse_count(argv[optind]);
+      id = ob__cli_parse_count(argv[optind]);
       if (id <= 0 || optind + 1 < argc) {
         fprintf(stderr, "oncebox failed show: want at most one numeric ID\n");
         return EXIT_USAGE;
       }
     }
-    e = cli_open(cli, 0, &code);
+    e = ob__cli_open_existing(cli, &code);
     if (e == NULL) return code;
     code = failed_show(e, json, stats, type, id);
   } else {
@@ -301,7 +301,7 @@ int cmd_failed(cli_t* cli, int argc, char** argv) {
       fprintf(stderr, "oncebox failed %s: give IDs or --all\n", sub);
       return EXIT_USAGE;
     }
-    e = cli_open(cli, 0, &code);
+    e = ob__cli_open(cli, 0, &code);
     if (e == NULL) return code;
     code = failed_apply(e, strcmp(sub, "retry") == 0, all, force,
                         argv + optind, argc - optind);

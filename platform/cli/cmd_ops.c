@@ -34,7 +34,7 @@ static int module_stats(ob_engine_t* e, int rc) {
   return 1;
 }
 
-int cmd_stats(cli_t* cli, int argc, char** argv) {
+int ob__cmd_stats(cli_t* cli, int argc, char** argv) {
   ob_engine_t* e;
   ob_stats_t s;
   ob_payout_stats_t ps;
@@ -42,7 +42,7 @@ int cmd_stats(cli_t* cli, int argc, char** argv) {
   int code, rc, json, has_pay, has_charge;
   char age[32];
 
-  if (cli_wants_help(argc, argv)) {
+  if (ob__cli_wants_help(argc, argv)) {
     printf("usage: oncebox --db FILE stats [--json]\n\n"
            "Queue ready/delayed/in hand, failed messages, dedup records,\n"
            "payouts, outbox unpublished count and oldest unpublished age,\n"
@@ -56,7 +56,7 @@ int cmd_stats(cli_t* cli, int argc, char** argv) {
   }
   if (!only_flags(argc, argv, "stats", "--json")) return EXIT_USAGE;
   json = has_flag(argc, argv, "--json");
-  e = cli_open(cli, 0, &code);
+  e = ob__cli_open_existing(cli, &code);
   if (e == NULL) return code;
   rc = ob_stats(e, &s);
   if (rc < 0) {
@@ -119,7 +119,7 @@ int cmd_stats(cli_t* cli, int argc, char** argv) {
     cJSON_AddNumberToObject(sp, "maxBytes", (double)s.db_max_bytes);
     cJSON_AddNumberToObject(sp, "reserveBytes", (double)s.db_reserve_bytes);
     cJSON_AddNumberToObject(sp, "level", s.space_level);
-    cJSON_AddStringToObject(sp, "enqueues", cli_space_words(s.space_level));
+    cJSON_AddStringToObject(sp, "enqueues", ob__cli_space_words(s.space_level));
     cJSON_AddBoolToObject(sp, "refusing", s.space_level > 0);
     char* t = cJSON_Print(o);
     printf("%s\n", t);
@@ -133,7 +133,7 @@ int cmd_stats(cli_t* cli, int argc, char** argv) {
       gmtime_r(&t, &tm);
       strftime(last, sizeof last, "%Y-%m-%dT%H:%M:%SZ", &tm);
     }
-    cli_format_age(s.outbox_oldest_unpublished_age_ms, age, sizeof age);
+    ob__cli_format_age(s.outbox_oldest_unpublished_age_ms, age, sizeof age);
     printf("queue:     %lld ready, %lld delayed, %lld in hand\n"
            "failed:    %lld\n"
            "processed: %lld dedup records\n",
@@ -175,12 +175,12 @@ int cmd_stats(cli_t* cli, int argc, char** argv) {
              (long long)s.effects_replayed_error);
     {
       char used[32], cap[32], res[32];
-      cli_format_bytes(s.db_bytes, used, sizeof used);
-      cli_format_bytes(s.db_max_bytes, cap, sizeof cap);
-      cli_format_bytes(s.db_reserve_bytes, res, sizeof res);
+      ob__cli_format_bytes(s.db_bytes, used, sizeof used);
+      ob__cli_format_bytes(s.db_max_bytes, cap, sizeof cap);
+      ob__cli_format_bytes(s.db_reserve_bytes, res, sizeof res);
       if (s.db_max_bytes > 0)
         printf("space:     %s of a %s cap in use (reserve %s): %s\n", used,
-               cap, res, cli_space_words(s.space_level));
+               cap, res, ob__cli_space_words(s.space_level));
       else
         printf("space:     %s in use, no cap (--max-db-bytes)\n", used);
     }
@@ -212,10 +212,10 @@ static void print_json(cJSON* o) {
   cJSON_Delete(o);
 }
 
-int cmd_check(cli_t* cli, int argc, char** argv) {
+int ob__cmd_check(cli_t* cli, int argc, char** argv) {
   ob_engine_t* e;
   int code, n;
-  if (cli_wants_help(argc, argv)) {
+  if (ob__cli_wants_help(argc, argv)) {
     printf("usage: oncebox --db FILE check [--json]\n\n"
            "PRAGMA integrity_check plus the invariants: one payout per\n"
            "payment, one MerchantPayoutCreated outbox row per payout with a\n"
@@ -224,7 +224,7 @@ int cmd_check(cli_t* cli, int argc, char** argv) {
     return EXIT_OK;
   }
   if (!only_flags(argc, argv, "check", "--json")) return EXIT_USAGE;
-  e = cli_open(cli, 0, &code);
+  e = ob__cli_open_existing(cli, &code);
   if (e == NULL) return code;
   if (has_flag(argc, argv, "--json")) {
     cJSON* o = cJSON_CreateObject();
@@ -256,11 +256,11 @@ int cmd_check(cli_t* cli, int argc, char** argv) {
   return code;
 }
 
-int cmd_gc(cli_t* cli, int argc, char** argv) {
+int ob__cmd_gc(cli_t* cli, int argc, char** argv) {
   ob_engine_t* e;
   int code, rc;
   int64_t n = 0;
-  if (cli_wants_help(argc, argv)) {
+  if (ob__cli_wants_help(argc, argv)) {
     printf("usage: oncebox --db FILE gc [--json]\n\n"
            "Delete dedup records and published outbox rows older than the\n"
            "retention window (30 days), in bounded batches. Unpublished\n"
@@ -268,7 +268,7 @@ int cmd_gc(cli_t* cli, int argc, char** argv) {
     return EXIT_OK;
   }
   if (!only_flags(argc, argv, "gc", "--json")) return EXIT_USAGE;
-  e = cli_open(cli, 0, &code);
+  e = ob__cli_open(cli, 0, &code);
   if (e == NULL) return code;
   rc = ob_gc(e, &n);
   if (rc < 0) {

@@ -28,7 +28,7 @@ static void outbox_usage(FILE* out) {
           "SQS refused them; retry-parked makes them publishable again.\n"
           "The money events (MerchantPayoutCreated, OrderCharged) go first;\n"
           "with --ordered, never ahead of an earlier event of their aggregate.\n"
-          "\n%s", cli_sqs_allow_http_help);
+          "\n%s", ob__cli_sqs_allow_http_help);
 }
 
 static void iso_time(int64_t ms, char* out, size_t n) {
@@ -137,7 +137,7 @@ static void drain_tick(uv_timer_t* t) {
   if (ob__relay_progress(d->e, &p) < 0) return;
   done = p.published + p.parked;  /* parked rows are done with, too */
   if (done > d->total) d->total = done;  /* rows added since the start */
-  cli_progress("drain", done, d->total);
+  ob__cli_progress("drain", done, d->total);
   if (!p.busy && done == d->last_done) {
     pending = ob__relay_has_pending(d->e, !d->until_empty);
     if (pending == 0) {
@@ -147,7 +147,7 @@ static void drain_tick(uv_timer_t* t) {
   }
   d->last_done = done;
   if (d->deadline && uv_now(t->loop) >= d->deadline) {
-    cli_progress_end();
+    ob__cli_progress_end();
     if (ob__relay_backlog_count(d->e, &unpublished, &parked) < 0) {
       unpublished = d->total - done;
       parked = 0;
@@ -168,10 +168,10 @@ static int outbox_drain(cli_t* cli, cli_sync_t* sync, int until_empty,
   int code, rc;
 
   memset(&d, 0, sizeof d);
-  d.e = cli_open_publisher(cli, &code);
+  d.e = ob__cli_open_publisher(cli, &code);
   if (d.e == NULL) return code;
-  if (cli_enable_relay(d.e, sync) != 0 || sync->outbox_queue_url == NULL ||
-      sync->outbox_queue_url[0] == '\0') {
+  if (ob__cli_enable_relay(d.e, sync) != 0 || sync->outbox_queue_url == NULL ||
+          sync->outbox_queue_url[0] == '\0') {
     if (sync->outbox_queue_url == NULL || sync->outbox_queue_url[0] == '\0')
       fprintf(stderr, "oncebox outbox drain: no outbox queue: pass "
                       "--outbox-queue-url or set ONCEBOX_OUTBOX_QUEUE_URL\n");
@@ -196,7 +196,7 @@ static int outbox_drain(cli_t* cli, cli_sync_t* sync, int until_empty,
   d.tick.data = &d;
   uv_timer_start(&d.tick, drain_tick, 50, 100);
   uv_run(&loop, UV_RUN_DEFAULT);
-  cli_progress_end();
+  ob__cli_progress_end();
   uv_loop_close(&loop);
   if (d.result == EXIT_OK && ob__relay_progress(d.e, &p) == 0 &&
       ob__relay_backlog_count(d.e, &unpublished, &parked) == 0)
@@ -207,7 +207,7 @@ static int outbox_drain(cli_t* cli, cli_sync_t* sync, int until_empty,
   return d.result;
 }
 
-int cmd_outbox(cli_t* cli, int argc, char** argv) {
+int ob__cmd_outbox(cli_t* cli, int argc, char** argv) {
   static const struct option opts[] = {
       {"unpublished", no_argument, NULL, 'u'},
       {"parked", no_argument, NULL, 'p'},
@@ -241,7 +241,7 @@ int cmd_outbox(cli_t* cli, int argc, char** argv) {
       case 'u': filter = OB_OUTBOX_UNPUBLISHED; break;
       case 'p': filter = OB_OUTBOX_PARKED; break;
       case 'l':
-        limit = cli_parse_count(optarg);
+        limit = ob__cli_parse_count(optarg);
         if (limit < 1) {
           fprintf(stderr, "oncebox outbox: --limit wants a count >= 1\n");
           return EXIT_USAGE;
@@ -250,7 +250,7 @@ int cmd_outbox(cli_t* cli, int argc, char** argv) {
       case 'j': json = 1; break;
       case 'e': until_empty = 1; break;
       case 't':
-        timeout_s = cli_parse_count(optarg);
+        timeout_s = ob__cli_parse_count(optarg);
         if (timeout_s < 1) {
           fprintf(stderr, "oncebox outbox drain: --timeout wants seconds >= 1\n");
           return EXIT_USAGE;
@@ -274,7 +274,8 @@ int cmd_outbox(cli_t* cli, int argc, char** argv) {
     outbox_usage(stderr);
     return EXIT_USAGE;
   }
-  e = cli_open(cli, 0, &code);
+  e = strcmp(sub, "show") == 0 ? ob__cli_open_existing(cli, &code)
+                                : ob__cli_open(cli, 0, &code);
   if (e == NULL) return code;
   if (strcmp(sub, "show") == 0) {
     code = outbox_show(e, filter, limit, json);

@@ -9,10 +9,10 @@
 #include "core/util/ndjson_envelope.h"
 #include "platform/cli/cli.h"
 
-int cmd_init(cli_t* cli, int argc, char** argv) {
+int ob__cmd_init(cli_t* cli, int argc, char** argv) {
   int code;
   ob_engine_t* e;
-  if (cli_wants_help(argc, argv)) {
+  if (ob__cli_wants_help(argc, argv)) {
     printf("usage: oncebox --db FILE init\n\n"
            "Create the database (mode 0600, WAL, schema) or migrate an "
            "older one.\n");
@@ -22,7 +22,7 @@ int cmd_init(cli_t* cli, int argc, char** argv) {
     fprintf(stderr, "oncebox init: unexpected argument '%s'\n", argv[1]);
     return EXIT_USAGE;
   }
-  e = cli_open(cli, 0, &code);
+  e = ob__cli_open(cli, 0, &code);
   if (e == NULL) return code;
   printf("initialized %s\n", cli->db_path);
   ob_close(e);
@@ -165,7 +165,7 @@ static int enqueue_ndjson(ob_engine_t* e, const char* path, int stdin_closed) {
       flush_free(chunk, nchunk);
       nchunk = 0;
       if (rc < 0) break;
-      cli_progress("enqueue", done, total_bytes);
+      ob__cli_progress("enqueue", done, total_bytes);
     }
   }
   /* getline gives -1 at the end and on an error alike: an unreadable file
@@ -177,7 +177,7 @@ static int enqueue_ndjson(ob_engine_t* e, const char* path, int stdin_closed) {
   if (rc == 0 && nchunk > 0)
     rc = flush_chunk(e, chunk, nchunk, &committed, &rejected, &refused);
   flush_free(chunk, nchunk);
-  cli_progress_end();
+  ob__cli_progress_end();
   free(line);
   if (f != stdin) fclose(f);
   if (read_errno != 0)
@@ -197,7 +197,7 @@ static int enqueue_ndjson(ob_engine_t* e, const char* path, int stdin_closed) {
   return rejected > 0 ? EXIT_PARTIAL : EXIT_OK;
 }
 
-int cmd_enqueue(cli_t* cli, int argc, char** argv) {
+int ob__cmd_enqueue(cli_t* cli, int argc, char** argv) {
   static const struct option opts[] = {
       {"type", required_argument, NULL, 't'},
       {"id", required_argument, NULL, 'i'},
@@ -224,7 +224,7 @@ int cmd_enqueue(cli_t* cli, int argc, char** argv) {
       case 'q': env.queue = optarg; break;
       case 'H': env.headers = optarg; break;
       case 'd':
-        delay = cli_parse_count(optarg);
+        delay = ob__cli_parse_count(optarg);
         if (delay < 0) {
           fprintf(stderr, "oncebox enqueue: --delay wants milliseconds >= 0\n");
           return EXIT_USAGE;
@@ -245,7 +245,7 @@ int cmd_enqueue(cli_t* cli, int argc, char** argv) {
     return EXIT_USAGE;
   }
   env.delay_ms = delay;
-  e = cli_open(cli, 0, &code);
+  e = ob__cli_open(cli, 0, &code);
   if (e == NULL) return code;
   if (ndjson != NULL) {
     code = enqueue_ndjson(e, ndjson, cli->stdin_closed);
@@ -266,7 +266,7 @@ int cmd_enqueue(cli_t* cli, int argc, char** argv) {
 
 /* ---- run ---------------------------------------------------------------- */
 
-int cmd_run(cli_t* cli, int argc, char** argv) {
+int ob__cmd_run(cli_t* cli, int argc, char** argv) {
   static const struct option opts[] = {
       {"until-idle", no_argument, NULL, 'u'},
       {"batch", required_argument, NULL, 'b'},
@@ -298,7 +298,7 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
   memset(&prov, 0, sizeof prov);
   optind = 1;
   while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-    if ((p = cli_provider_option(&prov, c, optarg, "run")) != 0) {
+    if ((p = ob__cli_provider_option(&prov, c, optarg, "run")) != 0) {
       if (p < 0) return EXIT_USAGE;
       continue;
     }
@@ -311,14 +311,14 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
       case 'F': failures_to_sqs = 1; break;
       case CLI_OPT_SQS_ALLOW_HTTP: sync.sqs_allow_http = 1; break;
       case 'p':
-        prefetch = cli_parse_count(optarg);
+        prefetch = ob__cli_parse_count(optarg);
         if (prefetch < 1 || prefetch > 10) {
           fprintf(stderr, "oncebox run: --prefetch wants 1..10\n");
           return EXIT_USAGE;
         }
         break;
       case 'v':
-        visibility = cli_parse_count(optarg);
+        visibility = ob__cli_parse_count(optarg);
         if (visibility < 0 || visibility > 43200) {
           fprintf(stderr, "oncebox run: --visibility-timeout wants 0..43200 "
                           "seconds (0: the queue's own)\n");
@@ -326,7 +326,7 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
         }
         break;
       case 'b':
-        batch = cli_parse_count(optarg);
+        batch = ob__cli_parse_count(optarg);
         if (batch < 1 || batch > 10000) {
           fprintf(stderr, "oncebox run: --batch wants 1..10000\n");
           return EXIT_USAGE;
@@ -385,8 +385,8 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
                "SIGTERM/SIGINT: finish the message in hand, exit 0; a second\n"
                "signal exits at once.\n"
                "\nSQS options:\n%s"
-               "\nProvider options:\n%s", cli_sqs_allow_http_help,
-               cli_provider_help);
+               "\nProvider options:\n%s", ob__cli_sqs_allow_http_help,
+               ob__cli_provider_help);
         return EXIT_OK;
       default: return EXIT_USAGE;
     }
@@ -395,13 +395,13 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
     fprintf(stderr, "oncebox run: unexpected argument '%s'\n", argv[optind]);
     return EXIT_USAGE;
   }
-  e = cli_open(cli, (int)batch, &code);
+  e = ob__cli_open(cli, (int)batch, &code);
   if (e == NULL) return code;
-  if ((code = cli_enable_provider(e, &prov, "run")) != 0 ||
-      (code = cli_enable_relay(e, &sync)) != 0 ||
-      (code = cli_enable_consumer(e, consume_url, (int)prefetch,
-                                  (int)visibility, until_idle,
-                                  sync.sqs_allow_http, failures_to_sqs)) != 0) {
+  if ((code = ob__cli_enable_provider(e, &prov, "run")) != 0 ||
+          (code = ob__cli_enable_relay(e, &sync)) != 0 ||
+          (code = ob__cli_enable_consumer(e, consume_url, (int)prefetch,
+                                          (int)visibility, until_idle,
+                                          sync.sqs_allow_http, failures_to_sqs)) != 0) {
     ob_close(e);
     return code;
   }
@@ -428,7 +428,7 @@ int cmd_run(cli_t* cli, int argc, char** argv) {
             (long long)(after.queue_ready + after.queue_delayed),
             (long long)(after.effects_pending + after.effects_unknown));
     if (rc == OB_RUN_STALLED) {
-      cli_consumer_left(e, sqs_left, sizeof sqs_left);
+      ob__cli_consumer_left(e, sqs_left, sizeof sqs_left);
       fprintf(stderr,
               "not done: work is left that waits for a peer: %lld "
               "unpublished outbox event(s), %lld message(s) queued, %lld "

@@ -156,7 +156,7 @@ static int parse_resolve(sqs_opts_t* o, const char* arg) {
 }
 
 static int parse_int(const char* opt, const char* v, int lo, int hi, int* out) {
-  long long n = cli_parse_count(v);
+  long long n = ob__cli_parse_count(v);
   if (n < lo || n > hi) {
     fprintf(stderr, "oncebox sqs: %s wants an integer from %d to %d\n", opt, lo,
             hi);
@@ -533,7 +533,7 @@ static int do_attributes(const sqs_opts_t* o, run_t* r) {
   return EXIT_OK;
 }
 
-int cmd_sqs(cli_t* cli, int argc, char** argv) {
+int ob__cmd_sqs(cli_t* cli, int argc, char** argv) {
   sqs_opts_t o;
   ob__aws_config_t aws;
   ob__sqs_client_config_t cc;
@@ -544,7 +544,7 @@ int cmd_sqs(cli_t* cli, int argc, char** argv) {
   int rc;
 
   memset(&aws, 0, sizeof aws);
-  if (cli_wants_help(argc, argv)) {
+  if (ob__cli_wants_help(argc, argv)) {
     usage(stdout);
     return EXIT_OK;
   }
@@ -570,7 +570,7 @@ int cmd_sqs(cli_t* cli, int argc, char** argv) {
   if (rc == 1 && cli->log_level >= OB_LOG_WARN) {
     char line[1100];
     snprintf(line, sizeof line, "sqs: %s", warn);
-    cli_log(NULL, OB_LOG_WARN, line);
+    ob__cli_log(NULL, OB_LOG_WARN, line);
   }
   memset(&r, 0, sizeof r);
   uv_loop_init(&r.loop);

@@ -216,7 +216,7 @@ static ob_engine_t* open_engine(demo_t* s, int batch) {
   o.db_path = s->db_path;
   o.batch_size = batch;
   o.log_level = OB_LOG_ERROR;
-  o.log = cli_log;
+  o.log = ob__cli_log;
   if (ob_open(&e, &o, err, sizeof err) < 0) {
     fprintf(stderr, "demo: cannot open %s: %s\n", s->db_path, err);
     return NULL;
@@ -298,7 +298,7 @@ static void demo_usage(FILE* out) {
           "database is used and removed (--keep keeps it).\n");
 }
 
-int cmd_demo(cli_t* cli, int argc, char** argv) {
+int ob__cmd_demo(cli_t* cli, int argc, char** argv) {
   static const struct option opts[] = {
       {"db", required_argument, NULL, 'd'},
       {"payments", required_argument, NULL, 'p'},
@@ -327,7 +327,7 @@ int cmd_demo(cli_t* cli, int argc, char** argv) {
     switch (c) {
       case 'd': s.db_path = optarg; break;
       case 'p':
-        v = cli_parse_count(optarg);
+        v = ob__cli_parse_count(optarg);
         if (v < 10 || v > 1000000) {
           fprintf(stderr, "oncebox demo: --payments wants 10..1000000\n");
           return EXIT_USAGE;
@@ -335,11 +335,11 @@ int cmd_demo(cli_t* cli, int argc, char** argv) {
         s.payments = (int)v;
         break;
       case 's':
-        seed = cli_parse_count(optarg);
+        seed = ob__cli_parse_count(optarg);
         if (seed < 0) return EXIT_USAGE;
         break;
       case 'b':
-        v = cli_parse_count(optarg);
+        v = ob__cli_parse_count(optarg);
         if (v < 1 || v > 10000) return EXIT_USAGE;
         s.batch = (int)v;
         break;
@@ -475,8 +475,8 @@ int cmd_demo(cli_t* cli, int argc, char** argv) {
            office.payout_events);
   }
 
-  if (demo_fence(s.db_path, (uint64_t)seed, 300, expect_cb, &s,
-                 &declined, &charged) < 0)
+  if (ob__cli_demo_fence(s.db_path, (uint64_t)seed, 300, expect_cb, &s,
+                         &declined, &charged) < 0)
     goto fail;
 
   say("\n8. The evidence\n");

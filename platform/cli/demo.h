@@ -12,8 +12,8 @@ typedef void (*demo_expect_fn)(void* ctx, const char* what, long long want,
 ** an in-process provider. *failed_rows receives the deliveries of declined
 ** orders (each is a failure-store row), *handled the orders charged (each
 ** has a dedup record). Returns 0 or a negative code. */
-int demo_fence(const char* db_path, uint64_t seed, int orders,
-               demo_expect_fn expect, void* ctx, int* failed_rows,
-               int* handled);
+int ob__cli_demo_fence(const char* db_path, uint64_t seed, int orders,
+                       demo_expect_fn expect, void* ctx, int* failed_rows,
+                       int* handled);
 
 #endif

@@ -83,7 +83,7 @@ static ob_engine_t* open_till(const char* db_path, const ob_clock_t* clock) {
   o.db_path = db_path;
   o.batch_size = 16;
   o.log_level = OB_LOG_ERROR;
-  o.log = cli_log;
+  o.log = ob__cli_log;
   o.clock = clock;
   if (ob_open(&e, &o, err, sizeof err) < 0) {
     fprintf(stderr, "demo: cannot open %s: %s\n", db_path, err);
@@ -121,9 +121,9 @@ static int settle_all(ob_engine_t* e, provider_t* p, int max_rounds) {
   return OB_ETIMEDOUT;
 }
 
-int demo_fence(const char* db_path, uint64_t seed, int orders,
-               demo_expect_fn expect, void* ctx, int* failed_rows,
-               int* handled) {
+int ob__cli_demo_fence(const char* db_path, uint64_t seed, int orders,
+                       demo_expect_fn expect, void* ctx, int* failed_rows,
+                       int* handled) {
   static provider_t p;
   ob_engine_t* e;
   ob_stats_t st;

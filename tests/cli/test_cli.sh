@@ -280,6 +280,17 @@ for c in run "outbox drain" "sqs send"; do
   contains "$c --help --sqs-allow-http" out "--sqs-allow-http"
 done
 
+# A command that only reads never creates a database: a missing file is
+# exit 4 with the reason, and no file (nor -wal, -shm) appears.
+for c in stats check "failed show" "failed show --stats" "outbox show" \
+         "effects show"; do
+  # shellcheck disable=SC2086
+  check "$c on a missing db" 4 "$OB" --db "$T/typo.db" $c
+  contains "$c on a missing db says so" err "oncebox: no database at $T/typo.db (read-only command; run \`oncebox --db $T/typo.db init\` or any writing command to create one)"
+  equals "$c on a missing db creates nothing" \
+    "$(ls "$T" | grep -c '^typo\.db')" 0
+done
+
 check "demo" 0 "$OB" demo --payments 300
 contains "demo says done" out "every payment paid and every order charged exactly once"
 

@@ -2,9 +2,11 @@
 ** no server. A terminal (producer) handles PaymentCaptured and emits
 ** MerchantPayoutCreated into its outbox; an in-process sink feeds those
 ** events into the local queue of a second engine (head office), whose
-** handler books each payout once. Temporary databases, a controllable clock.
+** handler books each payout once. Temporary databases, a controllable clock
+** (the library's own, oncebox_test.h).
 **
-** Copy this file as the starting point of your own end-to-end tests. */
+** Copy this file as the starting point of your own end-to-end tests: it
+** uses nothing but the public headers, the library and cmocka. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -13,10 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "oncebox.h"
 #include "oncebox_payout.h"
-#include "tests/support/testsupport.h"
+#include "oncebox_test.h"
 
 typedef struct office_s {
   int booked;
@@ -57,22 +60,40 @@ static int flaky_sink(void* arg, const ob_event_t* ev) {
   return 0;
 }
 
-static ob_engine_t* open_at(const char* dir, const char* name, fake_clock_t* c) {
+/* A fresh private directory for the databases, under $TMPDIR or /tmp. */
+static void make_dir(char* out, size_t n) {
+  const char* base = getenv("TMPDIR");
+  snprintf(out, n, "%s/oncebox-e2e-XXXXXX", base && *base ? base : "/tmp");
+  if (mkdtemp(out) == NULL) fail_msg("mkdtemp %s", out);
+}
+
+/* Remove database `name` of dir with its -wal and -shm files. */
+static void remove_db(const char* dir, const char* name) {
+  static const char* suffix[] = {"", "-wal", "-shm"};
+  char path[4096];
+  for (int i = 0; i < 3; i++) {
+    snprintf(path, sizeof path, "%s/%s%s", dir, name, suffix[i]);
+    (void)unlink(path);
+  }
+}
+
+static ob_engine_t* open_at(const char* dir, const char* name,
+                            ob_fake_clock_t* c) {
   ob_options_t o;
   ob_engine_t* e = NULL;
-  char err[256], *path = ts_path(dir, name);
+  char err[256], path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
   ob_options_init(&o);
-  o.db_path = path;
-  o.clock = &c->clock;
+  o.db_path = path;  /* the engine keeps a copy */
+  o.clock = ob_fake_clock(c);
   o.batch_size = 50;
   if (ob_open(&e, &o, err, sizeof err) != 0) fail_msg("open %s: %s", path, err);
-  free(path);
   return e;
 }
 
 static void test_terminal_to_head_office(void** state) {
-  char* dir = ts_mkdtemp("e2e");
-  fake_clock_t clock;
+  char dir[4096];
+  ob_fake_clock_t clock;
   office_t office = {0};
   ob_engine_t *terminal, *head_office;
   flaky_t sink;
@@ -81,7 +102,8 @@ static void test_terminal_to_head_office(void** state) {
   size_t published, total = 0;
   (void)state;
 
-  fake_clock_init(&clock, 1796083200000LL, 7);
+  make_dir(dir, sizeof dir);
+  ob_fake_clock_init(&clock, 1796083200000LL, 7);
   terminal = open_at(dir, "terminal.db", &clock);
   head_office = open_at(dir, "office.db", &clock);
   assert_int_equal(ob_register_payout(terminal), 0);
@@ -118,7 +140,7 @@ static void test_terminal_to_head_office(void** state) {
     total += published;
     assert_int_equal(ob_stats(terminal, &st), 0);
     if (st.outbox_unpublished == 0) break;
-    fake_clock_advance(&clock, 10 * 60 * 1000);
+    ob_fake_clock_advance(&clock, 10 * 60 * 1000);
   }
   assert_int_equal(st.outbox_unpublished, 0);
   assert_int_equal(total, 100);
@@ -134,7 +156,9 @@ static void test_terminal_to_head_office(void** state) {
 
   ob_close(terminal);
   ob_close(head_office);
-  ts_rmdir(dir);
+  remove_db(dir, "terminal.db");
+  remove_db(dir, "office.db");
+  (void)rmdir(dir);
 }
 
 int main(void) {

@@ -7,34 +7,6 @@
 #include <unistd.h>
 #include <ftw.h>
 
-static int64_t fake_now(void* ctx) {
-  return ((fake_clock_t*)ctx)->now;
-}
-
-static void fake_random(void* ctx, void* buf, size_t len) {
-  fake_clock_t* fc = ctx;
-  unsigned char* p = buf;
-  for (size_t i = 0; i < len; i++) {
-    fc->state ^= fc->state >> 12;
-    fc->state ^= fc->state << 25;
-    fc->state ^= fc->state >> 27;
-    p[i] = (unsigned char)((fc->state * 2685821657736338717ULL) >> 56);
-  }
-}
-
-void fake_clock_init(fake_clock_t* fc, int64_t now_ms, uint64_t seed) {
-  fc->now = now_ms;
-  fc->state = seed ? seed : 0x9E3779B97F4A7C15ULL;
-  fc->clock.ctx = fc;
-  fc->clock.now_ms = fake_now;
-  fc->clock.random = fake_random;
-  fc->clock.monotonic_ms = NULL;  /* now_ms is trusted not to jump */
-}
-
-void fake_clock_advance(fake_clock_t* fc, int64_t ms) {
-  fc->now += ms;
-}
-
 char* ts_mkdtemp(const char* tag) {
   const char* base = getenv("TMPDIR");
   char buf[4096];

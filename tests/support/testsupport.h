@@ -7,17 +7,24 @@
 #include <stddef.h>
 
 #include "oncebox.h"
+#include "oncebox_test.h"
 
-/* A controllable clock: now_ms returns `now`, random is xorshift64* seeded
-** by `seed` (same seed, same bytes). */
-typedef struct fake_clock_s {
-  ob_clock_t clock;   /* pass &fc.clock to ob_options_t.clock */
-  int64_t now;
-  uint64_t state;
-} fake_clock_t;
+/* The public fake clock (core/include/oncebox_test.h) under the name the
+** tests have always used: now_ms returns `now`, random is xorshift64*
+** seeded by `seed` (same seed, same bytes). Tests of the library itself may
+** read and set .now and pass &fc.clock directly; an embedder may not. */
+typedef ob_fake_clock_t fake_clock_t;
 
-void fake_clock_init(fake_clock_t* fc, int64_t now_ms, uint64_t seed);
-void fake_clock_advance(fake_clock_t* fc, int64_t ms);
+/* ob_fake_clock_init and ob_fake_clock_advance. Inline: a test's own
+** objects come before the library (or its mutant) on the link line, and
+** ob_testsupport after it. */
+static inline void fake_clock_init(fake_clock_t* fc, int64_t now_ms,
+                                   uint64_t seed) {
+  ob_fake_clock_init(fc, now_ms, seed);
+}
+static inline void fake_clock_advance(fake_clock_t* fc, int64_t ms) {
+  ob_fake_clock_advance(fc, ms);
+}
 
 /* Create a fresh private directory under $TMPDIR (or /tmp); returns a
 ** malloc'd path. Aborts the test process on failure. */
