@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Install rules and the package files (cmake --install BUILD --prefix P):
 #   include/oncebox*.h                     every public header of core/include
 #   lib/liboncebox.so.0.1.0 (+ .so.0.1, .so) the shared library, SONAME .so.0.1

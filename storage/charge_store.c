@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The ChargeOrder module's business table: one charge per order. */
 #include <sqlite3.h>
 #include <string.h>

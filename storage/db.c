@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Opening the database, pragmas, error mapping, transactions and the
 ** statement cache. */
 #include <sqlite3.h>

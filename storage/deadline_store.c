@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Deadlines and a wall clock that jumps: finding rows computed on a clock
 ** ahead of this one, and moving their deadlines (store.h, "deadline_store";
 ** the rule is core/engine/deadlines.c's). Each statement reads one range of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fence's rows: effects, the messages waiting on them, and the moves
 ** between queue and failure store that an outcome or a person causes. */
 #include <sqlite3.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The failure store: messages that exhausted their retries or were
 ** unrecoverable, with the reason, until an operator retries or removes them. */
 #include <sqlite3.h>

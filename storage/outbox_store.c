@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Outbox rows: written in the handling transaction, read by sinks/relays. */
 #include <sqlite3.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The built-in payout ledger. */
 #include <sqlite3.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "storage/private_file.h"
 
 #include <errno.h>

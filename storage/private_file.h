@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The database file's creation, before SQLite opens it: storage's own
 ** syscalls (open, fstat, fchmod), like SQLite's own file I/O. */
 #ifndef OB_STORAGE_PRIVATE_FILE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The dedup guard, and the sources it keys foreign events on. */
 #include <sqlite3.h>
 

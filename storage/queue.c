@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The local durable queue: insert, read ready rows, ack, reschedule. */
 #include <sqlite3.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The outbox relay's rows: leases, marks, parking, connectivity status.
 ** Several relay processes may share one database: every claim carries a
 ** token and a lease, and every mark checks the token. */

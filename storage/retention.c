@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Retention: bounded deletes so the loop is never blocked for long and the
 ** WAL does not balloon. The window must outlast every way a message can come
 ** back (SQS retention, failure-store replays, offline days). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Schema and migrations, keyed on PRAGMA user_version.
 **
 ** Each migration is a fixed script applied in one transaction together with

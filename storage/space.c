@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the disk-full policy reads and deletes: the pages in use, and
 ** published outbox rows given back early under space pressure. */
 #include <sqlite3.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Statistics and the invariant check of the engine's own tables: read-only
 ** queries. The business modules' statistics and checks are in their own
 ** files (payout_store.c, charge_store.c) and use the helpers here. */

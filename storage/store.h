@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** storage: every SQL statement of oncebox lives behind this header.
 **

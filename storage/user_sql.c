@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* SQL that handlers run through ob_tx_exec: prepared once per text, always
 ** with bound parameters, never allowed to touch the transaction itself. */
 #include <ctype.h>

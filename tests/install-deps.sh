@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Install what oncebox needs to build and to run every test, on Debian 12 as
 # root. Safe to run twice.
 set -euo pipefail

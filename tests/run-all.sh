@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Install dependencies, build, and run every test: the normal build, then the
 # whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer.
 set -euo pipefail

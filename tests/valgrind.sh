@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The ctest suite of a normal (non-sanitizer) build under valgrind memcheck
 # (T14; docs/reliability.md, "valgrind"). Not part of CI: it takes
 # far longer than the ASan+UBSan pass of tests/run-all.sh.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The built-in ChargeOrder module: one provider charge per order behind the
 ** fence "charge:<orderId>", then one charge row and one OrderCharged event
 ** in the transaction that records the provider's answer. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ChargeOrder parsing and the JSON it produces. Same walk as PaymentCaptured
 ** (core/payout/payout_msg.c): the whole body is validated first, fields are
 ** found by their unescaped names, the amount is judged from its text. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The ChargeOrder message, the provider request it makes and the
 ** OrderCharged event: strict parsing and encoding. Pure. */
 #ifndef OB_CORE_CHARGE_MSG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* When an until-idle run may call the SQS consumer done (consumer_idle.h).
 ** Pure: the caller passes every time in. */
 #include <stddef.h>

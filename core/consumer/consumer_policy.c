@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The SQS consumer's pure decisions: option checks, visibility arithmetic,
 ** the failure-store id of an invalid message. No I/O, no clock reads. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** oncebox internal: the SQS consumer's rules, free of I/O so they are tested
 ** without a server, and the names it stores messages under. The consumer

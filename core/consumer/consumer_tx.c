@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The SQS consumer's failure-store transaction (consumer_tx.h). */
 #include <string.h>
 

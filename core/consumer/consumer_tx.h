@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* oncebox internal: the SQS consumer's own transaction (the handling one is
 ** ob__engine_handle_external). */
 #ifndef OB_CORE_CONSUMER_TX_H

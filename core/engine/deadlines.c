@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** Persisted deadlines against a wall clock that jumps (docs/field.md,
 ** "Clocks that jump"). A retry's available_at, a relay claim, an outbox

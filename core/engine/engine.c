@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The engine: lifecycle, registration, enqueue, and the handling
 ** transaction. Time comes from opts.clock; all SQL goes through storage/. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** oncebox internal: what the code that drives an engine on a loop
 ** (platform/loop, the relay, the SQS consumer, the effects executors) may

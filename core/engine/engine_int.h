@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The engine object, shared by core/engine, core/fence, core/relay,
 ** core/consumer and the built-in modules. Not API, and not for platform/:
 ** the loop drivers see the engine only through core/engine/engine_host.h. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The engine as its loop drivers see it (core/engine/engine_host.h): small
 ** accessors, so that struct ob_engine_s stays core's. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The registry of module checks: a fixed-size table, allocated on the first
 ** registration (an engine without modules carries one NULL pointer). */
 #include "core/engine/modules.h"

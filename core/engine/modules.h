@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What a built-in module adds to the engine besides its handler: its
 ** invariant checks, which ob_check runs after the generic ones. Not API. */
 #ifndef OB_CORE_ENGINE_MODULES_H

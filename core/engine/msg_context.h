@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* oncebox internal: what a message's headers say about it beyond its body:
 ** its W3C trace context and the media type of its body. Handlers see them
 ** in ob_message_t; events they emit carry a child of the trace context. */

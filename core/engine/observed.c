@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** The observed clock: the time this engine has seen pass, which retention
 ** counts instead of the wall clock (docs/field.md).

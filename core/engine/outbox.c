@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Handing outbox events to a sink. The sink runs outside any transaction
 ** (a real one talks to the network); marks are committed afterwards, so a
 ** crash in between republishes: at-least-once, stated as such. */

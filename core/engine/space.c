@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** The disk-full policy on the engine (docs/field.md, "A disk that fills
 ** while offline"). With a size cap, new messages (ob_enqueue, and what the

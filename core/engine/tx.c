@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What a handler can do inside the handling transaction. Nothing here
 ** exposes SQLite: the same handler code can later run on another store. */
 #include <stdio.h>

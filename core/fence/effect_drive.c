@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Driving effects: take due ones under a lease, record the provider's
 ** answers, and the operator's verbs (list, reconcile, resolve). A final
 ** outcome and the re-run of the messages waiting on it share ONE

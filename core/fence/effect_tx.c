@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fence inside a handler: ob_tx_effect reads the effect in the handling
 ** transaction and says what the handler must do; the claim itself (and the
 ** wait) is written by the engine after the handler, once its savepoint is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fence, engine side: what a performer (platform/effects over HTTPS,
 ** or ob_effects_perform in-process) needs to drive effects. Not API.
 **

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fence's rules, as pure functions: the idempotency key of an effect,
 ** what to do with an open effect, and what a provider's answer means. */
 #include <mbedtls/md.h>

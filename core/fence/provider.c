@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Effect providers: their capabilities, and the set of fresh claims (keys
 ** claimed by this process and certainly not sent yet). */
 #include <stdlib.h>

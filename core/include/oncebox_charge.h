@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** oncebox ChargeOrder module: one provider charge per order, behind the
 ** fence.

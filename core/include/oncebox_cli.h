@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** oncebox's command-line program as a library entry point: an embedder's
 ** own `main` gets every command of `oncebox` (init, enqueue, run, failed,

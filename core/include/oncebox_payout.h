@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** oncebox payout module: PaymentCaptured -> one merchant payout.
 **

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** oncebox test support for an embedder's own tests: a fake clock whose wall
 ** time moves only when the test says so, with a seeded, deterministic

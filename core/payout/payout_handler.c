@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The built-in payout module: PaymentCaptured -> one merchant payout and one
 ** MerchantPayoutCreated outbox event, in the handling transaction. */
 #include <stdio.h>

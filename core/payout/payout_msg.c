@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* PaymentCaptured parsing and MerchantPayoutCreated encoding.
 **
 ** The parser walks the raw text instead of a cJSON tree, for three reasons:

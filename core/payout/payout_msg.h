@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The PaymentCaptured message and the MerchantPayoutCreated event: strict
 ** parsing and encoding. Pure. */
 #ifndef OB_CORE_PAYOUT_MSG_H

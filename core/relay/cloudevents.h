@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Outbox events on the wire: CloudEvents 1.0, structured JSON mode
 ** (https://github.com/cloudevents/spec/blob/v1.0.2/cloudevents/formats/json-format.md),
 ** with the distributed-tracing extension. Pure. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Decisions of the outbox relay, free of I/O so they are tested with a fake
 ** clock: what goes into one SendMessageBatch, how long a failed row waits,
 ** when an offline relay probes again. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The outbox relay's database verbs (relay_tx.h). */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** oncebox internal: the outbox relay's database verbs, for the relay worker
 ** (platform/relay). Each runs its own short transaction through storage/

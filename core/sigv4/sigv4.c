@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** AWS Signature Version 4, built as the four "tasks" of the AWS
 ** documentation, each a static function with its banner:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** AWS Signature Version 4 (HMAC-SHA256), header and presigned-query variants.
 **

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** Amazon SQS over the AWS JSON 1.0 protocol (awsJson1_0, query-compatible):
 ** request bodies, response parsing, error parsing, MD5 checks.

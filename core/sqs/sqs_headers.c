@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What a received message carries besides its body, as the JSON its
 ** handler and the failure store see (sqs.h, ob__sqs_headers_json). */
 #include <string.h>

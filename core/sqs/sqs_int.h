@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared internals of core/sqs (not for other modules). */
 #ifndef OB_CORE_SQS_INT_H
 #define OB_CORE_SQS_INT_H

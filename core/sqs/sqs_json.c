@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** JSON plumbing for the SQS codec: UTF-8 checks, the streaming writer used
 ** for request bodies, the guarded parse of responses, and result pools.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** SQS message checksums (docs/sqs-protocol.md, "Checksums").
 **

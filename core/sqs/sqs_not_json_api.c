@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** Answers that say the server is not the SQS JSON API (sqs.h,
 ** ob__sqs_not_json_api; the rule and why: docs/decisions/

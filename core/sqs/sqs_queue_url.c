@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What a configured SQS queue URL may be. */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** SQS request bodies (AWS JSON 1.0). Members are written in the service
 ** model's order, which is what the SDKs send (docs/sqs-protocol.md, "Wire

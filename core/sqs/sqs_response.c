@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** SQS responses: success bodies, batch results, error responses.
 **

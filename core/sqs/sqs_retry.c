@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** SQS retry rules (see sqs_retry.h). Sources: @smithy/core 3.41
 ** submodules/retry (error lists, StandardRetryStrategy,

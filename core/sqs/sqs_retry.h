@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** Retries for SQS calls, the AWS SDKs' "standard" mode as of the 2026
 ** update (docs/sqs-protocol.md, "Standard retry mode" and "Clock skew";

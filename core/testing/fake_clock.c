@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fake clock of oncebox_test.h: wall time set by the test, random bytes
 ** from xorshift64* (the same generator tests/support always used, so seeded
 ** tests keep their bytes). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Amounts in minor units, judged from their exact JSON text. Pure. */
 #ifndef OB_CORE_UTIL_AMOUNT_H
 #define OB_CORE_UTIL_AMOUNT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* OB__ASSERT(expr): an invariant the code relies on, never a check of input
 ** (bad input returns an error code). Compiled in when NDEBUG is not defined
 ** (Debug builds) or when OB_ASSERTS is (the top CMakeLists.txt defines it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Strict base64: the checks here, the decoding mbedTLS's (the decoder the
 ** SQS codec and the CLI already use), which on its own also takes line
 ** breaks, spaces and missing padding. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Strict base64 decoding (RFC 4648 section 4), for CloudEvents'
 ** data_base64. Pure. */
 #ifndef OB_CORE_BASE64_H

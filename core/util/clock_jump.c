@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "core/util/clock_jump.h"
 
 void ob__clock_mark(const ob_clock_t* c, ob__clock_mark_t* m) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Telling a jump of the wall clock from time passing. Pure: the readings
 ** come from an ob_clock_t, so the rule is tested with a fake clock. */
 #ifndef OB_CORE_CLOCK_JUMP_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The one writer of a formatted message into a caller's (buf, len) pair. */
 #ifndef OB_CORE_ERRBUF_H
 #define OB_CORE_ERRBUF_H

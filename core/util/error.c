@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Error names and texts, version, small public utilities. */
 #include "oncebox.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Strict JSON validation (RFC 8259), no allocation.
 **
 ** Why not cJSON: cJSON 1.7.15 accepts text RFC 8259 rejects ("01", "1.",

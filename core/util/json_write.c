@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A two-pass JSON writer: count with buf NULL, then write into a buffer of
 ** that size. No allocation, no double formatting. */
 #include "core/util/json_write.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Writing JSON text in two passes (count with buf NULL, then write). */
 #ifndef OB_CORE_JSON_WRITE_H
 #define OB_CORE_JSON_WRITE_H

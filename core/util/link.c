@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Connectivity and probing (link.h). */
 #include <stdio.h>
 #include <string.h>

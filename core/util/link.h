@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* oncebox internal: the connectivity of a part that talks to a peer (the
 ** relay, the SQS consumer, an effects executor), free of I/O so it is
 ** tested with a fake clock. platform/loop/worker.c holds one per worker. */

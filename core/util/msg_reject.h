@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Rejection reasons of the message parsers. Pure. */
 #ifndef OB_CORE_UTIL_MSG_REJECT_H
 #define OB_CORE_UTIL_MSG_REJECT_H

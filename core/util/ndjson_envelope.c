@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One NDJSON line into a message envelope, without re-serialising. */
 #include "core/util/ndjson_envelope.h"
 

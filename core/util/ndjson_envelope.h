@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #ifndef OB_CORE_NDJSON_ENVELOPE_H
 #define OB_CORE_NDJSON_ENVELOPE_H
 

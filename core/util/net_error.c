@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The network layers' codes: names, the public mapping, the one
 ** classification every worker uses (see net_error.h). */
 #include "core/util/net_error.h"

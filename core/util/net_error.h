@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** oncebox internal: the detailed codes of the network layers, and the one
 ** place that maps them to public codes and classifies them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Cleaning what peers send back (peer_text.h). */
 #include "core/util/peer_text.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** Text a peer sent (a provider's error body, an SQS error message, a reason
 ** phrase) on its way to a log line, a terminal or the database: the one

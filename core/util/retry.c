@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Retry decisions: backoff, cap, jitter (Symfony Messenger's strategy). */
 #include "core/util/retry.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Retry decisions (Symfony Messenger's strategy). Pure. */
 #ifndef OB_CORE_RETRY_H
 #define OB_CORE_RETRY_H

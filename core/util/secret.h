@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #ifndef OB_CORE_SECRET_H
 #define OB_CORE_SECRET_H
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The disk-full policy's arithmetic. Thresholds, from the cap down:
 **
 **   cap - reserve/4   handling pauses (the rest is for publish marks)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The disk-full policy (docs/field.md, "A disk that fills while offline"):
 ** where, below the database's size cap, new messages stop, critical ones
 ** stop, and handling pauses. Pure arithmetic, unit-tested. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* W3C Trace Context values. Section numbers are those of the Level 1
 ** Recommendation (https://www.w3.org/TR/trace-context/). */
 #include "core/util/trace_context.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* W3C Trace Context (https://www.w3.org/TR/trace-context/): the traceparent
 ** and tracestate values that CloudEvents' distributed-tracing extension
 ** carries. Pure: a new span id comes from the caller. */

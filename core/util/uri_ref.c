@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* RFC 3986 URI-reference syntax. The ABNF in comments is RFC 3986's
 ** (Appendix A); every error names the byte offset of the problem. */
 #include "core/util/uri_ref.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* RFC 3986 URI-reference syntax (https://www.rfc-editor.org/rfc/rfc3986,
 ** section 4.1), for CloudEvents' source attribute. Pure. */
 #ifndef OB_CORE_URI_REF_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* UUID text and UUIDv7 generation (RFC 9562). */
 #include "core/util/uuid.h"
 

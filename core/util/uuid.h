@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* UUID parsing, formatting and UUIDv7 generation (RFC 9562). Pure: time and
 ** randomness come from an ob_clock_t. */
 #ifndef OB_CORE_UUID_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* AWS configuration: environment, ~/.aws/credentials, ~/.aws/config. */
 #include "platform/aws/aws_config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** AWS configuration, read the way the AWS CLI and SDKs read it: environment
 ** variables, then the shared files ~/.aws/credentials and ~/.aws/config.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The oncebox command-line program: shared pieces. */
 #ifndef OB_CLI_H
 #define OB_CLI_H

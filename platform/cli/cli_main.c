@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ob_cli_main (oncebox_cli.h): the command-line program, for the shipped
 ** `oncebox` (main.c) and an embedder's own main. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Stored bytes shown to a person or a program: never raw. A message body
 ** is whatever a producer sent; printed as is it could drive the operator's
 ** terminal (OSC, clear screen) or make --json output invalid. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* oncebox effects show | reconcile | resolve: the fence's effects (calls to
 ** a payment provider) as an operator sees them; and the provider options
 ** shared with `run`. */

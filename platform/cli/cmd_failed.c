@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* oncebox failed show|retry|remove: the failure store, in Symfony
 ** Messenger's shape (messenger:failed:show/retry/remove). */
 #include <cjson/cJSON.h>

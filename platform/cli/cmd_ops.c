@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* oncebox stats | check | gc */
 #include <cjson/cJSON.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* oncebox outbox show | retry-parked | drain */
 #include <cjson/cJSON.h>
 #include <getopt.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* oncebox init | enqueue | run */
 #include <errno.h>
 #include <getopt.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** oncebox sqs send | receive | attributes: talk to Amazon SQS directly, with
 ** the same configuration, signer, TLS and retries the relay uses. On a

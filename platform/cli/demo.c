@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* oncebox demo: a day at a point-of-sale terminal, on the embedded default
 ** (one SQLite file, no server). Duplicate deliveries, a worker killed with
 ** SIGKILL mid-batch and restarted, a replay, a payment captured twice under

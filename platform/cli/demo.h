@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The demo's parts (platform/cli/demo*.c). */
 #ifndef OB_PLATFORM_CLI_DEMO_H
 #define OB_PLATFORM_CLI_DEMO_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* oncebox demo, part two: charging orders behind the fence, on the same
 ** database. The payment provider here is an in-process function that
 ** honours Idempotency-Key and counts the charges it really makes, so the

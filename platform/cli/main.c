@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* oncebox: the shipped command-line program, ob_cli_main (oncebox_cli.h)
 ** with the built-in modules registered on every engine it opens. */
 #include "oncebox.h"

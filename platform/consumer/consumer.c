@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** The SQS consumer component (see consumer.h for the life of a message;
 ** consumer_queue.c asks the queue for its VisibilityTimeout and, for an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** The SQS consumer: an engine worker (platform/loop/worker.h) that consumes one Amazon SQS queue of CloudEvents with
 ** the same handling transaction and dedup guard as local queue rows.

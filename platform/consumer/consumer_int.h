@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** oncebox internal: the SQS consumer's state, shared by its two files:
 **   consumer.c        receiving, handling, deleting, visibility changes,

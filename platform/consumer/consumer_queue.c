@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** What the SQS consumer asks its queue about itself (consumer_int.h):
 **

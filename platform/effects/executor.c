@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The effects executor: performs a provider's fenced effects (ob_tx_effect)
 ** over HTTPS while the engine is attached to a loop.
 **

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** The HTTP client object and its requests: validation and serialization,
 ** per-request deadline, the once-only stale-connection retry, completion

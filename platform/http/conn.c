@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** One HTTP connection on the loop: name lookup (or a literal / configured
 ** address), TCP connect trying each address in turn, the TLS handshake

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** oncebox internal: asynchronous HTTP/1.1 client on a libuv loop, with TLS
 ** (mbedTLS 2.28) driven through memory BIOs and responses parsed by llhttp.

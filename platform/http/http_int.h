@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** Internals of the HTTP client, shared by its files (not for other layers):
 **   url.c       URL parsing

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** HTTP/1.1 response parsing with llhttp, bounded: header bytes and count,
 ** body bytes, interim (1xx) responses. llhttp already rejects the framing

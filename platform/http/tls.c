@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** mbedTLS 2.28 client engine over two memory queues (the tlsuv "memory BIO"
 ** pattern): the network layer feeds received ciphertext in and drains

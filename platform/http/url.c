@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Absolute http(s) URL parsing: just enough for API endpoints. */
 #include <arpa/inet.h>
 #include <string.h>

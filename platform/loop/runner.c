@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The engine on a libuv loop: one transaction per loop turn, so the loop is
 ** never blocked longer than that; another timer runs retention. Nothing
 ** polls busily: when the queue is empty the work timer sleeps until the next

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The loop worker (worker.h): the scaffolding the relay, the SQS consumer
 ** and the effects executors share, written once. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** oncebox internal: a loop worker, the one mechanism behind every part of
 ** the engine that talks to a peer on the engine's loop: the outbox relay

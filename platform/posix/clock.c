@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The real clock: wall time and kernel randomness. */
 #include <errno.h>
 #include <stdlib.h>

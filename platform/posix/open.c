@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ob_open: the engine (core/engine) on the system clock unless the options
 ** name another, so that core itself never reads a clock. */
 #include "core/engine/engine_host.h"

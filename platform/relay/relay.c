@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The outbox relay: claims publishable outbox rows under a lease, sends
 ** them to SQS with SendMessageBatch as CloudEvents, and marks each row
 ** published only after SQS accepted it. When SQS cannot be reached it goes

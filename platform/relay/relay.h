@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** oncebox internal: what the outbox relay (platform/relay/relay.c, a
 ** platform/loop/worker.h worker) tells the code that drives it, from

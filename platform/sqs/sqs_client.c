@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Asynchronous SQS client: codec + SigV4 + HTTP + standard-mode retries. */
 #include "platform/sqs/sqs_client.h"
 

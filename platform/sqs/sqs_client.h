@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** Asynchronous Amazon SQS client on a libuv loop.
 **

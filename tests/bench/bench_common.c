@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers shared by the benchmarks; see bench_common.h. The raw
 ** SQLite loop is the one of bench_engine.c (same statements, same order). */
 #include "tests/bench/bench_common.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers shared by the benchmarks (bench_engine.c, bench_sweep.c,
 ** bench_latency.c, bench_peers.c, bench_footprint.c): a counting VFS shim, the raw SQLite
 ** limit of the payout handler's statements, /proc readers, statistics.

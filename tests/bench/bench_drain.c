@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ob-bench-drain: `oncebox outbox drain --until-empty` against `oncebox run
 ** --until-idle` on the same outbox backlog (issue 13, item 4: weeks of
 ** backlog on a terminal that comes back online).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ob-bench-engine: oncebox against the raw SQLite limit (docs/performance.md,
 ** "Handling against the raw SQLite limit").
 **

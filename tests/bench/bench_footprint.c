@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ob-bench-footprint: what the oncebox program costs a terminal
 ** (docs/performance.md, "Footprint" and "Cost per message").
 **

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ob-bench-latency: latency from enqueue to durable commit under a steady
 ** load (docs/performance.md, "Latency, from enqueue to durable commit").
 **

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ob-bench-peers: oncebox against the queues people would pick instead, on
 ** the same workload and durability (docs/performance.md, "Peers").
 **

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ob-bench-relay: the outbox relay against the AWS SDK for JavaScript
 ** (docs/performance.md, "The relay: requests per event").
 **

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ob-bench-sweep: handling throughput against batch size and durability
 ** setting, oncebox beside the raw SQLite limit of the same statements, and
 ** the cost of each message (docs/performance.md, "Throughput against batch

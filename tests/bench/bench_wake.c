@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** How soon an idle engine handles a message another process committed:
 ** the engine sleeps attached to a loop; a child process opens the same

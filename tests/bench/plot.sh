@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Render handling throughput against batch size and durability setting from
 # the CSV ob-bench-sweep writes (-o), to a PNG, with gnuplot (Debian's
 # gnuplot-nox).

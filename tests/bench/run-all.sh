@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Build oncebox (Release) and run every benchmark of docs/performance.md:
 # the raw data go to CSV files under build-bench/results/, the
 # tables to build-bench/results/tables.md, the plot to

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Print the Markdown tables of docs/performance.md from the CSV files that
 # tests/bench/run-all.sh writes (build-bench/results/).
 #   tests/bench/tables.sh RESULTS_DIR > tables.md

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A vendor's own command line in ten lines: ob_cli_main (oncebox_cli.h)
 ** with a handler for "OrderPlaced" that writes one row per order into the
 ** handling transaction. Uses nothing but the public headers and the

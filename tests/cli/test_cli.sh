@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The oncebox program end to end: every command, its exit codes, --json, and
 # bad input. Usage: test_cli.sh PATH/TO/oncebox
 set -u

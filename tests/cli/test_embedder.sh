@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # ob_cli_main as an embedder uses it: a tiny main (embedder_main.c) that
 # registers an "OrderPlaced" handler gets every command with that handler
 # on the engines they open; the stock `oncebox` moves the same message to

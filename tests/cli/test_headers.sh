@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Every public header (core/include/oncebox*.h) compiles cleanly as C11 and
 # as C++11 and C++17 with -Wall -Wextra -pedantic -Werror, all of them in
 # one translation unit that uses OB_VTEXT and OB_VINT.

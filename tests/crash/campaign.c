@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ob-crash-campaign: the crash and power-loss campaign (T1-T4, invariants
 ** I1-I5: the list at the top of docs/reliability.md). See
 ** docs/reliability.md.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the two crash campaigns share; see campaign_common.h. */
 #include "tests/crash/campaign_common.h"
 #include "oncebox_payout.h"

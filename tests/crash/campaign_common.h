@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the two crash campaigns share: ob-crash-campaign (campaign.c, the
 ** engine) and ob-crash-campaign-relay (campaign_relay.c, the relay against
 ** fauxqs). See docs/reliability.md.

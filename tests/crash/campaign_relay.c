@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ob-crash-campaign-relay: the crash and power-loss campaign of the outbox
 ** relay: every committed outbox row reaches SQS at least once (invariant I4),
 ** and the publish-before-2xx mutant is caught (T4d; both in the list at the

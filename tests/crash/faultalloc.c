@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* faultalloc: countdown allocators for SQLite and for oncebox's own
 ** allocations (see faultalloc.h). */
 #include "tests/crash/faultalloc.h"

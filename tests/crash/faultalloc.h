@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* faultalloc: out-of-memory injection, in the manner of SQLite's malloc
 ** tests (test_malloc.c, faultsim): fail the k-th allocation, once (only
 ** allocation k fails) or persistently (k and every later one fail until

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* faultvfs: fail the N-th VFS operation, once or persistently (see
 ** faultvfs.h). */
 #include "tests/crash/faultvfs.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* faultvfs: an I/O-error injecting VFS shim over "unix", in the manner of
 ** SQLite's own ioerr tests (sqlite3_io_error_pending / test_vfs.c):
 ** count the VFS operations and make the N-th one fail with the error the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* plsim: the power-loss simulator VFS shim (see plsim.h and
 ** docs/reliability.md, "The power-loss simulator (plsim)").
 **

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* plsim: a power-loss simulator for SQLite, as a VFS shim over "unix"
 ** (docs/reliability.md, "The power-loss simulator (plsim)").
 **

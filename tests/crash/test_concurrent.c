@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Two processes handle the same events at the same time on one database
 ** file, and each event has exactly one effect.
 **

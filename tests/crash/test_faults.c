@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* I/O errors, out-of-memory and a real full disk (T5, T6;
 ** docs/reliability.md, "I/O errors, out of memory, full disk").
 **

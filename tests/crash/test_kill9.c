@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The process-crash loop (T1 in docs/reliability.md): a worker killed with
 ** SIGKILL at random moments while it handles thousands of messages with
 ** duplicates, restarted each time. Invariants I1, I2, I3 and I5 hold after every kill,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** Fuzz target: the AWS shared-file parser (platform/aws/aws_config.c), the
 ** configuration oncebox reads at start-up.

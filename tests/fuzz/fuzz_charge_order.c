@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** Fuzz target: the ChargeOrder parser and the JSON it produces
 ** (core/charge/charge_msg.c).

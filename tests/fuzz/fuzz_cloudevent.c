@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** Fuzz target: the CloudEvents 1.0 decoder the SQS consumer puts every
 ** received message through (core/relay/cloudevents.c), and the encoder the

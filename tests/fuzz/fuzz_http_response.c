@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** Fuzz target: the HTTP/1.1 response parser (platform/http/response.c on
 ** llhttp): status line, headers, Content-Length and chunked framing,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** Fuzz target: the strict JSON validator (core/util/json_check.c).
 **

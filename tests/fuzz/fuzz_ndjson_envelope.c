@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** Fuzz target: one line of `oncebox enqueue --ndjson`
 ** (core/util/ndjson_envelope.c).

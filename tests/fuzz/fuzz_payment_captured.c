@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** Fuzz target: the PaymentCaptured parser and the MerchantPayoutCreated
 ** encoder (core/payout/payout_msg.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** Fuzz target: SigV4 canonicalisation and signing (core/sigv4/sigv4.c),
 ** header and presigned variants, with and without the signing-key cache.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** Fuzz target: every SQS JSON 1.0 response parser (core/sqs/sqs_response.c)
 ** and the error parser with its x-amzn-query-error / x-amzn-errortype

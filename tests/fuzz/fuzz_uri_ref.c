@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** Fuzz target: the RFC 3986 URI-reference check (core/util/uri_ref.c) that
 ** CloudEvents sources go through.

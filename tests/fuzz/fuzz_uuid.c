@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** Fuzz target: UUID text parsing and normalisation (core/util/uuid.c).
 **

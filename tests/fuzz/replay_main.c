@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** Corpus replay: a main() for the fuzz targets when libFuzzer is not there
 ** (gcc builds, CI). Every file named on the command line, and every regular

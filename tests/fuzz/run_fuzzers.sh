@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Build the libFuzzer targets with clang (in build-fuzz) and run each one for
 # a bounded time. New corpus entries go to a temporary directory, never into
 # the repository; a crash (or leak, sanitizer report, timeout, OOM, failed

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The canary-credential run (docs/reliability.md, "Secrets: the
 # canary-credential run"): canary AWS credentials go through every command
 # that uses them, against

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The hostile-input matrix through the `oncebox` binary (T17 file modes, T18
 # SQL injection, T19 bad input: docs/reliability.md, "The hostile-input
 # matrix"). Its twin through the library is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** The hostile-input matrix through the library (T18 SQL injection, T19 bad
 ** input: docs/reliability.md, "The hostile-input matrix"). Its twin through

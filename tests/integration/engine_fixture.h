@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A real engine on a real SQLite file in a temporary directory, with a fake
 ** clock. Shared by the engine tests. */
 #ifndef OB_ENGINE_FIXTURE_H

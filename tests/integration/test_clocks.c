@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Clocks that jump (docs/field.md): retention counts the time the engine
 ** observed passing, not the wall clock (this file), and persisted deadlines
 ** are re-based when the clock goes back, their leases kept when it goes

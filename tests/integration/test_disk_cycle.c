@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** A disk that fills while offline (issue 13, docs/field.md "A disk that
 ** fills while offline").

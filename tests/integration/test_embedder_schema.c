@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The embedder's schema (issue 16, item 4): its migrations applied by
 ** ob_open in oncebox's own transaction and recorded in schema_migration,
 ** its tables written by its handlers next to the built-in modules' in one

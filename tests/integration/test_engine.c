@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The handling transaction on a real SQLite file: dedup, retries, failure
 ** store, group commit, handler SQL rules. */
 #include "tests/integration/engine_fixture.h"

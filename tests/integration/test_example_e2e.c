@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Example for embedders: the whole pipeline inside one test process, with
 ** no server. A terminal (producer) handles PaymentCaptured and emits
 ** MerchantPayoutCreated into its outbox; an in-process sink feeds those

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Messages that arrive from outside (SQS) have no local queue row: the same
 ** handling transaction, with the outcome reported to the transport. */
 #include "tests/integration/engine_fixture.h"

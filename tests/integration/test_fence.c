@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fence, engine side, on a real SQLite file with a fake clock. The
 ** provider here is an in-process function (ob_effects_perform), so every
 ** answer (lost reply, 5xx, decline, lookup) is exact and repeatable; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The engine on a libuv loop: attached to the caller's loop, woken by
 ** enqueue, run until idle, stopped by signals. Real clock, real loop. */
 #include "tests/integration/engine_fixture.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Opening, permissions, schema versions, full disk, retention, the invariant
 ** check: on real files. */
 #include "tests/integration/engine_fixture.h"

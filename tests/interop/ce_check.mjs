@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reads CloudEvents from an SQS queue the way a consumer using the AWS SDK
 // for JavaScript v3 (@aws-sdk/client-sqs) and the official CloudEvents SDK
 // for JavaScript (cloudevents 10.0.0) does, and says whether each one is

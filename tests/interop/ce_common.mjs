@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What ce_send.mjs and ce_check.mjs share: their options and the AWS SDK
 // client pointed at the test server (the endpoint as given, HTTPS trusting
 // one CA file, optionally one host name resolved to a fixed address).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sends CloudEvents to an SQS queue the way a producer using the official
 // CloudEvents SDK for JavaScript (cloudevents 10.0.0) and the AWS SDK for
 // JavaScript v3 (@aws-sdk/client-sqs) does: each event is built strictly

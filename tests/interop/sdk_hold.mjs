@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Another consumer of an SQS queue, written with the AWS SDK for JavaScript
 // v3 (@aws-sdk/client-sqs): receives messages and never deletes them, the way
 // a consumer that dies (or keeps working on them) leaves them in flight.

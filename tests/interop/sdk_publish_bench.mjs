@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The AWS SDK for JavaScript side of tests/bench/bench_relay.c
 // (docs/performance.md, "The relay: requests per event"): publish the same CloudEvents the oncebox relay publishes, with
 // the same message attributes, in SendMessageBatch calls of 10 over one

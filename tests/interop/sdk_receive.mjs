@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Receives every message of an SQS queue with the AWS SDK for JavaScript v3
 // (@aws-sdk/client-sqs), deletes each one after it was printed, and prints
 // one JSON line per message:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Generates random requests signed by @smithy/signature-v4 (the AWS SDK for
 // JavaScript v3 signer) and prints them as JSON lines, one request per line,
 // for tests/unit/test_sigv4_smithy.c to re-sign with oncebox's C signer and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Mutation run: does the test suite catch plausible one-line bugs?
 #
 #   tests/mutants/run.sh [--list FILE] [--work DIR] [--jobs N]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # exported_symbols.sh LIBONCEBOX.so INCLUDE_DIR
 # The dynamic symbols liboncebox.so defines must be exactly the functions
 # and variables that INCLUDE_DIR/oncebox*.h declare OB_EXTERN: none missing,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # test_packaging.sh SOURCE_DIR BUILD_DIR [SANITIZE]
 # The library as a vendor gets it (docs/packaging.md):
 #   1. cmake --install BUILD_DIR (already built) into a temporary prefix;

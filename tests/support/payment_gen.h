@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Seeded PaymentCaptured traffic for tests and benchmarks: the same seed
 ** gives the same messages in every run and every program. */
 #ifndef OB_TEST_PAYMENT_GEN_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test support: a fake clock with a seeded random source, temporary
 ** directories that clean up after themselves. Shared by every test. */
 #ifndef OB_TESTSUPPORT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* OB__ASSERT: compiled into this build (Debug or OB_SANITIZE), it prints
 ** file:line and the expression and aborts; a true one does nothing. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** AWS configuration loading (platform/aws/aws_config.c): precedence between
 ** environment, credentials file and config file; malformed files with their

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Strict base64 decoding (core/util/base64.c): RFC 4648's test vectors
 ** (section 10) and each refusal. */
 #include <stdarg.h>

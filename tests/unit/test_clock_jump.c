@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Telling a wall-clock jump from time passing (core/util/clock_jump.c),
 ** with a fake clock whose wall and monotonic readings are set apart. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CloudEvents encoding of outbox events, and decoding on the consumer side:
 ** every rule of ob__cloudevent_decode, events as the official cloudevents
 ** npm SDK (10.0.0) writes them, trace context both ways, and out of memory

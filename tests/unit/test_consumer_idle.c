@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* When an until-idle run may call the SQS consumer done
 ** (core/consumer/consumer_idle.c), driven the way the consumer drives it:
 ** an empty receive begins at the fake clock's now, takes the long poll,

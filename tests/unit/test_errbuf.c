@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ob__errbuf_set: formats, truncates, NUL-terminates, is NULL/0-safe and
 ** returns the code it was given. */
 #include <stdarg.h>

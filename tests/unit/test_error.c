@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ob_strerror, ob_err_name, ob_version, ob_uuid_valid, policy defaults. */
 #include <stdarg.h>
 #include <stddef.h>

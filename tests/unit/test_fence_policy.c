@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fence's rules (core/fence/fence_policy.c): pure functions. */
 #include <stdarg.h>
 #include <stddef.h>

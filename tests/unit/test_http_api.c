@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** The client API contract without any server process: argument checks
 ** (errors returned, callback never called), callbacks exactly once and

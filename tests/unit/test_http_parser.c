@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** The response parser (platform/http/response.c) without sockets: valid
 ** framings, and every hostile case mapped to its specific error, fed whole

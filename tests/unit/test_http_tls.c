@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** The TLS engine (platform/http/tls.c) with no sockets: byte queues only.
 ** A real mbedTLS server runs in the same process on memory buffers, with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* URL parsing and the HTTP error table. */
 #include <setjmp.h>
 #include <stdarg.h>

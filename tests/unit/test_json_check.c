@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Strict JSON validation. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One line of `enqueue --ndjson` (core/util/ndjson_envelope.c) and the
 ** queue URL rule shared by the relay and the consumer
 ** (core/sqs/sqs_queue_url.c). Pure functions: no database. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* PaymentCaptured parsing (every reason) and the MerchantPayoutCreated
 ** payload. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Cleaning what peers send back (core/util/peer_text.c). */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The relay's pure decisions with a fake clock. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Retry policy: backoff, cap, jitter, budget, forced and requested delays. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** SigV4 signer: the 38 cases of the AWS SigV4 test suite (aws-c-auth copy in
 ** $OB_SHARED_DIR/testdata/sigv4, never copied into this repository), both

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** SigV4 interop: oncebox's signer against @smithy/signature-v4, the signer
 ** of the AWS SDK for JavaScript v3.

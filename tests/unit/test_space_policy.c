@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The disk-full policy's thresholds (core/util/space_policy.c). */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** SQS JSON-1.0 codec: request bodies (exact bytes, limits, validation),
 ** response parsing with the shapes of docs/sqs-protocol.md, MD5 checks, error

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** SQS retry rules (docs/sqs-protocol.md): classification of real error
 ** responses, full-jitter backoff, server hints, the 500-token retry quota,

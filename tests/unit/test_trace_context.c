@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* W3C Trace Context values (core/util/trace_context.c): the
 ** specification's examples, each rule of traceparent and tracestate, and
 ** child spans. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* RFC 3986 URI-reference syntax (core/util/uri_ref.c): RFC 3986's own
 ** examples, IP literals, and every refusal with its sentence. */
 #include <stdarg.h>

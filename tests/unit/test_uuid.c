@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* UUID parsing, formatting and UUIDv7 generation. */
 #include <stdarg.h>
 #include <stddef.h>

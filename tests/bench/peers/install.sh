@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Install the peers of tests/bench/bench_peers.c (docs/performance.md,
 # "Peers"), on
 # Debian 12 as root. Safe to run twice; tests/bench/run-all.sh runs it.

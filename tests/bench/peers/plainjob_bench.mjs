@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // plainjob (npm) on better-sqlite3 doing oncebox's payout work, for
 // tests/bench/bench_peers.c (docs/performance.md, "Peers").
 //

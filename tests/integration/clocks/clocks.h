@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared by the `clocks` test (test_clocks.c and clocks/): a wall clock
 ** that can jump and a monotonic one that never does, as a terminal without
 ** NTP sees them (its RTC reset or set forward, its uptime steady), and a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Persisted deadlines when the wall clock jumps (docs/field.md, "Clocks
 ** that jump"), on fake clocks: a retry, a relay claim, an outbox backoff,
 ** an effect's backoff and lease are re-based when the clock goes back,

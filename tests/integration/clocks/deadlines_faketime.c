@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The wall clock set back a day while a real process runs: libfaketime
 ** preloaded with its timestamp file rewritten mid-run (FAKETIME_NO_CACHE)
 ** and the monotonic clocks left alone, as on a terminal whose RTC is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CloudEvents interop helpers of the consumer tests (ce_interop_util.h). */
 #include "tests/integration/consumer/ce_interop_util.h"
 

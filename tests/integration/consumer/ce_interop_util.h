@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CloudEvents interop for the consumer tests: events built, serialized
 ** (structured mode) and sent by the official CloudEvents SDK for JavaScript
 ** with the AWS SDK (tests/interop/ce_send.mjs), and events read back and

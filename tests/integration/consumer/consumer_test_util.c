@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers of the SQS consumer tests (consumer_test_util.h). */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers of the SQS consumer tests (consumer, consumer_until_idle): the
 ** CloudEvent bodies they send, SQS calls from the test's side (through the
 ** same TLS terminator the engines use), and the AWS environment the engines

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** The CloudEvents interop tools of the consumer tests, on their own:
 ** ci_send (tests/interop/ce_send.mjs: the CloudEvents SDK for JavaScript

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** The SQS consumer end to end: real engines on real SQLite files,
 ** ob_consumer_enable configured only through the AWS environment variables,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** FIFO order, end to end: real engines on real SQLite files consuming a
 ** FIFO queue of tests/integration/sqs/fifo_sqs.mjs, an SQS test server that

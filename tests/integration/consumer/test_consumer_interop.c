@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** Issue 15 end to end, against clients this project did not write: events
 ** built and serialized by the official CloudEvents SDK for JavaScript and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The SQS consumer's pure decisions (failure-store ids, the 12 h visibility
 ** budget, retry visibility) and ob_consumer_enable's validation, with an
 ** injected environment: no server, no network. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** `run --until-idle` with an SQS consume queue means done, end to end: the
 ** oncebox binary (and, for a handler that retries, the library) on real

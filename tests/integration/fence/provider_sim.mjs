@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A payment provider for the fence tests: charges over HTTPS with
 // Idempotency-Key, state that survives kill -9, and scripted faults.
 // See README.md next to this file. Node core modules only; Node >= 18.

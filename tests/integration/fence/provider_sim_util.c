@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "tests/integration/fence/provider_sim_util.h"
 
 #include <errno.h>

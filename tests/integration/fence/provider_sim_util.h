@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The payment provider simulator (provider_sim.mjs) from C: start it on
 ** 127.0.0.1 with the test PKI, drive its fault modes over its stdin, read
 ** its counters, kill it like a crashing provider and start it again on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Provider credentials (ob_provider_options_t.authorization, the CLI's
 ** ONCEBOX_PROVIDER_AUTHORIZATION) against the provider simulator with
 ** --require-auth, over real HTTPS.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** The fence across days, against a provider that follows real providers'
 ** public idempotency rules rather than one that keeps every key forever

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fence under SIGKILL, against the provider simulator
 ** over real HTTPS (certificates generated now, verified by name).
 **

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fence under SIGKILL across days, against a provider that forgets
 ** idempotency keys on its own clock (issue 14, docs/fence.md "Providers
 ** forget keys: the key-retention rule", docs/decisions/0013).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** The issue's money defect with the real binary and a real clock shift:
 ** an order charged by the provider, the reply lost (the provider dies

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** Self-test of the payment provider simulator (provider_sim.mjs) through
 ** its C wrapper (provider_sim_util.h), with oncebox's own HTTP client over

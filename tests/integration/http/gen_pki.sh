@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Test PKI for the HTTP client's TLS tests, generated at test time.
 # Usage: gen_pki.sh OUTDIR [extra]
 #

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A scripted HTTP/1.1 server, raw on node:net, for the client's hostile
 // response tests. One mode per case, chosen by the request path:
 //   GET /<mode>[?...]   (see MODES below)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers for the HTTP client tests: server processes the test owns (and
 ** always kills), PKI generation, and running one request on a loop. */
 #ifndef OB_TEST_HTTP_UTIL_H

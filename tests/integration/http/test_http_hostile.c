@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** Hostile and odd responses from a scripted server (hostile_server.mjs, raw
 ** node:net on 127.0.0.1), over plain HTTP (explicitly allowed by the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** The TLS failure matrix against real servers on 127.0.0.1, plus the good
 ** cases. Servers: tls_server.mjs (Node https, one listener per certificate

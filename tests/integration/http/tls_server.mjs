@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HTTPS servers for the HTTP client's TLS tests: one listener per
 // certificate, all on 127.0.0.1 with a kernel-chosen port.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Servers that are not the SQS JSON API, behind TLS on 127.0.0.1, for
 // test_relay_protocol.c: each answers every request the way a real server
 // does when a client speaks SQS's JSON protocol (awsJson1_0, X-Amz-Target)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared by the relay tests: an engine that reads its AWS configuration
 ** from the environment, pointed at the test server (sqs_server.mjs). */
 #ifndef OB_RELAY_FIXTURE_H

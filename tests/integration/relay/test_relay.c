@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** The outbox relay against fauxqs behind the TLS terminator that verifies
 ** every SigV4 signature (tests/integration/sqs/sqs_server.mjs): the engine

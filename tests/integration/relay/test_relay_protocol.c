@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** Issue 15, item 7: a server that is not the SQS JSON API (it speaks only
 ** SQS's older query protocol, lacks the operation, has nothing at the

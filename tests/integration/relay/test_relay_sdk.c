@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** Offline-first sync seen by a real AWS SDK consumer.
 **

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The AWS FIFO rules of fifo_sqs.mjs, seen through the real AWS SDK for
 // JavaScript (@aws-sdk/client-sqs, which signs every request and checks
 // MD5OfMessageBody on send, batch and receive) talking HTTPS to

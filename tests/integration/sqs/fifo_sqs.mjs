@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An in-memory SQS (JSON 1.0 protocol) that follows AWS's documented FIFO
 // rules, for tests. Written from the public AWS documentation; the rule each
 // piece follows is cited next to it. Node core modules only.

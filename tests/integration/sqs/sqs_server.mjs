@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SQS test server: fauxqs (npm) on 127.0.0.1, behind a TLS terminator that
 // checks every request's SigV4 signature with @smithy/signature-v4 (fauxqs
 // checks none) and can be told to inject faults.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers for the SQS tests: the fauxqs + SigV4-verifying TLS terminator
 ** (sqs_server.mjs) the test starts and always kills, test-route calls, a
 ** controllable clock, and running one SQS call on a loop. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** `oncebox sqs send | receive | attributes` end to end: the real binary
 ** ($OB_BINARY_DIR/oncebox) configured only through the AWS environment

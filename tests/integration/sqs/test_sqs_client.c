@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** The SQS client (platform/sqs) against fauxqs behind a TLS terminator that
 ** verifies every SigV4 signature with @smithy/signature-v4

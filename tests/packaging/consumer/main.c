@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The smallest embedder of liboncebox: open a database in a temporary
 ** directory, register a handler, enqueue one message, ob_run_once, check the
 ** handler ran. Built by tests/packaging/test_packaging.sh against an
