@@ -73,7 +73,9 @@ static void remove_db(const char* dir, const char* name) {
   static const char* suffix[] = {"", "-wal", "-shm"};
   char path[4096];
   for (int i = 0; i < 3; i++) {
-    snprintf(path, sizeof path, "%s/%s%s", dir, name, suffix[i]);
+    if (snprintf(path, sizeof path, "%s/%s%s", dir, name, suffix[i]) >=
+        (int)sizeof path)
+      continue;  /* too long to be one of ours */
     (void)unlink(path);
   }
 }
