@@ -4,12 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #include "core/util/base64.h"
 #include "core/util/errbuf.h"
 #include "core/util/json_check.h"
 #include "core/util/uri_ref.h"
+#include "core/util/utc_time.h"
 
 /* Worst case of one escaped byte is \u00XX: 6 bytes. */
 static size_t put_str(char* out, const char* s) {
@@ -46,24 +46,14 @@ char* ob__cloudevent_encode(const ob_event_t* ev, const char* source,
   const char* tp = ev->traceparent && *ev->traceparent ? ev->traceparent
                                                         : NULL;
   const char* ts = ev->tracestate && *ev->tracestate ? ev->tracestate : NULL;
-  char when[40];
-  struct tm tm;
-  time_t secs = (time_t)(ev->created_at_ms / 1000);
+  char when[OB__UTC_MS_LEN];
   size_t cap, n = 0;
   char* out;
 
-  gmtime_r(&secs, &tm);
-  {
-    size_t k = strftime(when, sizeof when - 6, "%Y-%m-%dT%H:%M:%S", &tm);
-    int ms = (int)(ev->created_at_ms % 1000);
-    if (ms < 0) ms = 0;
-    when[k++] = '.';
-    when[k++] = (char)('0' + ms / 100);
-    when[k++] = (char)('0' + ms / 10 % 10);
-    when[k++] = (char)('0' + ms % 10);
-    when[k++] = 'Z';
-    when[k] = '\0';
-  }
+  /* A clock before year 0 or after 9999 has no RFC 3339 form: the epoch
+  ** then, as a value the receiver can parse (the event is not lost). */
+  if (ob__utc_format_ms(ev->created_at_ms, when) != 0)
+    (void)ob__utc_format_ms(0, when);
   /* 120 bytes of fixed text (160 with margin), 6 per escaped byte. */
   cap = 160 + 6 * (strlen(ev->id) + strlen(source) + strlen(ev->event_type) +
                    strlen(ev->aggregate_id)) +

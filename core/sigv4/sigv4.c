@@ -22,6 +22,7 @@
 #include <mbedtls/platform_util.h>
 
 #include "core/util/secret.h"
+#include "core/util/utc_time.h"
 #include "oncebox.h"
 
 #define ALGORITHM "AWS4-HMAC-SHA256"
@@ -216,39 +217,31 @@ static void sb_put_decoded(sbuf* b, const char* s, size_t n) {
 }
 
 /* ---------------------------------------------------------------------------
-** Dates. Pure arithmetic (Howard Hinnant's civil_from_days), so no
-** dependence on TZ, locale or gmtime's static buffer.
+** Dates: core/util/utc_time.c, pure arithmetic on int64 (no TZ, locale,
+** gmtime's static buffer or 32-bit time_t).
 */
 int ob__sigv4_amz_date(int64_t t, char out[17]) {
-  int64_t days, secs, z, era, doe, yoe, y, doy, mp, d, m;
-  if (t < 0 || t > INT64_C(253402300799)) return OB_EINVAL;
-  days = t / 86400;
-  secs = t % 86400;
-  z = days + 719468;
-  era = z / 146097;
-  doe = z - era * 146097;
-  yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  y = yoe + era * 400;
-  doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  mp = (5 * doy + 2) / 153;
-  d = doy - (153 * mp + 2) / 5 + 1;
-  m = mp < 10 ? mp + 3 : mp - 9;
-  if (m <= 2) y++;
-  {
-    int64_t v[6] = {y, m, d, secs / 3600, secs / 60 % 60, secs % 60};
-    static const int width[6] = {4, 2, 2, 2, 2, 2};
-    char* o = out;
-    for (int i = 0; i < 6; i++) {
-      for (int k = width[i] - 1; k >= 0; k--) {
-        o[k] = (char)('0' + v[i] % 10);
-        v[i] /= 10;
-      }
-      o += width[i];
-      if (i == 2) *o++ = 'T';
+  ob__utc_t u;
+  int64_t v[6];
+  static const int width[6] = {4, 2, 2, 2, 2, 2};
+  char* o = out;
+  if (t < 0 || ob__utc_from_unix(t, &u) != 0) return OB_EINVAL;
+  v[0] = u.year;
+  v[1] = u.month;
+  v[2] = u.day;
+  v[3] = u.hour;
+  v[4] = u.minute;
+  v[5] = u.second;
+  for (int i = 0; i < 6; i++) {
+    for (int k = width[i] - 1; k >= 0; k--) {
+      o[k] = (char)('0' + v[i] % 10);
+      v[i] /= 10;
     }
-    *o++ = 'Z';
-    *o = '\0';
+    o += width[i];
+    if (i == 2) *o++ = 'T';
   }
+  *o++ = 'Z';
+  *o = '\0';
   return 0;
 }
 

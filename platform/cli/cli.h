@@ -158,6 +158,9 @@ long long ob__cli_parse_duration_ms(const char* s);
 void ob__cli_format_bytes(long long b, char* out, size_t n);
 /* What new messages meet at ob_stats_t.space_level. */
 const char* ob__cli_space_words(int level);
+/* ms as "2040-01-01T00:00:00Z" (int64 arithmetic: right past 2038 on a
+** 32-bit terminal), or "-" for 0 or less (never set). out: 21 bytes. */
+void ob__cli_format_time(int64_t ms, char* out);
 /* Human age: "3.2s", "5m12s", "2h03m", "4d02h". */
 void ob__cli_format_age(int64_t ms, char* out, size_t n);
 /* A one-line progress bar on stderr when it is a terminal. */

@@ -8,19 +8,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/util/utc_time.h"
 #include "platform/cli/cli.h"
 
 void ob__cli_log(void* ctx, ob_log_level_t level, const char* msg) {
   static const char* names[] = {"error", "warn", "info", "debug"};
-  struct timespec ts;
-  struct tm tm;
-  char when[32];
+  const ob_clock_t* clock = ob_system_clock();
+  char when[OB__UTC_MS_LEN];
   (void)ctx;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  gmtime_r(&ts.tv_sec, &tm);
-  strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
-  fprintf(stderr, "%s.%03ldZ %s %s\n", when, ts.tv_nsec / 1000000,
-          names[level], msg);
+  (void)ob__utc_format_ms(clock->now_ms(clock->ctx), when);
+  fprintf(stderr, "%s %s %s\n", when, names[level], msg);
 }
 
 static ob_engine_t* open_with(cli_t* cli, int batch, int no_handling,
@@ -326,6 +323,14 @@ const char* ob__cli_space_words(int level) {
     case 2: return "new messages refused";
     default: return "new messages refused, handling paused";
   }
+}
+
+void ob__cli_format_time(int64_t ms, char* out) {
+  if (ms <= 0) {
+    memcpy(out, "-", 2);
+    return;
+  }
+  (void)ob__utc_format_s(ms, out);
 }
 
 void ob__cli_format_age(int64_t ms, char* out, size_t n) {

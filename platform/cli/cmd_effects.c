@@ -183,17 +183,6 @@ static void effects_usage(FILE* out) {
           ob__cli_provider_help);
 }
 
-static void iso_time(int64_t ms, char* out, size_t n) {
-  time_t t = (time_t)(ms / 1000);
-  struct tm tm;
-  if (ms <= 0) {
-    snprintf(out, n, "-");
-    return;
-  }
-  gmtime_r(&t, &tm);
-  strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 /* The state as an operator reads it: an unknown effect waiting for a
 ** person is "parked". */
 static const char* state_word(const ob_effect_t* ef) {
@@ -292,7 +281,7 @@ static int show_cb(void* arg, const ob_effect_t* ef) {
     print_effect_json(ef);
     return 0;
   }
-  iso_time(ef->updated_at_ms, updated, sizeof updated);
+  ob__cli_format_time(ef->updated_at_ms, updated);
   printf("%-32s %-9s %5d %7d %3d %5d %-36s %-20s ", ef->key, state_word(ef),
          ef->calls, ef->lookups, ef->successes, ef->attempts,
          ef->message_id ? ef->message_id : "-", updated);

@@ -24,13 +24,6 @@ static void failed_usage(FILE* out) {
           "--force.\n");
 }
 
-static void fmt_time(int64_t ms, char* out, size_t n) {
-  time_t t = (time_t)(ms / 1000);
-  struct tm tm;
-  gmtime_r(&t, &tm);
-  strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 typedef struct show_s {
   int json;
   int detail;
@@ -56,8 +49,8 @@ static int show_cb(void* arg, const ob_failed_t* f) {
     bump(s->by_class, f->error_class);
     return 0;
   }
-  fmt_time(f->first_failed_at_ms, first, sizeof first);
-  fmt_time(f->last_failed_at_ms, last, sizeof last);
+  ob__cli_format_time(f->first_failed_at_ms, first);
+  ob__cli_format_time(f->last_failed_at_ms, last);
   if (s->json) {
     cJSON* o = cJSON_CreateObject();
     char* reason = ob__cli_json_quote(f->reason, strlen(f->reason));

@@ -129,10 +129,7 @@ int ob__cmd_stats(cli_t* cli, int argc, char** argv) {
   } else {
     char last[40] = "never";
     if (s.last_publish_at_ms > 0) {
-      time_t t = (time_t)(s.last_publish_at_ms / 1000);
-      struct tm tm;
-      gmtime_r(&t, &tm);
-      strftime(last, sizeof last, "%Y-%m-%dT%H:%M:%SZ", &tm);
+      ob__cli_format_time(s.last_publish_at_ms, last);
     }
     ob__cli_format_age(s.outbox_oldest_unpublished_age_ms, age, sizeof age);
     printf("queue:     %lld ready, %lld delayed, %lld in hand\n"

@@ -32,17 +32,6 @@ static void outbox_usage(FILE* out) {
           "\n%s", ob__cli_sqs_allow_http_help);
 }
 
-static void iso_time(int64_t ms, char* out, size_t n) {
-  time_t t = (time_t)(ms / 1000);
-  struct tm tm;
-  if (ms <= 0) {
-    snprintf(out, n, "-");
-    return;
-  }
-  gmtime_r(&t, &tm);
-  strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 typedef struct show_s {
   int json;
   cJSON* arr;
@@ -51,8 +40,8 @@ typedef struct show_s {
 static int show_row(void* arg, const ob_outbox_row_t* r) {
   show_t* s = arg;
   char created[32], published[32];
-  iso_time(r->created_at_ms, created, sizeof created);
-  iso_time(r->published_at_ms, published, sizeof published);
+  ob__cli_format_time(r->created_at_ms, created);
+  ob__cli_format_time(r->published_at_ms, published);
   if (s->json) {
     cJSON* o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "id", r->id);

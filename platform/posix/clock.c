@@ -3,9 +3,15 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/random.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "oncebox.h"
+
+/* CMakeLists.txt asks for these on 32-bit targets; a build without them
+** would read a wrapped clock in 2038 and misreport files past 2 GiB. */
+_Static_assert(sizeof(time_t) >= 8, "time_t must be 64-bit (_TIME_BITS=64)");
+_Static_assert(sizeof(off_t) >= 8, "off_t must be 64-bit (_FILE_OFFSET_BITS=64)");
 
 static int64_t system_now_ms(void* ctx) {
   struct timespec ts;

@@ -52,24 +52,24 @@ equals() {  # equals NAME GOT WANT
 P1='{"paymentId":"5c4080b1-b5d2-4e91-8de8-ec0e119d7647","merchantId":"3727331a-b533-4c6e-a0f8-48532237307b","amountInMinorUnits":12500,"currency":"EUR"}'
 E1=0190b6d8-3ae7-7ca2-a653-6ff2d5a6f230
 
-check "no command" 2 "$OB"
-check "--help" 0 "$OB" --help
+check "no command" 2 $OB_EMULATOR "$OB"
+check "--help" 0 $OB_EMULATOR "$OB" --help
 contains "--help lists exit codes" out "Exit codes"
-check "--version" 0 "$OB" --version
-check "unknown command" 2 "$OB" --db "$DB" frobnicate
-check "no db" 2 env -u ONCEBOX_DB "$OB" stats
+check "--version" 0 $OB_EMULATOR "$OB" --version
+check "unknown command" 2 $OB_EMULATOR "$OB" --db "$DB" frobnicate
+check "no db" 2 env -u ONCEBOX_DB $OB_EMULATOR "$OB" stats
 for c in init enqueue run failed stats check gc demo effects; do
-  check "$c --help" 0 "$OB" "$c" --help
+  check "$c --help" 0 $OB_EMULATOR "$OB" "$c" --help
   contains "$c --help shows usage" out "usage: oncebox"
 done
 
-check "init" 0 "$OB" --db "$DB" init
+check "init" 0 $OB_EMULATOR "$OB" --db "$DB" init
 equals "db mode" "$(stat -c %a "$DB")" 600
-check "enqueue" 0 "$OB" --db "$DB" enqueue --type PaymentCaptured --id "$E1" --body "$P1"
-check "enqueue again (redelivery)" 0 "$OB" --db "$DB" enqueue --type PaymentCaptured --id "$E1" --body "$P1"
-check "enqueue non-uuid" 2 "$OB" --db "$DB" enqueue --type PaymentCaptured --id order-42 --body "$P1"
+check "enqueue" 0 $OB_EMULATOR "$OB" --db "$DB" enqueue --type PaymentCaptured --id "$E1" --body "$P1"
+check "enqueue again (redelivery)" 0 $OB_EMULATOR "$OB" --db "$DB" enqueue --type PaymentCaptured --id "$E1" --body "$P1"
+check "enqueue non-uuid" 2 $OB_EMULATOR "$OB" --db "$DB" enqueue --type PaymentCaptured --id order-42 --body "$P1"
 contains "non-uuid reason" err "is not a UUID"
-check "enqueue missing body" 2 "$OB" --db "$DB" enqueue --type PaymentCaptured --id "$E1"
+check "enqueue missing body" 2 $OB_EMULATOR "$OB" --db "$DB" enqueue --type PaymentCaptured --id "$E1"
 
 # NDJSON: good lines commit, bad lines are reported by number, exit 3.
 cat >"$T/in.ndjson" <<NDJ
@@ -80,61 +80,61 @@ this line is not json
 {"id":"0190b6d8-3ae7-7ca2-a653-000000000002","type":"PaymentCaptured","body":{"paymentId":"5c4080b1-b5d2-4e91-8de8-000000000002","merchantId":"3727331a-b533-4c6e-a0f8-48532237307b","amountInMinorUnits":-5,"currency":"EUR"}}
 {"type":"PaymentCaptured","body":{}}
 NDJ
-check "ndjson partial" 3 "$OB" --db "$DB" enqueue --ndjson "$T/in.ndjson"
+check "ndjson partial" 3 $OB_EMULATOR "$OB" --db "$DB" enqueue --ndjson "$T/in.ndjson"
 contains "ndjson line 2" err "line 2: rejected: not valid JSON"
 contains "ndjson line 3" err 'line 3: rejected: "id" is not a UUID'
 contains "ndjson line 6" err 'line 6: rejected: missing string field "id"'
 contains "ndjson summary" err "enqueued 2 message(s), rejected 3 line(s)"
 check "ndjson stdin" 0 sh -c "head -1 '$T/in.ndjson' | '$OB' --db '$DB' enqueue --ndjson -"
 
-check "stats" 0 "$OB" --db "$DB" stats
+check "stats" 0 $OB_EMULATOR "$OB" --db "$DB" stats
 contains "stats ready" out "queue:     5 ready"
-check "run until idle" 0 "$OB" --db "$DB" --log-level error run --until-idle --batch 4
-check "stats json" 0 "$OB" --db "$DB" stats --json
+check "run until idle" 0 $OB_EMULATOR "$OB" --db "$DB" --log-level error run --until-idle --batch 4
+check "stats json" 0 $OB_EMULATOR "$OB" --db "$DB" stats --json
 equals "payouts" "$(grep -o '"payouts":[[:space:]]*[0-9]*' "$T/out" | grep -o '[0-9]*$')" 2
 # The first "failed" is the failure store's ("effects" has one too).
 equals "failed" "$(grep -o '"failed":[[:space:]]*[0-9]*' "$T/out" | head -1 | grep -o '[0-9]*$')" 1
 
-check "failed show" 0 "$OB" --db "$DB" failed show
+check "failed show" 0 $OB_EMULATOR "$OB" --db "$DB" failed show
 contains "failed show reason" out "amountInMinorUnits must be > 0"
-check "failed show id" 0 "$OB" --db "$DB" failed show 1
+check "failed show id" 0 $OB_EMULATOR "$OB" --db "$DB" failed show 1
 contains "failed show detail" out "error class:   unrecoverable"
-check "failed show json" 0 "$OB" --db "$DB" failed show --json
+check "failed show json" 0 $OB_EMULATOR "$OB" --db "$DB" failed show --json
 contains "failed show json field" out '"errorClass":'
-check "failed show stats" 0 "$OB" --db "$DB" failed show --stats
+check "failed show stats" 0 $OB_EMULATOR "$OB" --db "$DB" failed show --stats
 contains "failed stats" out "1 failed message(s)"
-check "failed show missing" 1 "$OB" --db "$DB" failed show 99
-check "failed retry --all without force" 2 "$OB" --db "$DB" failed retry --all </dev/null
-check "failed retry" 0 "$OB" --db "$DB" failed retry 1 </dev/null
-check "run again" 0 "$OB" --db "$DB" --log-level error run --until-idle
-check "failed after replay" 0 "$OB" --db "$DB" failed show --json
-check "failed remove --all" 0 "$OB" --db "$DB" failed remove --all --force
+check "failed show missing" 1 $OB_EMULATOR "$OB" --db "$DB" failed show 99
+check "failed retry --all without force" 2 $OB_EMULATOR "$OB" --db "$DB" failed retry --all </dev/null
+check "failed retry" 0 $OB_EMULATOR "$OB" --db "$DB" failed retry 1 </dev/null
+check "run again" 0 $OB_EMULATOR "$OB" --db "$DB" --log-level error run --until-idle
+check "failed after replay" 0 $OB_EMULATOR "$OB" --db "$DB" failed show --json
+check "failed remove --all" 0 $OB_EMULATOR "$OB" --db "$DB" failed remove --all --force
 contains "removed" out "removed: 1 message(s)"
-check "check ok" 0 "$OB" --db "$DB" check
+check "check ok" 0 $OB_EMULATOR "$OB" --db "$DB" check
 contains "check ok text" out "all invariants hold"
-check "check json" 0 "$OB" --db "$DB" check --json
+check "check json" 0 $OB_EMULATOR "$OB" --db "$DB" check --json
 contains "check json ok" out '"ok":	true'
-check "gc" 0 "$OB" --db "$DB" gc
-check "gc json" 0 "$OB" --db "$DB" gc --json
+check "gc" 0 $OB_EMULATOR "$OB" --db "$DB" gc
+check "gc json" 0 $OB_EMULATOR "$OB" --db "$DB" gc --json
 contains "gc json" out '"deleted":'
 
 # check reports a violation and exits 1.
 sqlite3 "$DB" "DELETE FROM outbox_event" 2>/dev/null && {
-  check "check violation" 1 "$OB" --db "$DB" check
+  check "check violation" 1 $OB_EMULATOR "$OB" --db "$DB" check
   contains "violation text" out "VIOLATION: payout"
-  check "check json violation" 1 "$OB" --db "$DB" check --json
+  check "check json violation" 1 $OB_EMULATOR "$OB" --db "$DB" check --json
   contains "check json false" out '"ok":	false'
 }
 
 # A database from a newer oncebox is refused with exit 4.
 cp "$DB" "$T/new.db"
 sqlite3 "$T/new.db" "PRAGMA user_version=99" && {
-  check "newer schema" 4 "$OB" --db "$T/new.db" stats
+  check "newer schema" 4 $OB_EMULATOR "$OB" --db "$T/new.db" stats
   contains "newer schema reason" err "newer than this oncebox"
 }
 
 # run stops on SIGTERM with exit 0.
-"$OB" --db "$DB" --log-level error run >/dev/null 2>&1 &
+$OB_EMULATOR "$OB" --db "$DB" --log-level error run >/dev/null 2>&1 &
 pid=$!
 sleep 0.5
 kill -TERM $pid
@@ -144,89 +144,89 @@ equals "run SIGTERM exit" "$?" 0
 # The fence's commands that need no provider (the HTTPS ones are in
 # tests/integration/fence).
 FX="$T/fx.db"
-check "effects init" 0 "$OB" --db "$FX" init
-check "effects no subcommand" 2 "$OB" --db "$FX" effects
-check "effects unknown subcommand" 2 "$OB" --db "$FX" effects frob
-check "effects show empty" 0 "$OB" --db "$FX" effects show
+check "effects init" 0 $OB_EMULATOR "$OB" --db "$FX" init
+check "effects no subcommand" 2 $OB_EMULATOR "$OB" --db "$FX" effects
+check "effects unknown subcommand" 2 $OB_EMULATOR "$OB" --db "$FX" effects frob
+check "effects show empty" 0 $OB_EMULATOR "$OB" --db "$FX" effects show
 contains "effects show header" out "REFERENCE/REASON"
 contains "effects show count" out "0 effect(s)"
-check "effects show json empty" 0 "$OB" --db "$FX" effects show --json
+check "effects show json empty" 0 $OB_EMULATOR "$OB" --db "$FX" effects show --json
 equals "effects show json prints nothing" "$(cat "$T/out")" ""
-check "effects show parked" 0 "$OB" --db "$FX" effects show --state parked --json
-check "effects show bad state" 2 "$OB" --db "$FX" effects show --state lost
+check "effects show parked" 0 $OB_EMULATOR "$OB" --db "$FX" effects show --state parked --json
+check "effects show bad state" 2 $OB_EMULATOR "$OB" --db "$FX" effects show --state lost
 contains "effects bad state reason" err "--state wants pending"
-check "effects show missing key" 1 "$OB" --db "$FX" effects show charge:none
+check "effects show missing key" 1 $OB_EMULATOR "$OB" --db "$FX" effects show charge:none
 contains "effects show missing key reason" err "no effect with key 'charge:none'"
-check "effects resolve missing" 1 "$OB" --db "$FX" effects resolve charge:none --confirmed ch_1
+check "effects resolve missing" 1 $OB_EMULATOR "$OB" --db "$FX" effects resolve charge:none --confirmed ch_1
 contains "effects resolve missing reason" err "no effect with key 'charge:none'"
-check "effects resolve no verdict" 2 "$OB" --db "$FX" effects resolve charge:none
-check "effects resolve both verdicts" 2 "$OB" --db "$FX" effects resolve charge:none --confirmed a --failed b
-check "effects resolve no key" 2 "$OB" --db "$FX" effects resolve --failed b
-check "effects reconcile no provider" 2 env -u ONCEBOX_PROVIDER_URL "$OB" --db "$FX" effects reconcile
+check "effects resolve no verdict" 2 $OB_EMULATOR "$OB" --db "$FX" effects resolve charge:none
+check "effects resolve both verdicts" 2 $OB_EMULATOR "$OB" --db "$FX" effects resolve charge:none --confirmed a --failed b
+check "effects resolve no key" 2 $OB_EMULATOR "$OB" --db "$FX" effects resolve --failed b
+check "effects reconcile no provider" 2 env -u ONCEBOX_PROVIDER_URL $OB_EMULATOR "$OB" --db "$FX" effects reconcile
 contains "effects reconcile no provider reason" err "no provider to ask: pass --provider-url"
-check "run http provider refused" 2 env -u ONCEBOX_PROVIDER_ALLOW_HTTP "$OB" --db "$FX" run --until-idle --provider-url http://127.0.0.1:9
+check "run http provider refused" 2 env -u ONCEBOX_PROVIDER_ALLOW_HTTP $OB_EMULATOR "$OB" --db "$FX" run --until-idle --provider-url http://127.0.0.1:9
 contains "run http provider reason" err "plain http://: refused"
 contains "run http provider hint" err "--provider-allow-http"
-check "run http provider refused (env)" 2 env -u ONCEBOX_PROVIDER_ALLOW_HTTP ONCEBOX_PROVIDER_URL=http://127.0.0.1:9 "$OB" --db "$FX" run --until-idle
-check "reconcile http provider refused" 2 env -u ONCEBOX_PROVIDER_ALLOW_HTTP "$OB" --db "$FX" effects reconcile --provider-url http://127.0.0.1:9
-check "run bad provider scheme" 2 "$OB" --db "$FX" run --until-idle --provider-url ftp://example.test
+check "run http provider refused (env)" 2 env -u ONCEBOX_PROVIDER_ALLOW_HTTP ONCEBOX_PROVIDER_URL=http://127.0.0.1:9 $OB_EMULATOR "$OB" --db "$FX" run --until-idle
+check "reconcile http provider refused" 2 env -u ONCEBOX_PROVIDER_ALLOW_HTTP $OB_EMULATOR "$OB" --db "$FX" effects reconcile --provider-url http://127.0.0.1:9
+check "run bad provider scheme" 2 $OB_EMULATOR "$OB" --db "$FX" run --until-idle --provider-url ftp://example.test
 contains "run bad provider scheme reason" err "must start with https://"
-check "run bad provider timeout" 2 "$OB" --db "$FX" run --until-idle --provider-url https://example.test --provider-timeout 0
+check "run bad provider timeout" 2 $OB_EMULATOR "$OB" --db "$FX" run --until-idle --provider-url https://example.test --provider-timeout 0
 # Provider credentials: from the environment only, never echoed.
-check "run --help names the authorization variable" 0 "$OB" run --help
+check "run --help names the authorization variable" 0 $OB_EMULATOR "$OB" run --help
 contains "run --help authorization" out "ONCEBOX_PROVIDER_AUTHORIZATION"
-check "effects --help names the authorization variable" 0 "$OB" effects --help
+check "effects --help names the authorization variable" 0 $OB_EMULATOR "$OB" effects --help
 contains "effects --help authorization" out "ONCEBOX_PROVIDER_AUTHORIZATION"
-check "no authorization option" 2 "$OB" --db "$FX" run --until-idle --provider-url https://127.0.0.1:9 --provider-authorization x
+check "no authorization option" 2 $OB_EMULATOR "$OB" --db "$FX" run --until-idle --provider-url https://127.0.0.1:9 --provider-authorization x
 AUTH_NL=$(printf 'Bearer sk_cli_canary_5f1e2d
 X-Evil: 1')
 for c in "run --until-idle" "effects reconcile"; do
   # shellcheck disable=SC2086
-  check "$c authorization with a newline" 2 env ONCEBOX_PROVIDER_AUTHORIZATION="$AUTH_NL" "$OB" --db "$FX" $c --provider-url https://127.0.0.1:9
+  check "$c authorization with a newline" 2 env ONCEBOX_PROVIDER_AUTHORIZATION="$AUTH_NL" $OB_EMULATOR "$OB" --db "$FX" $c --provider-url https://127.0.0.1:9
   contains "$c authorization reason" err "authorization contains a control character"
   contains "$c authorization names the variable" err "ONCEBOX_PROVIDER_AUTHORIZATION"
   lacks "$c authorization not echoed (err)" err "sk_cli_canary_5f1e2d"
   lacks "$c authorization not echoed (out)" out "sk_cli_canary_5f1e2d"
   lacks "$c authorization injected line not echoed" err "X-Evil"
 done
-check "run authorization too long" 2 env ONCEBOX_PROVIDER_AUTHORIZATION="Bearer $(head -c 8200 /dev/zero | tr '\0' a)" "$OB" --db "$FX" run --until-idle --provider-url https://127.0.0.1:9
+check "run authorization too long" 2 env ONCEBOX_PROVIDER_AUTHORIZATION="Bearer $(head -c 8200 /dev/zero | tr '\0' a)" $OB_EMULATOR "$OB" --db "$FX" run --until-idle --provider-url https://127.0.0.1:9
 contains "run authorization too long reason" err "longer than 8192 bytes"
 lacks "run authorization too long not echoed" err "aaaaaaaa"
-check "run with authorization, nothing to do" 0 env ONCEBOX_PROVIDER_AUTHORIZATION="Bearer sk_cli_canary_5f1e2d" "$OB" --db "$FX" --log-level debug run --until-idle --provider-url https://127.0.0.1:9
+check "run with authorization, nothing to do" 0 env ONCEBOX_PROVIDER_AUTHORIZATION="Bearer sk_cli_canary_5f1e2d" $OB_EMULATOR "$OB" --db "$FX" --log-level debug run --until-idle --provider-url https://127.0.0.1:9
 lacks "run with authorization not echoed (err)" err "sk_cli_canary_5f1e2d"
 lacks "run with authorization not echoed (out)" out "sk_cli_canary_5f1e2d"
-check "run with provider, nothing to do" 0 "$OB" --db "$FX" --log-level error run --until-idle --provider-url https://127.0.0.1:9
-check "stats effects" 0 "$OB" --db "$FX" stats
+check "run with provider, nothing to do" 0 $OB_EMULATOR "$OB" --db "$FX" --log-level error run --until-idle --provider-url https://127.0.0.1:9
+check "stats effects" 0 $OB_EMULATOR "$OB" --db "$FX" stats
 contains "stats effects line" out "effects:   0 pending, 0 unknown (0 parked), 0 confirmed, 0 failed"
 contains "stats fence line" out "fence:     0 claims, 0 provider 2xx (0 replays)"
-check "stats effects json" 0 "$OB" --db "$FX" stats --json
+check "stats effects json" 0 $OB_EMULATOR "$OB" --db "$FX" stats --json
 contains "stats json effects" out '"effects":'
 contains "stats json unfenced" out '"unfencedSuccesses":'
 
 # The size cap: suffixes, the reserve's bounds, exit 6 and the stats line.
 CAP="$T/cap.db"
-check "max-db-bytes bad suffix" 2 "$OB" --db "$CAP" --max-db-bytes 64X init
+check "max-db-bytes bad suffix" 2 $OB_EMULATOR "$OB" --db "$CAP" --max-db-bytes 64X init
 contains "max-db-bytes bad suffix reason" err "needs a size such as 64M"
-check "max-db-bytes env bad" 2 env ONCEBOX_MAX_DB_BYTES=lots "$OB" --db "$CAP" init
+check "max-db-bytes env bad" 2 env ONCEBOX_MAX_DB_BYTES=lots $OB_EMULATOR "$OB" --db "$CAP" init
 contains "max-db-bytes env reason" err "ONCEBOX_MAX_DB_BYTES"
-check "reserve over half the cap" 2 "$OB" --db "$CAP" --max-db-bytes 1M --reserve-db-bytes 600K init
+check "reserve over half the cap" 2 $OB_EMULATOR "$OB" --db "$CAP" --max-db-bytes 1M --reserve-db-bytes 600K init
 contains "reserve over half the cap reason" err "must be at most half of the size cap"
-check "critical types empty name" 2 "$OB" --db "$CAP" --max-db-bytes 1M --critical-types 'Refund,,X' stats
-check "cap init" 0 "$OB" --db "$CAP" --max-db-bytes 256K init
+check "critical types empty name" 2 $OB_EMULATOR "$OB" --db "$CAP" --max-db-bytes 1M --critical-types 'Refund,,X' stats
+check "cap init" 0 $OB_EMULATOR "$OB" --db "$CAP" --max-db-bytes 256K init
 i=0
 : > "$T/cap.ndjson"
 while [ $i -lt 600 ]; do
   printf '{"id":"0190b6d8-3ae7-7ca2-a653-%012d","type":"OrderPlaced","body":"%0300d"}\n' "$i" 0 >> "$T/cap.ndjson"
   i=$((i + 1))
 done
-check "enqueue past the reserve" 6 "$OB" --db "$CAP" --max-db-bytes 256K enqueue --ndjson "$T/cap.ndjson"
+check "enqueue past the reserve" 6 $OB_EMULATOR "$OB" --db "$CAP" --max-db-bytes 256K enqueue --ndjson "$T/cap.ndjson"
 contains "enqueue past the reserve reason" err "of its 256 KiB cap"
 contains "enqueue past the reserve summary" err "for space (enqueue them again later)"
-check "critical type marked on the command line" 0 "$OB" --db "$CAP" --max-db-bytes 256Ki --critical-types OrderPlaced enqueue --type OrderPlaced --id 0190b6d8-3ae7-7ca2-a653-999999999999 --body '{}'
-check "other type refused" 6 "$OB" --db "$CAP" --max-db-bytes 256KiB enqueue --type OrderShipped --id 0190b6d8-3ae7-7ca2-a653-999999999998 --body '{}'
-check "stats with a cap" 0 env ONCEBOX_MAX_DB_BYTES=256k "$OB" --db "$CAP" stats
+check "critical type marked on the command line" 0 $OB_EMULATOR "$OB" --db "$CAP" --max-db-bytes 256Ki --critical-types OrderPlaced enqueue --type OrderPlaced --id 0190b6d8-3ae7-7ca2-a653-999999999999 --body '{}'
+check "other type refused" 6 $OB_EMULATOR "$OB" --db "$CAP" --max-db-bytes 256KiB enqueue --type OrderShipped --id 0190b6d8-3ae7-7ca2-a653-999999999998 --body '{}'
+check "stats with a cap" 0 env ONCEBOX_MAX_DB_BYTES=256k $OB_EMULATOR "$OB" --db "$CAP" stats
 contains "stats space line" out "of a 256 KiB cap in use (reserve 64 KiB): only critical types accepted"
-check "stats space json" 0 env ONCEBOX_MAX_DB_BYTES=256k "$OB" --db "$CAP" stats --json
+check "stats space json" 0 env ONCEBOX_MAX_DB_BYTES=256k $OB_EMULATOR "$OB" --db "$CAP" stats --json
 contains "stats json space" out '"refusing":	true'
 
 # Plain http:// to SQS (docs/security.md, "Plain HTTP"): refused, exit 2,
@@ -244,40 +244,40 @@ SQENV=(env -u ONCEBOX_SQS_ALLOW_HTTP -u AWS_ENDPOINT_URL_SQS -u AWS_ENDPOINT_URL
   HOME="$SQH" AWS_ACCESS_KEY_ID=AKIDCLIPLAIN AWS_SECRET_ACCESS_KEY=cli/plain+secret_canary
   AWS_SESSION_TOKEN=cli_plain_token_canary AWS_REGION=eu-west-1)
 PLAIN="plain HTTP sends the signed requests and the session token in clear; use https://, or set ONCEBOX_SQS_ALLOW_HTTP=1"
-check "sqs plain init" 0 "$OB" --db "$SQDB" init
-check "run outbox http endpoint refused" 2 "${SQENV[@]}" AWS_ENDPOINT_URL_SQS=http://127.0.0.1:9 "$OB" --db "$SQDB" run --until-idle --outbox-queue-url "$SQQ"
+check "sqs plain init" 0 $OB_EMULATOR "$OB" --db "$SQDB" init
+check "run outbox http endpoint refused" 2 "${SQENV[@]}" AWS_ENDPOINT_URL_SQS=http://127.0.0.1:9 $OB_EMULATOR "$OB" --db "$SQDB" run --until-idle --outbox-queue-url "$SQQ"
 contains "run outbox http endpoint reason" err "AWS_ENDPOINT_URL_SQS is http://127.0.0.1:9: $PLAIN"
 lacks "run outbox http endpoint secret" err "canary"
-check "run consume http endpoint refused" 2 "${SQENV[@]}" AWS_ENDPOINT_URL=http://127.0.0.1:9 "$OB" --db "$SQDB" run --until-idle --consume-queue-url "$SQQ"
+check "run consume http endpoint refused" 2 "${SQENV[@]}" AWS_ENDPOINT_URL=http://127.0.0.1:9 $OB_EMULATOR "$OB" --db "$SQDB" run --until-idle --consume-queue-url "$SQQ"
 contains "run consume http endpoint reason" err "cannot consume the SQS queue: AWS_ENDPOINT_URL is http://127.0.0.1:9: $PLAIN"
 printf '[default]\nendpoint_url = http://127.0.0.1:9\n' > "$SQH/.aws/config"
-check "drain config endpoint_url refused" 2 "${SQENV[@]}" "$OB" --db "$SQDB" outbox drain --outbox-queue-url "$SQQ" --timeout 1
+check "drain config endpoint_url refused" 2 "${SQENV[@]}" $OB_EMULATOR "$OB" --db "$SQDB" outbox drain --outbox-queue-url "$SQQ" --timeout 1
 contains "drain config endpoint_url reason" err "$SQH/.aws/config:2: endpoint_url is http://127.0.0.1:9: $PLAIN"
-check "sqs config endpoint_url refused" 2 "${SQENV[@]}" "$OB" sqs attributes --queue-url "$SQQ"
+check "sqs config endpoint_url refused" 2 "${SQENV[@]}" $OB_EMULATOR "$OB" sqs attributes --queue-url "$SQQ"
 contains "sqs config endpoint_url reason" err "oncebox sqs attributes: $SQH/.aws/config:2: endpoint_url is http://127.0.0.1:9: $PLAIN"
 lacks "sqs config endpoint_url secret" err "canary"
 rm -f "$SQH/.aws/config"
-check "sqs http endpoint refused" 2 "${SQENV[@]}" AWS_ENDPOINT_URL_SQS=http://127.0.0.1:9 "$OB" sqs send --queue-url "$SQQ" --body x
+check "sqs http endpoint refused" 2 "${SQENV[@]}" AWS_ENDPOINT_URL_SQS=http://127.0.0.1:9 $OB_EMULATOR "$OB" sqs send --queue-url "$SQQ" --body x
 contains "sqs http endpoint reason" err "AWS_ENDPOINT_URL_SQS is http://127.0.0.1:9: $PLAIN"
-check "only 1 opts in" 2 "${SQENV[@]}" ONCEBOX_SQS_ALLOW_HTTP=yes AWS_ENDPOINT_URL_SQS=http://127.0.0.1:9 "$OB" --db "$SQDB" run --until-idle --outbox-queue-url "$SQQ"
+check "only 1 opts in" 2 "${SQENV[@]}" ONCEBOX_SQS_ALLOW_HTTP=yes AWS_ENDPOINT_URL_SQS=http://127.0.0.1:9 $OB_EMULATOR "$OB" --db "$SQDB" run --until-idle --outbox-queue-url "$SQQ"
 contains "only 1 opts in reason" err "only the value 1 opts in"
-check "run --sqs-allow-http" 0 "${SQENV[@]}" AWS_ENDPOINT_URL_SQS=http://127.0.0.1:9 "$OB" --db "$SQDB" run --until-idle --outbox-queue-url "$SQQ" --sqs-allow-http
+check "run --sqs-allow-http" 0 "${SQENV[@]}" AWS_ENDPOINT_URL_SQS=http://127.0.0.1:9 $OB_EMULATOR "$OB" --db "$SQDB" run --until-idle --outbox-queue-url "$SQQ" --sqs-allow-http
 contains "run --sqs-allow-http warns" err "warn relay: AWS_ENDPOINT_URL_SQS is http://127.0.0.1:9: plain HTTP allowed"
 equals "run --sqs-allow-http warns once" "$(grep -c 'plain HTTP allowed' "$T/err")" 1
 lacks "run --sqs-allow-http secret" err "canary"
-check "run ONCEBOX_SQS_ALLOW_HTTP=1" 0 "${SQENV[@]}" ONCEBOX_SQS_ALLOW_HTTP=1 AWS_ENDPOINT_URL=http://127.0.0.1:9 "$OB" --db "$SQDB" run --until-idle --outbox-queue-url "$SQQ"
+check "run ONCEBOX_SQS_ALLOW_HTTP=1" 0 "${SQENV[@]}" ONCEBOX_SQS_ALLOW_HTTP=1 AWS_ENDPOINT_URL=http://127.0.0.1:9 $OB_EMULATOR "$OB" --db "$SQDB" run --until-idle --outbox-queue-url "$SQQ"
 contains "run ONCEBOX_SQS_ALLOW_HTTP=1 warns" err "AWS_ENDPOINT_URL is http://127.0.0.1:9: plain HTTP allowed by ONCEBOX_SQS_ALLOW_HTTP=1"
-check "run https endpoint, no warning" 0 "${SQENV[@]}" ONCEBOX_SQS_ALLOW_HTTP=1 AWS_ENDPOINT_URL_SQS=https://127.0.0.1:9 "$OB" --db "$SQDB" run --until-idle --outbox-queue-url "$SQQ" --sqs-allow-http
+check "run https endpoint, no warning" 0 "${SQENV[@]}" ONCEBOX_SQS_ALLOW_HTTP=1 AWS_ENDPOINT_URL_SQS=https://127.0.0.1:9 $OB_EMULATOR "$OB" --db "$SQDB" run --until-idle --outbox-queue-url "$SQQ" --sqs-allow-http
 lacks "run https endpoint, no warning" err "plain HTTP"
 # The CloudEvents source is a URI-reference, checked before anything is
 # published: the SDKs refuse every event of a source with a space (issue 15).
-check "run --source with a space refused" 2 "${SQENV[@]}" AWS_ENDPOINT_URL_SQS=https://127.0.0.1:9 "$OB" --db "$SQDB" run --until-idle --outbox-queue-url "$SQQ" --source 'https://pos.example/store 17'
+check "run --source with a space refused" 2 "${SQENV[@]}" AWS_ENDPOINT_URL_SQS=https://127.0.0.1:9 $OB_EMULATOR "$OB" --db "$SQDB" run --until-idle --outbox-queue-url "$SQQ" --source 'https://pos.example/store 17'
 contains "run --source reason" err "the CloudEvents source must be a URI-reference (RFC 3986): a space at byte 25 is not allowed in a URI-reference (percent-encode it as %20)"
-check "ONCEBOX_SOURCE with a space refused" 2 "${SQENV[@]}" ONCEBOX_SOURCE='urn:pos:store 17' AWS_ENDPOINT_URL_SQS=https://127.0.0.1:9 "$OB" --db "$SQDB" run --until-idle --outbox-queue-url "$SQQ"
-check "run --source percent-encoded" 0 "${SQENV[@]}" ONCEBOX_SQS_ALLOW_HTTP=1 AWS_ENDPOINT_URL_SQS=https://127.0.0.1:9 "$OB" --db "$SQDB" run --until-idle --outbox-queue-url "$SQQ" --source 'https://pos.example/store%2017'
+check "ONCEBOX_SOURCE with a space refused" 2 "${SQENV[@]}" ONCEBOX_SOURCE='urn:pos:store 17' AWS_ENDPOINT_URL_SQS=https://127.0.0.1:9 $OB_EMULATOR "$OB" --db "$SQDB" run --until-idle --outbox-queue-url "$SQQ"
+check "run --source percent-encoded" 0 "${SQENV[@]}" ONCEBOX_SQS_ALLOW_HTTP=1 AWS_ENDPOINT_URL_SQS=https://127.0.0.1:9 $OB_EMULATOR "$OB" --db "$SQDB" run --until-idle --outbox-queue-url "$SQQ" --source 'https://pos.example/store%2017'
 for c in run "outbox drain" "sqs send"; do
   # shellcheck disable=SC2086
-  check "$c --help names --sqs-allow-http" 0 "$OB" $c --help
+  check "$c --help names --sqs-allow-http" 0 $OB_EMULATOR "$OB" $c --help
   contains "$c --help --sqs-allow-http" out "--sqs-allow-http"
 done
 
@@ -286,13 +286,13 @@ done
 for c in stats check "failed show" "failed show --stats" "outbox show" \
          "effects show"; do
   # shellcheck disable=SC2086
-  check "$c on a missing db" 4 "$OB" --db "$T/typo.db" $c
+  check "$c on a missing db" 4 $OB_EMULATOR "$OB" --db "$T/typo.db" $c
   contains "$c on a missing db says so" err "oncebox: no database at $T/typo.db (read-only command; run \`oncebox --db $T/typo.db init\` or any writing command to create one)"
   equals "$c on a missing db creates nothing" \
     "$(ls "$T" | grep -c '^typo\.db')" 0
 done
 
-check "demo" 0 "$OB" demo --payments 300
+check "demo" 0 $OB_EMULATOR "$OB" demo --payments 300
 contains "demo says done" out "every payment paid and every order charged exactly once"
 
 echo "$pass passed, $fail failed"

@@ -68,9 +68,9 @@ check "embedder check" 0 "$EMB" --db "$DB" check
 
 # The stock binary has no such handler: the same message is no_handler.
 SDB="$T/stock.db"
-check "stock enqueue" 0 "$OB" --db "$SDB" enqueue --type OrderPlaced --id "$ID" --body "$BODY"
-check "stock run" 0 "$OB" --db "$SDB" run --until-idle
-check "stock failed show" 0 "$OB" --db "$SDB" failed show
+check "stock enqueue" 0 $OB_EMULATOR "$OB" --db "$SDB" enqueue --type OrderPlaced --id "$ID" --body "$BODY"
+check "stock run" 0 $OB_EMULATOR "$OB" --db "$SDB" run --until-idle
+check "stock failed show" 0 $OB_EMULATOR "$OB" --db "$SDB" failed show
 contains "stock: no_handler" out "no_handler"
 
 echo "$pass passed, $fail failed"

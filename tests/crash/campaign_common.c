@@ -2,6 +2,7 @@
 /* What the two crash campaigns share; see campaign_common.h. */
 #include "tests/crash/campaign_common.h"
 #include "oncebox_payout.h"
+#include "tests/support/testsupport.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -574,7 +575,7 @@ int camp_mutant_binary(const camp_common_t* cm, char** argv, int mutant,
   if (slash) *slash = '\0';
   snprintf(target, sizeof target, "%s/%s-%s", self, program, name);
   fflush(stdout);
-  execv(target, argv);
+  ts_exec_built(target, argv);
   fprintf(stderr, "cannot run %s: %s\n", target, strerror(errno));
   exit(2);
 }

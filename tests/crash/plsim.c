@@ -43,10 +43,11 @@ typedef struct plsim_file_s {
   sqlite3_file* real; /* the unix file, allocated right after this struct */
   char* path;         /* tracked: the file's full path; NULL: untracked */
   int pending_fd;     /* tracked: F.pending, O_APPEND */
-  int unused;
 } plsim_file_t;
 
-_Static_assert(sizeof(plsim_file_t) % 8 == 0, "keeps the real file aligned");
+/* The real file follows at an 8-byte boundary whatever the struct's size
+** (20 bytes on 32-bit ARM, 32 on 64-bit). */
+#define REAL_OFFSET ((sizeof(plsim_file_t) + 7) & ~(size_t)7)
 
 static sqlite3_vfs* g_real;
 static sqlite3_vfs g_vfs;
@@ -379,7 +380,7 @@ static int p_open(sqlite3_vfs* vfs, const char* name, sqlite3_file* f,
   (void)vfs;
   memset(p, 0, sizeof *p);
   p->pending_fd = -1;
-  p->real = (sqlite3_file*)(p + 1);
+  p->real = (sqlite3_file*)((char*)p + REAL_OFFSET);
   if (name != NULL && (flags & TRACKED_FLAGS) != 0) {
     char* pending;
     p->path = strdup(name);
@@ -484,7 +485,7 @@ int plsim_install(const plsim_config_t* c) {
   if (g_real == NULL || g_real->iVersion < 2) return -1;
   memset(&g_vfs, 0, sizeof g_vfs);
   g_vfs.iVersion = 2;
-  g_vfs.szOsFile = (int)sizeof(plsim_file_t) + g_real->szOsFile;
+  g_vfs.szOsFile = (int)REAL_OFFSET + g_real->szOsFile;
   g_vfs.mxPathname = g_real->mxPathname;
   g_vfs.zName = "plsim";
   g_vfs.xOpen = p_open;
@@ -528,18 +529,22 @@ static char** list_dir(const char* dir, size_t* n) {
   size_t cap = 0;
   *n = 0;
   if (d == NULL) return NULL;
+  /* A partial list would replay a partial disk: stop instead. */
+  errno = 0;
   while ((de = readdir(d)) != NULL) {
     if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
       continue;
     if (*n == cap) {
       char** g = realloc(names, (cap = cap ? cap * 2 : 32) * sizeof *g);
-      if (g == NULL) break;
+      if (g == NULL) broken("out of memory listing", dir);
       names = g;
     }
     names[*n] = strdup(de->d_name);
-    if (names[*n] == NULL) break;
+    if (names[*n] == NULL) broken("out of memory listing", dir);
     (*n)++;
+    errno = 0;
   }
+  if (errno != 0) broken("cannot read directory", dir);
   closedir(d);
   return names;
 }

@@ -97,6 +97,9 @@ static int replay_dir(const char* path) {
             strerror(errno));
     return -1;
   }
+  /* readdir's NULL is both the end and an error (EOVERFLOW with a 32-bit
+  ** off_t, EIO): an unreadable corpus must fail, not replay nothing. */
+  errno = 0;
   while ((de = readdir(d)) != NULL) {
     char* full;
     size_t need;
@@ -120,6 +123,12 @@ static int replay_dir(const char* path) {
     }
     snprintf(full, need, "%s/%s", path, de->d_name);
     names[n++] = full;
+    errno = 0;
+  }
+  if (rc == 0 && errno != 0) {
+    fprintf(stderr, "replay: cannot read directory %s: %s\n", path,
+            strerror(errno));
+    rc = -1;
   }
   closedir(d);
   if (n) qsort(names, n, sizeof *names, cmp_str);

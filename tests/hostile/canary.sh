@@ -138,47 +138,47 @@ enqueue_n() {  # enqueue_n DB FIRST COUNT
   for i in $(seq "$2" $(($2 + $3 - 1))); do
     printf '{"id":"0190b6d8-3ae7-7ca2-a653-%012d","type":"PaymentCaptured","body":'"$PAY"'}\n' "$i" "$i" "$((100 + i))"
   done >"$W/batch.ndjson"
-  step enqueue 0 "$OB" --db "$1" enqueue --ndjson "$W/batch.ndjson"
+  step enqueue 0 $OB_EMULATOR "$OB" --db "$1" enqueue --ndjson "$W/batch.ndjson"
 }
 
-step init 0 "$OB" --log-level debug --db "$DB" init
-step sqs-attributes 0 "$OB" sqs attributes --queue-url "$Q" --json
-step sqs-send 0 "$OB" sqs send --queue-url "$Q" --body "canary hello" --attr source=canary
-step sqs-receive 0 "$OB" sqs receive --queue-url "$Q" --max 10 --wait 1 --delete --json
+step init 0 $OB_EMULATOR "$OB" --log-level debug --db "$DB" init
+step sqs-attributes 0 $OB_EMULATOR "$OB" sqs attributes --queue-url "$Q" --json
+step sqs-send 0 $OB_EMULATOR "$OB" sqs send --queue-url "$Q" --body "canary hello" --attr source=canary
+step sqs-receive 0 $OB_EMULATOR "$OB" sqs receive --queue-url "$Q" --max 10 --wait 1 --delete --json
 enqueue_n "$DB" 1 20
-step run-relay 0 "$OB" --log-level debug --db "$DB" run --until-idle --outbox-queue-url "$Q2" --source urn:canary:till-1
+step run-relay 0 $OB_EMULATOR "$OB" --log-level debug --db "$DB" run --until-idle --outbox-queue-url "$Q2" --source urn:canary:till-1
 enqueue_n "$DB" 21 5
-step run-handle 0 "$OB" --log-level debug --db "$DB" run --until-idle
-step outbox-drain 0 "$OB" --log-level debug --db "$DB" outbox drain --until-empty --timeout 60 --outbox-queue-url "$Q2"
-step outbox-show 0 "$OB" --db "$DB" outbox show --json
-step stats 0 "$OB" --db "$DB" stats --json
-step run-consume 0 "$OB" --log-level debug --db "$DB2" run --until-idle --consume-queue-url "$Q2"
-step failed-show 0 "$OB" --db "$DB2" failed show --json
+step run-handle 0 $OB_EMULATOR "$OB" --log-level debug --db "$DB" run --until-idle
+step outbox-drain 0 $OB_EMULATOR "$OB" --log-level debug --db "$DB" outbox drain --until-empty --timeout 60 --outbox-queue-url "$Q2"
+step outbox-show 0 $OB_EMULATOR "$OB" --db "$DB" outbox show --json
+step stats 0 $OB_EMULATOR "$OB" --db "$DB" stats --json
+step run-consume 0 $OB_EMULATOR "$OB" --log-level debug --db "$DB2" run --until-idle --consume-queue-url "$Q2"
+step failed-show 0 $OB_EMULATOR "$OB" --db "$DB2" failed show --json
 published=$(sqlite3 -readonly "$DB" "SELECT count(*) FROM outbox_event WHERE published_at IS NOT NULL" 2>&1)
 consumed=$(sqlite3 -readonly "$DB2" "SELECT (SELECT count(*) FROM failed_message) + (SELECT count(*) FROM processed_message)" 2>&1)
 [ "$published" = 25 ] || note_fail "published $published of 25 events"
 [ "$consumed" -ge 25 ] 2>/dev/null || note_fail "the consumer took $consumed of 25 events"
 # A wrong secret: every path answers 403 SignatureDoesNotMatch.
 enqueue_n "$DB" 101 3
-step wrong-sqs 1 env AWS_SECRET_ACCESS_KEY="$WRONG" "$OB" sqs attributes --queue-url "$Q"
-step wrong-sqs-json 1 env AWS_SECRET_ACCESS_KEY="$WRONG" "$OB" sqs send --queue-url "$Q" --body x --json
+step wrong-sqs 1 env AWS_SECRET_ACCESS_KEY="$WRONG" $OB_EMULATOR "$OB" sqs attributes --queue-url "$Q"
+step wrong-sqs-json 1 env AWS_SECRET_ACCESS_KEY="$WRONG" $OB_EMULATOR "$OB" sqs send --queue-url "$Q" --body x --json
 # Wrong credentials leave the work for SQS: until-idle stops stalled (exit 5).
-step wrong-relay 5 env AWS_SECRET_ACCESS_KEY="$WRONG" "$OB" --log-level debug --db "$DB" run --until-idle --outbox-queue-url "$Q2"
-step wrong-drain 1 env AWS_SECRET_ACCESS_KEY="$WRONG" "$OB" --log-level debug --db "$DB" outbox drain --until-empty --timeout 3 --outbox-queue-url "$Q2"
-step wrong-consume 5 env AWS_SECRET_ACCESS_KEY="$WRONG" "$OB" --log-level debug --db "$DB2" run --until-idle --consume-queue-url "$Q2"
+step wrong-relay 5 env AWS_SECRET_ACCESS_KEY="$WRONG" $OB_EMULATOR "$OB" --log-level debug --db "$DB" run --until-idle --outbox-queue-url "$Q2"
+step wrong-drain 1 env AWS_SECRET_ACCESS_KEY="$WRONG" $OB_EMULATOR "$OB" --log-level debug --db "$DB" outbox drain --until-empty --timeout 3 --outbox-queue-url "$Q2"
+step wrong-consume 5 env AWS_SECRET_ACCESS_KEY="$WRONG" $OB_EMULATOR "$OB" --log-level debug --db "$DB2" run --until-idle --consume-queue-url "$Q2"
 grep -q 'SignatureDoesNotMatch' "$W"/out/*-wrong-sqs.err || note_fail "the wrong secret was not refused by the server"
-step wrong-outbox-show 0 "$OB" --db "$DB" outbox show --json
+step wrong-outbox-show 0 $OB_EMULATOR "$OB" --db "$DB" outbox show --json
 # A secret with a newline: a configuration error that must not echo it.
-step newline-secret 1 env AWS_SECRET_ACCESS_KEY="$SECRET"$'\n'"$SECRET" "$OB" sqs attributes --queue-url "$Q"
+step newline-secret 1 env AWS_SECRET_ACCESS_KEY="$SECRET"$'\n'"$SECRET" $OB_EMULATOR "$OB" sqs attributes --queue-url "$Q"
 # Credentials from ~/.aws/credentials, none in the environment.
 mkdir -p "$HOME/.aws"
 printf '[default]\naws_access_key_id = %s\naws_secret_access_key = %s\naws_session_token = %s\n' \
   "$AKID" "$SECRET" "$TOKEN" >"$HOME/.aws/credentials"
 chmod 600 "$HOME/.aws/credentials"
 step profile-sqs 0 env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN \
-  "$OB" sqs attributes --queue-url "$Q"
+  $OB_EMULATOR "$OB" sqs attributes --queue-url "$Q"
 step profile-drain 0 env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN \
-  "$OB" --log-level debug --db "$DB" outbox drain --timeout 30 --outbox-queue-url "$Q2"
+  $OB_EMULATOR "$OB" --log-level debug --db "$DB" outbox drain --timeout 30 --outbox-queue-url "$Q2"
 
 # ---- peers that echo the request's headers -------------------------------------
 # Some gateways and debugging proxies answer errors that echo the request's
@@ -196,13 +196,13 @@ step_any() {  # step_any NAME COMMAND...: any exit code is fine
 }
 fault() { curl -s --cacert "$W/pki/ca.crt" -X POST --data "$1" "$EP/_test/fault" >/dev/null; }
 fault '{"count":1,"mode":"echo","status":400}'
-step_any echo-sqs-send "$OB" sqs send --queue-url "$Q" --body "echo"
+step_any echo-sqs-send $OB_EMULATOR "$OB" sqs send --queue-url "$Q" --body "echo"
 grep -q 'headers were' "$W"/out/*-echo-sqs-send.err || note_fail "the echoing SQS error never reached sqs send"
 enqueue_n "$DB" 301 3
 fault '{"count":8,"mode":"echo","status":400,"target":"AmazonSQS.SendMessageBatch"}'
-step_any echo-relay "$OB" --log-level debug --db "$DB" run --until-idle --outbox-queue-url "$Q2"
+step_any echo-relay $OB_EMULATOR "$OB" --log-level debug --db "$DB" run --until-idle --outbox-queue-url "$Q2"
 curl -s --cacert "$W/pki/ca.crt" -X POST --data '{}' "$EP/_test/clear" >/dev/null
-step echo-outbox-show 0 "$OB" --db "$DB" outbox show --json
+step echo-outbox-show 0 $OB_EMULATOR "$OB" --db "$DB" outbox show --json
 # The provider, with a canary Authorization value.
 PMARK=$(rnd 12)
 PAUTH="Bearer sk_canary_$PMARK"
@@ -217,13 +217,13 @@ PPORT=$(sed -n 's/^PORT //p' "$W/provider.out" | head -1)
 printf '{"seq":1,"cmd":"mode","mode":"echo_headers","count":20}\n' >&9
 DB3="$W/till.db"
 printf '{"id":"0190b6d8-3ae7-7ca2-a653-000000000401","type":"ChargeOrder","body":{"orderId":"order-401","amountInMinorUnits":1999,"currency":"EUR"}}\n' >"$W/charge.ndjson"
-step enqueue-charge 0 "$OB" --db "$DB3" enqueue --ndjson "$W/charge.ndjson"
+step enqueue-charge 0 $OB_EMULATOR "$OB" --db "$DB3" enqueue --ndjson "$W/charge.ndjson"
 step_any echo-provider env ONCEBOX_PROVIDER_URL="https://localhost:$PPORT" \
-  ONCEBOX_PROVIDER_AUTHORIZATION="$PAUTH" "$OB" --log-level debug --db "$DB3" run --until-idle
+  ONCEBOX_PROVIDER_AUTHORIZATION="$PAUTH" $OB_EMULATOR "$OB" --log-level debug --db "$DB3" run --until-idle
 grep -q 'request was' "$W"/out/*-echo-provider.err || note_fail "the echoing provider answer never reached the log"
-step echo-effects-show 0 "$OB" --db "$DB3" effects show
-step echo-effects-json 0 "$OB" --db "$DB3" effects show --json
-step echo-failed-show 0 "$OB" --db "$DB3" failed show --json
+step echo-effects-show 0 $OB_EMULATOR "$OB" --db "$DB3" effects show
+step echo-effects-json 0 $OB_EMULATOR "$OB" --db "$DB3" effects show --json
+step echo-failed-show 0 $OB_EMULATOR "$OB" --db "$DB3" failed show --json
 exec 9>&-
 kill "$PSIM" 2>/dev/null; wait "$PSIM" 2>/dev/null
 # One escaping rule: no escape sequence and no forged line from a peer.
@@ -246,7 +246,7 @@ make_core() {  # make_core DIR ENV-ARGS...: a core of `run` after it published
   shift
   enqueue_n "$db" 201 2
   before=$(grep -c 'SendMessageBatch 200 ok' "$W/server.out")
-  (cd "$dir" && { ulimit -c 4194304 2>/dev/null || true; } && exec env "$@" "$OB" --log-level debug --db "$db" run \
+  (cd "$dir" && { ulimit -c 4194304 2>/dev/null || true; } && exec env "$@" $OB_EMULATOR "$OB" --log-level debug --db "$db" run \
      --outbox-queue-url "$Q2" >"$dir/run.out" 2>"$dir/run.err") &
   BG=$!
   for i in $(seq 150); do

@@ -129,7 +129,7 @@ UUID=0190b6d8-3ae7-7ca2-a653-6ff2d5a6f230
 SQLI="'); DROP TABLE queue;--"
 NAME_MSG="must be 1..128 printable ASCII characters"
 DB="$T/h.db"
-"$OB" --db "$DB" init >/dev/null || { echo "init failed"; exit 1; }
+$OB_EMULATOR "$OB" --db "$DB" init >/dev/null || { echo "init failed"; exit 1; }
 
 # ---- 1. message envelopes through `enqueue` arguments -----------------------
 E="enqueue --type HostileEcho --body {}"
@@ -138,34 +138,34 @@ ids=(""  "order-42" "$SQLI" "%s%n%s%n%x" $'\e[2J'"$UUID" $'\xff\xfe'"$UUID"
      "$(head -c 100000 /dev/zero | tr '\0' 9)")
 for i in "${!ids[@]}"; do
   run_case "id #$i $(printf '%.24s' "${ids[$i]}" | cat -v)" 2 "is not a UUID" "" "$DB" -- \
-    "$OB" --db "$DB" $E --id "${ids[$i]}"
+    $OB_EMULATOR "$OB" --db "$DB" $E --id "${ids[$i]}"
 done
 types=("" "$(head -c 129 /dev/zero | tr '\0' T)" $'Pay\e[31mment' $'Payment\nCaptured'
        $'Pay\tment' $'Zahlung\xc3\xa9' $'Pay\xff' $'Pay\xed\xa0\x80' " Payment" "Payment ")
 for i in "${!types[@]}"; do
   run_case "type #$i $(printf '%.24s' "${types[$i]}" | cat -v)" 2 "message type $NAME_MSG" "" "$DB" -- \
-    "$OB" --db "$DB" enqueue --type "${types[$i]}" --id "$UUID" --body '{}'
+    $OB_EMULATOR "$OB" --db "$DB" enqueue --type "${types[$i]}" --id "$UUID" --body '{}'
 done
 queues=("" "$(head -c 129 /dev/zero | tr '\0' q)" $'q\e]0;pwned\a' $'q\nq' $'q\xc0\xaf')
 for i in "${!queues[@]}"; do
   run_case "queue #$i $(printf '%.24s' "${queues[$i]}" | cat -v)" 2 "queue name $NAME_MSG" "" "$DB" -- \
-    "$OB" --db "$DB" $E --id "$UUID" --queue "${queues[$i]}"
+    $OB_EMULATOR "$OB" --db "$DB" $E --id "$UUID" --queue "${queues[$i]}"
 done
 headers=("" "[1]" "null" '{"a":' '{}x' '{"a":1,}' $'\xef\xbb\xbf{}' $'{"a":"\xff"}'
          $'{"a":"\xc0\xaf"}' '{"a":"\ud800"}' $'{"a":"\e[2J"}'
          "$(printf '{"a":%.0s' $(seq 65))1$(printf '}%.0s' $(seq 65))")
 for i in "${!headers[@]}"; do
   run_case "headers #$i $(printf '%.24s' "${headers[$i]}" | cat -v)" 2 "headers must be a JSON object" "" "$DB" -- \
-    "$OB" --db "$DB" $E --id "$UUID" --headers "${headers[$i]}"
+    $OB_EMULATOR "$OB" --db "$DB" $E --id "$UUID" --headers "${headers[$i]}"
 done
 for d in -1 1e3 "" 0x10 " -5" 99999999999999999999; do
   run_case "--delay '$d'" 2 "--delay wants milliseconds >= 0" "" "$DB" -- \
-    "$OB" --db "$DB" $E --id "$UUID" --delay "$d"
+    $OB_EMULATOR "$OB" --db "$DB" $E --id "$UUID" --delay "$d"
 done
 run_case "missing --body" 2 "--type, --id and --body are required" "" "$DB" -- \
-  "$OB" --db "$DB" enqueue --type HostileEcho --id "$UUID"
+  $OB_EMULATOR "$OB" --db "$DB" enqueue --type HostileEcho --id "$UUID"
 run_case "--body without a value" 2 "requires an argument" "" "$DB" -- \
-  "$OB" --db "$DB" enqueue --type HostileEcho --id "$UUID" --body
+  $OB_EMULATOR "$OB" --db "$DB" enqueue --type HostileEcho --id "$UUID" --body
 
 # Accepted envelopes: stored byte for byte, then handled into the failure
 # store (no handler for HostileEcho; PaymentCaptured rejects non-JSON), and
@@ -177,7 +177,7 @@ accept_env() {  # accept_env NAME KNOWN_FOR_JSON BODY [ARGS...]
   shift 3
   n=$((n + 1))
   id=$(printf '0190b6d8-3ae7-7ca2-a653-7%011d' "$n")
-  run_case "accept: $name" 0 "" "" "$DB" -- "$OB" --db "$DB" enqueue --id "$id" --body "$body" "$@"
+  run_case "accept: $name" 0 "" "" "$DB" -- $OB_EMULATOR "$OB" --db "$DB" enqueue --id "$id" --body "$body" "$@"
   local got want
   got=$(sq "SELECT hex(body) FROM queue WHERE message_id = '$id'")
   want=$(printf '%s' "$body" | hexof)
@@ -208,10 +208,10 @@ sqlite3 "$DB" "UPDATE queue SET body = X'6100620000' WHERE message_id = '${acc_i
 acc_body[$n]=NUL
 # (the id above is lower case; an upper-case one:)
 cases=$((cases + 1))
-"$OB" --db "$DB" enqueue --type HostileEcho --id "0190B6D8-3AE7-7CA2-A653-7FFFFFFFFFFF" --body x >/dev/null 2>&1
+$OB_EMULATOR "$OB" --db "$DB" enqueue --type HostileEcho --id "0190B6D8-3AE7-7CA2-A653-7FFFFFFFFFFF" --body x >/dev/null 2>&1
 verdict "upper-case id stored lower case" "" "$([ "$(sq "SELECT count(*) FROM queue WHERE message_id = '0190b6d8-3ae7-7ca2-a653-7fffffffffff'")" = 1 ] && echo 1 || echo 0)" lost "not found lower case"
 
-run_case "run: everything to the failure store" 0 "" "" - -- "$OB" --db "$DB" --log-level error run --until-idle --batch 3
+run_case "run: everything to the failure store" 0 "" "" - -- $OB_EMULATOR "$OB" --db "$DB" --log-level error run --until-idle --batch 3
 for i in $(seq 1 "$n"); do
   id=${acc_id[$i]}
   got=$(sq "SELECT hex(body) FROM failed_message WHERE message_id = '$id'")
@@ -220,7 +220,7 @@ for i in $(seq 1 "$n"); do
   rows=$(sq "SELECT count(*) FROM failed_message WHERE message_id = '$id'")
   check "failure store bytes #$i" "" lost "$([ "$rows" = 1 ] && [ "$got" = "$want" ] && echo 1 || echo 0)" "$rows row(s), stored '$(printf '%.60s' "$got")', sent '$(printf '%.60s' "$want")'"
   fid=$(sq "SELECT id FROM failed_message WHERE message_id = '$id'")
-  "$OB" --db "$DB" failed show "$fid" --json >"$T/fj" 2>"$T/err"
+  $OB_EMULATOR "$OB" --db "$DB" failed show "$fid" --json >"$T/fj" 2>"$T/err"
   # A body that is not UTF-8 comes as bodyBase64 (body null).
   if jq -e 'has("bodyBase64")' <"$T/fj" >/dev/null; then
     got=$(jq -j .bodyBase64 <"$T/fj" | base64 -d | hexof)
@@ -235,9 +235,9 @@ check "type and queue bytes in the failure store" "" lost \
 check "schema intact" "" lost "$([ "$(sq "SELECT count(*) FROM sqlite_schema WHERE name IN ('queue','failed_message','processed_message','outbox_event')")" = 4 ] && echo 1 || echo 0)" "a table is gone"
 # `failed show ID` (text) must not pass terminal escapes through.
 fid=$(sq "SELECT id FROM failed_message WHERE message_id = '${acc_id[8]}'")
-"$OB" --db "$DB" failed show "$fid" >"$T/out" 2>"$T/err"
+$OB_EMULATOR "$OB" --db "$DB" failed show "$fid" >"$T/out" 2>"$T/err"
 check "failed show: no raw ESC on the terminal" "" unclear "$(grep -q $'\e' "$T/out" && echo 0 || echo 1)" "the body's escape sequences are printed raw"
-"$OB" --db "$DB" failed show >"$T/out" 2>"$T/err"
+$OB_EMULATOR "$OB" --db "$DB" failed show >"$T/out" 2>"$T/err"
 check "failed show (list): no raw ESC" "" unclear "$(grep -q $'\e' "$T/out" && echo 0 || echo 1)" "escape sequences in the list"
 
 # A delay that overflows now + delay: must be refused or stay delayed.
@@ -247,7 +247,7 @@ DD="$T/delay.db"
 for d in 9223372036854775807 9223372036854774807; do
   rm -f "$DD"*
   cases=$((cases + 1))
-  "$OB" --db "$DD" enqueue --type HostileEcho --id "$UUID" --body x --delay "$d" >"$T/out" 2>"$T/err"
+  $OB_EMULATOR "$OB" --db "$DD" enqueue --type HostileEcho --id "$UUID" --body x --delay "$d" >"$T/out" 2>"$T/err"
   rc=$?
   at=$(sqlite3 -readonly "$DD" "SELECT available_at FROM queue" 2>&1)
   if [ $rc = 2 ] && [ -z "$at" ]; then ok=1
@@ -259,7 +259,7 @@ done
 
 # ---- 2. NDJSON ----------------------------------------------------------------
 ND="$T/n.db"
-"$OB" --db "$ND" init >/dev/null
+$OB_EMULATOR "$OB" --db "$ND" init >/dev/null
 BIGA=$(head -c 1048576 /dev/zero | tr '\0' a)
 line() { printf '{"id":"0190b6d8-3ae7-7ca2-a653-8%011d","type":"HostileEcho","body":%s%s}' "$1" "$2" "${3:-}"; }
 {
@@ -305,7 +305,7 @@ declare -A want_err=(
   [18]='line 18: rejected: "type" must be 1..128 characters' [19]='line 19: rejected: not valid JSON'
   [21]='line 21: rejected: not valid JSON')
 run_case "ndjson: mixed good and bad lines exit 3" 3 "enqueued 9 message(s), rejected 14 line(s)" "" - -- \
-  "$OB" --db "$ND" enqueue --ndjson "$T/mixed.ndjson"
+  $OB_EMULATOR "$OB" --db "$ND" enqueue --ndjson "$T/mixed.ndjson"
 cp "$T/err" "$T/mixed.err"
 SQDB=$ND
 for l in "${!want_err[@]}"; do
@@ -331,8 +331,8 @@ nd_one() {  # nd_one NAME KNOWN_EXIT KNOWN_STORE WANT_EXIT ERR_SUBSTR CONTENT [S
   local f="$T/one.ndjson" db="$T/one.db" got
   rm -f "$db" "$db-wal" "$db-shm"
   [ "$content" = - ] || printf '%s\n' "$content" >"$f"   # -: written by the caller
-  "$OB" --db "$db" init >/dev/null
-  run_case "ndjson: $name" "$want" "$msg" "$kr" - -- "$OB" --db "$db" enqueue --ndjson "$f"
+  $OB_EMULATOR "$OB" --db "$db" init >/dev/null
+  run_case "ndjson: $name" "$want" "$msg" "$kr" - -- $OB_EMULATOR "$OB" --db "$db" enqueue --ndjson "$f"
   if [ -n "$sqlc" ]; then
     got=$(sqlite3 -readonly "$db" "$sqlc" 2>&1)
     check "ndjson: $name: stored as given" "$ks" lost "$([ "$got" = "$expect" ] && echo 1 || echo 0)" "stored '$got', want '$expect'"
@@ -387,24 +387,24 @@ printf '{"id":"%s","type":"Host\x00ileEcho","body":"x"}\n' "$I" >"$T/one.ndjson"
 nd_one 'raw NUL inside a string refused' "" "" 3 'not valid JSON: a NUL byte' -
 # Input that cannot be read is an error, not an empty file.
 mkdir -p "$T/a-directory"
-run_case "ndjson: a directory" 1 "Is a directory" "" "$ND" -- "$OB" --db "$ND" enqueue --ndjson "$T/a-directory"
+run_case "ndjson: a directory" 1 "Is a directory" "" "$ND" -- $OB_EMULATOR "$OB" --db "$ND" enqueue --ndjson "$T/a-directory"
 cases=$((cases + 1))
-timeout 30 "$OB" --db "$ND" enqueue --ndjson - <&- >"$T/out" 2>"$T/err"
+timeout 30 $OB_EMULATOR "$OB" --db "$ND" enqueue --ndjson - <&- >"$T/out" 2>"$T/err"
 rc=$?
 verdict "ndjson: stdin closed" "" "$([ $rc != 0 ] && echo 1 || echo 0)" code "exit $rc: $(tr '\n' '|' <"$T/err")"
-run_case "ndjson: missing file" 2 "/nonexistent.ndjson: No such file or directory" "" "$ND" -- "$OB" --db "$ND" enqueue --ndjson /nonexistent.ndjson
-run_case "ndjson: empty file name" 2 "No such file or directory" "" "$ND" -- "$OB" --db "$ND" enqueue --ndjson ""
+run_case "ndjson: missing file" 2 "/nonexistent.ndjson: No such file or directory" "" "$ND" -- $OB_EMULATOR "$OB" --db "$ND" enqueue --ndjson /nonexistent.ndjson
+run_case "ndjson: empty file name" 2 "No such file or directory" "" "$ND" -- $OB_EMULATOR "$OB" --db "$ND" enqueue --ndjson ""
 : >"$T/empty.ndjson"
-run_case "ndjson: empty file" 0 "enqueued 0 message(s), rejected 0 line(s)" "" - -- "$OB" --db "$ND" enqueue --ndjson "$T/empty.ndjson"
+run_case "ndjson: empty file" 0 "enqueued 0 message(s), rejected 0 line(s)" "" - -- $OB_EMULATOR "$OB" --db "$ND" enqueue --ndjson "$T/empty.ndjson"
 head -c 3000000 /dev/urandom >"$T/binary.ndjson"
-run_case "ndjson: 3 MB of random bytes" 3 "rejected" "" - -- "$OB" --db "$ND" enqueue --ndjson "$T/binary.ndjson"
+run_case "ndjson: 3 MB of random bytes" 3 "rejected" "" - -- $OB_EMULATOR "$OB" --db "$ND" enqueue --ndjson "$T/binary.ndjson"
 check "ndjson: random bytes committed nothing" "" lost "$([ "$(sqlite3 -readonly "$ND" "SELECT count(*) FROM queue")" = 9 ] && echo 1 || echo 0)" "rows added"
 
 # ---- 3. command-line arguments ---------------------------------------------
 C="$T/c.db"
-"$OB" --db "$C" init >/dev/null
-"$OB" --db "$C" enqueue --type HostileEcho --id "$UUID" --body x >/dev/null
-arg() { run_case "args: $1" "$2" "$3" "${4:-}" "$C" -- "$OB" "${@:5}"; }
+$OB_EMULATOR "$OB" --db "$C" init >/dev/null
+$OB_EMULATOR "$OB" --db "$C" enqueue --type HostileEcho --id "$UUID" --body x >/dev/null
+arg() { run_case "args: $1" "$2" "$3" "${4:-}" "$C" -- $OB_EMULATOR "$OB" "${@:5}"; }
 arg "--batch 99999999999999999999" 2 "--batch wants 1..10000" "" --db "$C" run --until-idle --batch 99999999999999999999
 arg "--batch -1" 2 "--batch wants 1..10000" "" --db "$C" run --until-idle --batch -1
 arg "--batch 0" 2 "--batch wants 1..10000" "" --db "$C" run --until-idle --batch 0
@@ -452,7 +452,7 @@ arg "sqs --resolve garbage" 2 "resolve" "" sqs send --queue-url https://sqs.test
 
 # ---- 4. --db targets -------------------------------------------------------
 R="$T/real.db"
-"$OB" --db "$R" init >/dev/null
+$OB_EMULATOR "$OB" --db "$R" init >/dev/null
 mkdir -p "$T/dir.db"
 printf 'hello, I am not a database\n' >"$T/text.db"
 head -c 65536 /dev/urandom >"$T/random.db"
@@ -463,7 +463,7 @@ mkfifo "$T/fifo.db"
 dbt() {  # dbt NAME WANT MSG KNOWN PATH: the file must not change
   local before after
   before=$(filesum "$5")
-  run_case "--db $1" "$2" "$3" "$4" - -- "$OB" --db "$5" stats
+  run_case "--db $1" "$2" "$3" "$4" - -- $OB_EMULATOR "$OB" --db "$5" stats
   after=$(filesum "$5")
   [ -p "$5" ] && after=$before
   check "--db $1: file unchanged" "" lost \
@@ -481,41 +481,41 @@ dbt "/dev/null" 4 "is not a regular file" "" /dev/null
 dbt "a missing directory" 4 "No such file or directory" "" "$T/no/such/dir.db"
 dbt "a 5000-byte name" 4 "File name too long" "" "$T/$(head -c 5000 /dev/zero | tr '\0' a)"
 NL="$T/new"$'\n'"line.db"
-run_case "--db a path with a newline" 0 "" "" - -- "$OB" --db "$NL" init
+run_case "--db a path with a newline" 0 "" "" - -- $OB_EMULATOR "$OB" --db "$NL" init
 check "--db a path with a newline: 0600" "" lost "$([ "$(stat -c %a "$NL" 2>/dev/null)" = 600 ] && echo 1 || echo 0)" "mode $(stat -c %a "$NL" 2>&1)"
 # The permission cases run oncebox as nobody, who must be able to reach the
 # binary and the work folder (a checkout inside a 0700 directory is not).
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
-   setpriv --reuid=65534 --regid=65534 --clear-groups env "$OB" --version \
+   setpriv --reuid=65534 --regid=65534 --clear-groups env $OB_EMULATOR "$OB" --version \
      >/dev/null 2>&1 &&
    setpriv --reuid=65534 --regid=65534 --clear-groups env test -x "$T"; then
   AS_NOBODY="setpriv --reuid=65534 --regid=65534 --clear-groups"
   cp "$R" "$T/noperm.db"
   chmod 0 "$T/noperm.db"
   before=$(filesum "$T/noperm.db")
-  run_case "--db a file without permission" 4 "Permission denied" "" - -- $AS_NOBODY "$OB" --db "$T/noperm.db" stats
+  run_case "--db a file without permission" 4 "Permission denied" "" - -- $AS_NOBODY $OB_EMULATOR "$OB" --db "$T/noperm.db" stats
   check "--db a file without permission: unchanged" "" lost "$([ "$before" = "$(filesum "$T/noperm.db")" ] && echo 1 || echo 0)" "changed"
   mkdir "$T/ro" && chmod 555 "$T/ro"
-  run_case "--db in a directory without write permission" 4 "Permission denied" "" - -- $AS_NOBODY "$OB" --db "$T/ro/x.db" init
+  run_case "--db in a directory without write permission" 4 "Permission denied" "" - -- $AS_NOBODY $OB_EMULATOR "$OB" --db "$T/ro/x.db" init
 else
   echo "permission cases skipped: not root, no setpriv, or nobody cannot run $OB in $T"
 fi
 
 # ---- 5. configuration: the environment and ~/.aws ----------------------------
 V="$T/v.db"
-"$OB" --db "$V" init >/dev/null
+$OB_EMULATOR "$OB" --db "$V" init >/dev/null
 CRED="AWS_ACCESS_KEY_ID=AKIDHOSTILE AWS_SECRET_ACCESS_KEY=hostile/SECRET+canary0123456789 AWS_REGION=eu-west-1"
 Q=https://sqs.eu-west-1.amazonaws.com/123456789012/q
 cfg() {  # cfg NAME WANT MSG KNOWN ENV... (runs `run --until-idle`)
   local name=$1 want=$2 msg=$3 kn=$4
   shift 4
-  run_case "env: $name" "$want" "$msg" "$kn" "$V" -- env "$@" "$OB" --db "$V" run --until-idle
+  run_case "env: $name" "$want" "$msg" "$kn" "$V" -- env "$@" $OB_EMULATOR "$OB" --db "$V" run --until-idle
   check "env: $name: no secret in the output" "${LEAK_KN:-}" lost \
     "$(cat "$T/out" "$T/err" | grep -qE 'hostile/SECRET|FILESECRET|p4ssw0rd' && echo 0 || echo 1)" "a secret was printed"
 }
-run_case "env: ONCEBOX_DB is a directory" 4 "is not a regular file" "" - -- env ONCEBOX_DB="$T/dir.db" "$OB" stats
-run_case "env: ONCEBOX_DB empty" 2 "no database: pass --db FILE or set ONCEBOX_DB" "" - -- env ONCEBOX_DB= "$OB" stats
-run_case "env: ONCEBOX_DB with a newline" 0 "" "" - -- env ONCEBOX_DB="$T/env"$'\n'"db" "$OB" init
+run_case "env: ONCEBOX_DB is a directory" 4 "is not a regular file" "" - -- env ONCEBOX_DB="$T/dir.db" $OB_EMULATOR "$OB" stats
+run_case "env: ONCEBOX_DB empty" 2 "no database: pass --db FILE or set ONCEBOX_DB" "" - -- env ONCEBOX_DB= $OB_EMULATOR "$OB" stats
+run_case "env: ONCEBOX_DB with a newline" 0 "" "" - -- env ONCEBOX_DB="$T/env"$'\n'"db" $OB_EMULATOR "$OB" init
 cfg "outbox queue URL garbage" 2 "outbox queue URL must be an http(s):// SQS queue URL" "" $CRED ONCEBOX_OUTBOX_QUEUE_URL=garbage
 cfg "outbox queue URL ftp://" 2 "outbox queue URL must be an http(s):// SQS queue URL" "" $CRED ONCEBOX_OUTBOX_QUEUE_URL=ftp://x/q
 cfg "outbox queue URL with user info" 2 "user information" "" $CRED ONCEBOX_OUTBOX_QUEUE_URL=https://user:p4ssw0rd@sqs.eu-west-1.amazonaws.com/1/q
@@ -567,7 +567,7 @@ if [ -n "${AS_NOBODY:-}" ]; then
   printf '[default]\naws_access_key_id = AKIDFILE\naws_secret_access_key = FILESECRET\n' >"$T/nobody/.aws/credentials"
   chmod 0 "$T/nobody/.aws/credentials"
   run_case "env: credentials file unreadable" 1 "cannot open: Permission denied" "" - -- \
-    $AS_NOBODY env HOME="$T/nobody" $AWSQ "$OB" --db "$T/nobody/x.db" run --until-idle
+    $AS_NOBODY env HOME="$T/nobody" $AWSQ $OB_EMULATOR "$OB" --db "$T/nobody/x.db" run --until-idle
 fi
 rm -f "$CF"
 
@@ -577,8 +577,8 @@ rm -f "$CF"
 # `oncebox`, while a `run` holds the -wal and -shm open.
 for m in 022 000; do
   P="$T/mode$m.db"
-  (umask $m && "$OB" --db "$P" enqueue --type HostileEcho --id "$UUID" --body x >/dev/null 2>&1)
-  (umask $m && exec "$OB" --db "$P" --log-level error run >/dev/null 2>&1) &
+  (umask $m && $OB_EMULATOR "$OB" --db "$P" enqueue --type HostileEcho --id "$UUID" --body x >/dev/null 2>&1)
+  (umask $m && exec $OB_EMULATOR "$OB" --db "$P" --log-level error run >/dev/null 2>&1) &
   BG_PID=$!
   for _ in $(seq 50); do [ -e "$P-shm" ] && break; sleep 0.1; done
   sleep 0.3
@@ -592,7 +592,7 @@ done
 # turned into the database: it must end 0600 like a created one.
 P="$T/pre-existing.db"
 (umask 022 && : >"$P")
-"$OB" --db "$P" init >/dev/null 2>&1
+$OB_EMULATOR "$OB" --db "$P" init >/dev/null 2>&1
 check "a pre-existing empty 0644 file becomes a 0600 database" "" lost \
   "$([ "$(stat -c %a "$P")" = 600 ] && echo 1 || echo 0)" "mode $(stat -c %a "$P") (and -wal/-shm follow it)"
 

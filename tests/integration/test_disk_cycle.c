@@ -426,7 +426,7 @@ static int cli_enqueue(const char* bin, const char* db, int from, int n,
   snprintf(chunk, sizeof chunk, "%s/chunk.ndjson", g_srv.dir);
   snprintf(err, sizeof err, "%s/enqueue.err", g_srv.dir);
   write_chunk(chunk, from, n);
-  code = sh("ONCEBOX_MAX_DB_BYTES=2M '%s/oncebox' --db '%s' enqueue --ndjson "
+  code = sh("ONCEBOX_MAX_DB_BYTES=2M $OB_EMULATOR '%s/oncebox' --db '%s' enqueue --ndjson "
             "'%s' 2>'%s'", bin, db, chunk, err);
   *accepted = -1;
   fp = fopen(err, "r");
@@ -444,7 +444,7 @@ static cJSON* cli_stats(const char* bin, const char* db) {
   static char buf[16384];
   size_t n;
   snprintf(out, sizeof out, "%s/stats.json", g_srv.dir);
-  assert_int_equal(sh("ONCEBOX_MAX_DB_BYTES=2M '%s/oncebox' --db '%s' stats "
+  assert_int_equal(sh("ONCEBOX_MAX_DB_BYTES=2M $OB_EMULATOR '%s/oncebox' --db '%s' stats "
                       "--json >'%s' 2>/dev/null", bin, db, out), 0);
   fp = fopen(out, "r");
   assert_non_null(fp);
@@ -570,7 +570,7 @@ static void test_whole_cycle_on_tmpfs(void** state) {
   q = sq_create_queue(&g_srv, "disk-cycle", NULL);
   /* Offline: every connection is reset after the handshake. */
   sq_fault(&g_srv, "{\"count\":200000,\"mode\":\"reset\"}");
-  assert_int_equal(sh("'%s/oncebox' --db '%s' init >/dev/null", bin, db), 0);
+  assert_int_equal(sh("$OB_EMULATOR '%s/oncebox' --db '%s' init >/dev/null", bin, db), 0);
   daemon = start_daemon(db, q, log_path);
 
   /* Fill: chunks of payments until the reserve refuses them. */
@@ -590,7 +590,7 @@ static void test_whole_cycle_on_tmpfs(void** state) {
   print_message("filled: %lld payments accepted, then refused (exit 6)\n",
                 total_accepted);
   /* Another type is refused too, with exit 6 and the reason. */
-  assert_int_equal(sh("ONCEBOX_MAX_DB_BYTES=2M '%s/oncebox' --db '%s' enqueue "
+  assert_int_equal(sh("ONCEBOX_MAX_DB_BYTES=2M $OB_EMULATOR '%s/oncebox' --db '%s' enqueue "
                       "--type OrderPlaced --id "
                       "0190b6d8-3ae7-7ca2-a653-999999999999 --body '{}' "
                       "2>'%s/refused.err'", bin, db, g_srv.dir), 6);
@@ -645,7 +645,7 @@ static void test_whole_cycle_on_tmpfs(void** state) {
   assert_int_equal(got, total_accepted);
   for (int i = 0; i < next + CHUNK; i++)
     if (!seen[i]) fail_msg("payment %d never reached SQS", i);
-  assert_int_equal(sh("'%s/oncebox' --db '%s' check", bin, db), 0);
+  assert_int_equal(sh("$OB_EMULATOR '%s/oncebox' --db '%s' check", bin, db), 0);
   if (sh("grep -q 'deleted early' '%s'", log_path) != 0) {
     (void)sh("tail -20 '%s'", log_path);
     fail_msg("the daemon never gave space back");

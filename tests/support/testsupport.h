@@ -39,4 +39,23 @@ char* ts_path(const char* dir, const char* name);
 ** from $OB_SHARED_DIR; NULL if it does not exist. */
 const char* ts_shared_dir(void);
 
+/* Programs built by this tree, run indirectly (through sh, execv, a fork of
+** /proc/self/exe). In a cross build tested under qemu-user, $OB_EMULATOR
+** names the emulator (tests/cross.sh sets it); unset or empty natively.
+** Shell commands start such a program with a literal `$OB_EMULATOR `
+** (the shell drops it when unset); C code execs through ts_exec_built. */
+/* execv(path, argv) through $OB_EMULATOR when it is set. Returns only on
+** failure, with errno set. */
+void ts_exec_built(const char* path, char* const argv[]);
+
+/* The libfaketime library to LD_PRELOAD into programs of this build: the
+** file named by $OB_FAKETIME_LIB (a cross build's own architecture's copy,
+** /usr/lib/<triplet>/faketime/libfaketime.so.1), else the one the host's
+** faketime wrapper preloads. NULL (skip) when neither exists or when the
+** library does not load into this build (a sanitizer build refuses
+** LD_PRELOAD): probed by running `oncebox --version` under it and checking
+** the library's own effect (FAKETIME shifts the time `oncebox` logs).
+** malloc'd. */
+char* ts_faketime_lib(void);
+
 #endif

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -846,6 +847,7 @@ static vcase_t* find_cases(const char* dir, int* n_out) {
   int n = 0;
   *n_out = 0;
   if (d == NULL) return NULL;
+  errno = 0; /* readdir's NULL is also its error: then fail, not skip */
   while ((e = readdir(d)) != NULL) {
     char probe[4096 + 300];
     struct stat st;
@@ -859,6 +861,11 @@ static vcase_t* find_cases(const char* dir, int* n_out) {
     snprintf(cases[n].name, sizeof cases[n].name, "%s", e->d_name);
     snprintf(cases[n].dir, sizeof cases[n].dir, "%s/%s", dir, e->d_name);
     n++;
+    errno = 0;
+  }
+  if (errno != 0) {
+    fprintf(stderr, "sigv4: cannot read %s: %s\n", dir, strerror(errno));
+    abort();
   }
   closedir(d);
   if (n) qsort(cases, (size_t)n, sizeof *cases, case_cmp);

@@ -106,37 +106,19 @@ static void set_offset(const char* dir, const char* offset) {
   assert_int_equal(rename(tmp, p), 0);
 }
 
-/* The library the faketime wrapper preloads, or NULL when this build
-** cannot run under it. */
-static char* faketime_lib(void) {
-  const char* bin = getenv("OB_BINARY_DIR");
-  char cmd[2048], lib[1024];
-  FILE* p;
-  size_t n;
-  if (system("command -v faketime >/dev/null 2>&1") != 0) return NULL;
-  snprintf(cmd, sizeof cmd, "faketime -f '+0d' '%s/oncebox' --version "
-           ">/dev/null 2>&1", bin ? bin : ".");
-  if (bin == NULL || system(cmd) != 0) return NULL;
-  p = popen("faketime -f '+0d' sh -c 'printf %s \"$LD_PRELOAD\"'", "r");
-  if (p == NULL) return NULL;
-  n = fread(lib, 1, sizeof lib - 1, p);
-  pclose(p);
-  lib[n] = '\0';
-  return n > 0 ? strdup(lib) : NULL;
-}
-
 void test_faketime_retries_jump_back_in_run(void** state) {
   char self[1024], p[1024], cmd[2048];
   char* dir;
-  char* lib = faketime_lib();
+  char* lib = ts_faketime_lib();
   ssize_t n;
   pid_t pid;
   int st = 0, exited = 0;
   int64_t t0, waited;
   (void)state;
   if (lib == NULL) {
-    print_message("skipped: faketime is missing or cannot run this build (a "
-                  "sanitizer build refuses LD_PRELOAD)\n");
+    print_message("skipped: no libfaketime that fakes this build's clock "
+                  "(faketime missing, a sanitizer build, or a cross build "
+                  "without the target's libfaketime)\n");
     skip();
   }
   n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -155,7 +137,10 @@ void test_faketime_retries_jump_back_in_run(void** state) {
     unsetenv("FAKETIME");
     snprintf(p, sizeof p, "%s/child.log", dir);
     if (freopen(p, "w", stderr) == NULL) _exit(4);
-    execl(self, self, "--retry-child", dir, (char*)NULL);
+    {
+      char* argv[] = {self, "--retry-child", dir, NULL};
+      ts_exec_built(self, argv);
+    }
     _exit(5);
   }
   snprintf(p, sizeof p, "%s/failed", dir);

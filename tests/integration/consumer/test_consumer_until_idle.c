@@ -129,7 +129,7 @@ static ht_proc_t* spawn_oncebox(const char* db, const char* url,
   ht_proc_t* p;
   /* exec: the pid is oncebox's own, so SIGKILL reaches it. */
   snprintf(cmd, sizeof cmd,
-           "exec '%s' --db '%s' --log-level debug run --consume-queue-url "
+           "exec $OB_EMULATOR '%s' --db '%s' --log-level debug run --consume-queue-url "
            "'%s' %s </dev/null",
            g_oncebox, db, url, args);
   p = ht_spawn(argv, out_path);

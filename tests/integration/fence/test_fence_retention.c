@@ -32,6 +32,7 @@ static struct {
   char* pki;
   char* ca;
   char oncebox[1024];
+  char* faketime; /* the libfaketime to preload (ts_faketime_lib) */
   int seq;
 } g;
 
@@ -73,7 +74,7 @@ static void run_case(int hours, int want_parked) {
            "env -u ONCEBOX_DB -u ONCEBOX_PROVIDER_AUTHORIZATION "
            "ONCEBOX_PROVIDER_URL='%s' AWS_CA_BUNDLE='%s'", url, g.ca);
 
-  assert_int_equal(sh("'%s' --db '%s' enqueue --type ChargeOrder --id "
+  assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' enqueue --type ChargeOrder --id "
                       "0190b6d8-3ae7-7ca2-a653-000000000001 --body "
                       "'{\"orderId\":\"order-1\",\"amountInMinorUnits\":1999,"
                       "\"currency\":\"EUR\"}' >/dev/null", g.oncebox, db),
@@ -81,7 +82,7 @@ static void run_case(int hours, int want_parked) {
   /* Charged, then the provider dies before answering: the reply is lost,
   ** and every retry of this run finds it gone (nothing sent). */
   assert_int_equal(ps_mode(sim, "die_after_charge", 1, 0, 0), 0);
-  rc = sh("%s '%s' --db '%s' --log-level error run --until-idle >'%s' 2>&1",
+  rc = sh("%s $OB_EMULATOR '%s' --db '%s' --log-level error run --until-idle >'%s' 2>&1",
           env, g.oncebox, db, out);
   assert_int_equal(rc, 5);  /* stalled: the provider is offline */
   assert_int_equal(db_int(db, "SELECT count(*) FROM effect WHERE state IN"
@@ -94,8 +95,9 @@ static void run_case(int hours, int want_parked) {
   v = ps_advance(sim, (long long)hours * 3600 * 1000);
   assert_true(v >= 0);
   assert_int_equal((int)v, hours >= 24 ? 1 : 0);  /* the key pruned */
-  rc = sh("%s faketime -f '+%dh' '%s' --db '%s' --log-level info run "
-          "--until-idle >'%s' 2>&1", env, hours, g.oncebox, db, out);
+  rc = sh("%s LD_PRELOAD='%s' FAKETIME='+%dh' $OB_EMULATOR '%s' --db '%s' "
+          "--log-level info run --until-idle >'%s' 2>&1", env, g.faketime,
+          hours, g.oncebox, db, out);
   assert_true(rc == 0 || rc == 5);
   /* Never charged twice. */
   assert_int_equal(ps_charges(sim, "order-1"), 1);
@@ -105,10 +107,10 @@ static void run_case(int hours, int want_parked) {
                                 " park_cause = 'key-expired'"), 1);
     assert_int_equal(db_int(db, "SELECT count(*) FROM charge"), 0);
     assert_int_equal(sh("grep -q 'may have expired' '%s'", out), 0);
-    assert_int_equal(sh("'%s' --db '%s' stats >'%s' 2>&1 && grep -q "
+    assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' stats >'%s' 2>&1 && grep -q "
                         "\"of which 1 past the provider's key retention\" "
                         "'%s'", g.oncebox, db, out, out), 0);
-    assert_int_equal(sh("'%s' --db '%s' effects show >'%s' 2>&1 && grep -q "
+    assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' effects show >'%s' 2>&1 && grep -q "
                         "'\\[key-expired\\]' '%s'", g.oncebox, db, out, out),
                      0);
   } else {
@@ -118,7 +120,7 @@ static void run_case(int hours, int want_parked) {
                                 " ON e.key = c.effect_key WHERE"
                                 " c.provider_charge_id = e.reference"), 1);
   }
-  assert_int_equal(sh("'%s' --db '%s' check >/dev/null 2>&1", g.oncebox, db),
+  assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' check >/dev/null 2>&1", g.oncebox, db),
                    0);
   ps_stop(sim);
 }
@@ -147,10 +149,10 @@ static int group_setup(void** state) {
   g.dir = ts_mkdtemp("fence-retention");
   snprintf(g.oncebox, sizeof g.oncebox, "%s/oncebox", bin ? bin : ".");
   g.skip = ps_skip_reason();
-  if (g.skip == NULL &&
-      sh("faketime -f '+1h' '%s' --version >/dev/null 2>&1", g.oncebox) != 0)
-    g.skip = "skipped: faketime cannot run this oncebox build (a sanitizer "
-             "build refuses LD_PRELOAD)";
+  if (g.skip == NULL && (g.faketime = ts_faketime_lib()) == NULL)
+    g.skip = "skipped: no libfaketime that fakes this build's clock "
+             "(faketime missing, a sanitizer build, or a cross build "
+             "without the target's libfaketime)";
   if (g.skip != NULL) return 0;
   g.pki = ts_path(g.dir, "pki");
   g.ca = ts_path(g.pki, "ca.crt");

@@ -692,7 +692,7 @@ static void test_cli_sync(void** state) {
   snprintf(db, sizeof db, "%s/t.db", dir);
   snprintf(out, sizeof out, "%s/out", dir);
   for (int i = 0; i < 12; i++)
-    assert_int_equal(sh("'%s' --db '%s' enqueue --type PaymentCaptured --id "
+    assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' enqueue --type PaymentCaptured --id "
                         "0190b6d8-3ae7-7ca2-a653-%012d --body "
                         "'{\"paymentId\":\"5c4080b1-b5d2-4e91-8de8-%012d\","
                         "\"merchantId\":\"3727331a-b533-4c6e-a0f8-48532237307b\","
@@ -702,17 +702,17 @@ static void test_cli_sync(void** state) {
   /* Offline: handled, the outbox holds everything, drain times out. */
   rf_set_endpoint(1);
   /* Exit 5: stopped with the outbox left for an SQS it cannot reach. */
-  assert_int_equal(sh("'%s' --db '%s' --log-level error run --until-idle "
+  assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' --log-level error run --until-idle "
                       "--outbox-queue-url '%s' --source urn:test:cli 2>/dev/null",
                       ob, db, q), 5);
-  assert_int_equal(sh("'%s' --db '%s' outbox show --unpublished --json > '%s'",
+  assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' outbox show --unpublished --json > '%s'",
                       ob, db, out), 0);
   assert_int_equal(sh("grep -c '\"eventType\":' '%s' | grep -qx 12", out), 0);
   assert_int_equal(sh("ONCEBOX_OUTBOX_QUEUE_URL='%s' '%s' --db '%s' --log-level"
                       " error outbox drain --until-empty --timeout 1 2>'%s'",
                       q, ob, db, out), 1);
   assert_int_equal(sh("grep -q 'timed out with 12 row(s) unpublished' '%s'", out), 0);
-  assert_int_equal(sh("'%s' --db '%s' stats --json > '%s'", ob, db, out), 0);
+  assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' stats --json > '%s'", ob, db, out), 0);
   assert_int_equal(sh("grep -q '\"online\":\tfalse' '%s'", out), 0);
   /* Online: drain publishes everything and exits 0. */
   rf_set_endpoint(g_srv.port);
@@ -722,10 +722,10 @@ static void test_cli_sync(void** state) {
                       " '%s' --db '%s' --log-level error outbox drain"
                       " --until-empty --timeout 30",
                       q, ob, db), 0);
-  assert_int_equal(sh("'%s' --db '%s' stats --json > '%s'", ob, db, out), 0);
+  assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' stats --json > '%s'", ob, db, out), 0);
   assert_int_equal(sh("grep -q '\"online\":\ttrue' '%s'", out), 0);
   assert_int_equal(sh("grep -q '\"unpublished\":\t0' '%s'", out), 0);
-  assert_int_equal(sh("'%s' --db '%s' outbox show --json > '%s'", ob, db, out), 0);
+  assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' outbox show --json > '%s'", ob, db, out), 0);
   assert_int_equal(sh("grep -c '\"publishedAt\":\t\"' '%s' | grep -qx 12", out), 0);
   cJSON* events = drain_queue(q);
   assert_int_equal(cJSON_GetArraySize(events), 12);
@@ -750,10 +750,11 @@ static void test_faketime_dead_lease_restart(void** state) {
   if (g_skip) skip();
   const char* bin = getenv("OB_BINARY_DIR");
   assert_non_null(bin);
-  if (sh("command -v faketime >/dev/null 2>&1") != 0 ||
-      sh("faketime -f '+0d' '%s/oncebox' --version >/dev/null 2>&1", bin) != 0) {
-    print_message("skipped: faketime is missing or cannot run this build (a "
-                  "sanitizer build refuses LD_PRELOAD)\n");
+  char* lib = ts_faketime_lib();
+  if (lib == NULL) {
+    print_message("skipped: no libfaketime that fakes this build's clock "
+                  "(faketime missing, a sanitizer build, or a cross build "
+                  "without the target's libfaketime)\n");
     skip();
   }
   char* q = sq_create_queue(&g_srv, "relay-clock-back", NULL);
@@ -792,9 +793,10 @@ static void test_faketime_dead_lease_restart(void** state) {
   ** while the rows left are publishable only later (a lease still running
   ** counts as that), so only the drain proves the lease ends. */
   int rc = sh("ONCEBOX_OUTBOX_QUEUE_URL='%s' ONCEBOX_SOURCE="
-              "urn:oncebox:test-terminal faketime -f '-1d' '%s/oncebox' --db "
+              "urn:oncebox:test-terminal LD_PRELOAD='%s' FAKETIME='-1d' "
+              "$OB_EMULATOR '%s/oncebox' --db "
               "'%s' --log-level warn outbox drain --until-empty --timeout 30 "
-              "2>'%s'", q, bin, f->db_path, log);
+              "2>'%s'", q, lib, bin, f->db_path, log);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   int64_t ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
   sh("cat '%s' >&2", log);
@@ -811,6 +813,7 @@ static void test_faketime_dead_lease_restart(void** state) {
   cJSON_Delete(events);
   fx_free(f);
   free(q);
+  free(lib);
 }
 
 /* ---- plain HTTP (docs/security.md, "Plain HTTP") ---------------------------
@@ -1016,7 +1019,7 @@ static void test_cli_plain_http(void** state) {
   snprintf(db, sizeof db, "%s/t.db", dir);
   snprintf(out, sizeof out, "%s/out", dir);
   for (int i = 0; i < 6; i++)
-    assert_int_equal(sh("'%s' --db '%s' enqueue --type PaymentCaptured --id "
+    assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' enqueue --type PaymentCaptured --id "
                         "0190b6d8-3ae7-7ca2-a653-%012d --body "
                         "'{\"paymentId\":\"5c4080b1-b5d2-4e91-8de8-%012d\","
                         "\"merchantId\":\"3727331a-b533-4c6e-a0f8-48532237307b\","
@@ -1024,7 +1027,7 @@ static void test_cli_plain_http(void** state) {
                         ob, db, i, i),
                      0);
   ph_plain_endpoint("AWS_ENDPOINT_URL_SQS");
-  assert_int_equal(sh("'%s' --db '%s' run --until-idle --outbox-queue-url '%s' "
+  assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' run --until-idle --outbox-queue-url '%s' "
                       "--source urn:oncebox:test-terminal 2>'%s'", ob, db, q,
                       out), 2);
   assert_int_equal(sh("grep -q 'cannot publish the outbox: AWS_ENDPOINT_URL_SQS "

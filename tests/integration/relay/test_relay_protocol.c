@@ -230,13 +230,13 @@ static void assert_cli_stats_say(fixture_t* f, const char* want) {
   assert_non_null(p);
   fputs(want, p);
   fclose(p);
-  assert_int_equal(sh("'%s/oncebox' --db '%s' stats > '%s'", bin, f->db_path,
+  assert_int_equal(sh("$OB_EMULATOR '%s/oncebox' --db '%s' stats > '%s'", bin, f->db_path,
                       out), 0);
   if (sh("grep -qF -f '%s' '%s'", pat, out) != 0) {
     sh("cat '%s' >&2", out);
     fail_msg("oncebox stats does not say: %s", want);
   }
-  assert_int_equal(sh("'%s/oncebox' --db '%s' stats --json > '%s'", bin,
+  assert_int_equal(sh("$OB_EMULATOR '%s/oncebox' --db '%s' stats --json > '%s'", bin,
                       f->db_path, out), 0);
   if (sh("grep -qF -f '%s' '%s'", pat, out) != 0) {
     sh("cat '%s' >&2", out);

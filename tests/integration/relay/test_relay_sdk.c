@@ -437,7 +437,7 @@ static void test_offline_then_new_process(void** state) {
   ** outbox configured through the environment. */
   assert_int_equal(sh("AWS_ENDPOINT_URL_SQS=https://localhost:%d"
                       " ONCEBOX_OUTBOX_QUEUE_URL='%s' ONCEBOX_SOURCE='%s'"
-                      " '%s/oncebox' --db '%s' --log-level error run --until-idle",
+                      " $OB_EMULATOR '%s/oncebox' --db '%s' --log-level error run --until-idle",
                       g_srv.port, q, SOURCE, bin, f->db_path),
                    0);
   fx_open(f);

@@ -78,7 +78,7 @@ static out_t run(const char* args) {
   snprintf(o, sizeof o, "%s/run%d.out", g_srv.dir, g_runs);
   snprintf(e, sizeof e, "%s/run%d.err", g_srv.dir, g_runs);
   g_runs++;
-  snprintf(cmd, sizeof cmd, "'%s' sqs %s --resolve " SQ_HOST ":127.0.0.1 "
+  snprintf(cmd, sizeof cmd, "$OB_EMULATOR '%s' sqs %s --resolve " SQ_HOST ":127.0.0.1 "
            "</dev/null >'%s' 2>'%s'", g_oncebox, args, o, e);
   st = system(cmd);
   r.rc = (st != -1 && WIFEXITED(st)) ? WEXITSTATUS(st) : -1;
@@ -232,7 +232,7 @@ static void test_help_and_usage(void** state) {
   {
     char cmd[4400];
     int st;
-    snprintf(cmd, sizeof cmd, "'%s' --help | grep -q 'talk to Amazon SQS'",
+    snprintf(cmd, sizeof cmd, "$OB_EMULATOR '%s' --help | grep -q 'talk to Amazon SQS'",
              g_oncebox);
     st = system(cmd);
     assert_int_equal(st, 0);
