@@ -12,6 +12,15 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs"
 
+# ARM terminals, cross-built and tested under qemu-user (docs/cross.md):
+# arm64's unit, integration, crash and fuzz-replay labels; armhf's unit
+# label (32-bit: off_t, time_t, size_t), whose build alone costs minutes.
+# OB_CROSS=0 skips both.
+if [ "${OB_CROSS:-1}" != 0 ]; then
+  bash tests/cross.sh arm64
+  OB_CROSS_LABELS=unit bash tests/cross.sh armhf
+fi
+
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DOB_SANITIZE=ON
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
