@@ -9,6 +9,7 @@
 
 #include "core/util/ndjson_envelope.h"
 #include "platform/cli/cli.h"
+#include "platform/loop/sd_watch.h"
 
 int ob__cmd_init(cli_t* cli, int argc, char** argv) {
   int code;
@@ -405,6 +406,16 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
                                           sync.sqs_allow_http, failures_to_sqs)) != 0) {
     ob_close(e);
     return code;
+  }
+  /* Under systemd (Type=notify): READY=1 once the loop handles, WATCHDOG=1
+  ** while it turns, STOPPING=1 on the way out. Registered last, so every
+  ** other component has started when READY=1 goes out. */
+  if ((rc = ob__sd_enable(e, until_idle ? "handling until idle"
+                                        : "handling messages")) < 0) {
+    fprintf(stderr, "oncebox run: cannot set up systemd notification: %s\n",
+            ob_strerror(rc));
+    ob_close(e);
+    return EXIT_FAIL;
   }
   memset(&before, 0, sizeof before);
   ob_stats(e, &before);
