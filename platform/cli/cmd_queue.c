@@ -386,6 +386,9 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
                "someone else still holds.\n"
                "SIGTERM/SIGINT: finish the message in hand, exit 0; a second\n"
                "signal exits at once.\n"
+               "Under systemd (Type=notify, NOTIFY_SOCKET set) it sends READY=1\n"
+               "once the loop handles, WATCHDOG=1 every half of WATCHDOG_USEC\n"
+               "and STOPPING=1 on the way out.\n"
                "\nSQS options:\n%s"
                "\nProvider options:\n%s", ob__cli_sqs_allow_http_help,
                ob__cli_provider_help);
