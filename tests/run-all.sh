@@ -12,6 +12,15 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs"
 
+# The Debian packages (as root: it installs and purges them): built from a
+# clean copy, lintian, dpkg -i, examples/shop against liboncebox-dev, the
+# systemd unit verified and its exposure score checked (docs/packaging.md).
+if [ "$(id -u)" = 0 ]; then
+  bash tests/packaging/test_deb.sh
+else
+  echo "run-all: not root: skipping tests/packaging/test_deb.sh"
+fi
+
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DOB_SANITIZE=ON
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
