@@ -42,7 +42,7 @@ libdir=${libdir%/pkgconfig}
 for f in include/oncebox.h "${libdir#"$prefix"/}/liboncebox.a" "${libdir#"$prefix"/}/liboncebox.so" \
          "${libdir#"$prefix"/}/cmake/oncebox/onceboxConfig.cmake" \
          "${libdir#"$prefix"/}/cmake/oncebox/onceboxConfigVersion.cmake" bin/oncebox \
-         share/doc/oncebox/LICENSE share/doc/oncebox/NOTICE share/man/man1/oncebox.1; do
+         share/doc/oncebox/LICENSE share/doc/oncebox/NOTICE share/man/man1/oncebox.1 share/man/man3/oncebox.3; do
   [ -e "$prefix/$f" ] || fail "not installed: $f"
 done
 for h in "$src"/core/include/oncebox*.h; do
