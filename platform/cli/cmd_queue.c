@@ -412,7 +412,10 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
   }
   /* Under systemd (Type=notify): READY=1 once the loop handles, WATCHDOG=1
   ** while it turns, STOPPING=1 on the way out. Registered last, so every
-  ** other component has started when READY=1 goes out. */
+  ** other component has started when READY=1 goes out. A send that fails
+  ** later is only logged; failing to register (no room for a component)
+  ** ends the run now: systemd would otherwise wait for a READY=1 that never
+  ** comes and time the start out without a reason. */
   if ((rc = ob__sd_enable(e, until_idle ? "handling until idle"
                                         : "handling messages")) < 0) {
     fprintf(stderr, "oncebox run: cannot set up systemd notification: %s\n",
