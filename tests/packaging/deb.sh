@@ -22,6 +22,9 @@ for t in dpkg-buildpackage dh lintian; do
   command -v "$t" >/dev/null || { echo "deb.sh: $t not found (apt-get install debhelper dpkg-dev lintian)"; exit 2; }
 done
 version=$(dpkg-parsechangelog -l "$src/debian/changelog" -S Version)
+# A native package: debian/changelog's version is the project's.
+project=$(sed -n 's/^project(oncebox VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt")
+[ "$version" = "$project" ] || { echo "deb.sh: debian/changelog says $version, CMakeLists.txt $project: add a changelog entry (dch -v $project)"; exit 1; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ob-deb.XXXXXX")
 if [ "${OB_KEEP:-0}" = 1 ]; then echo "keeping $tmp"; else trap 'rm -rf "$tmp"' EXIT; fi
 t0=$(date +%s)
