@@ -10,6 +10,9 @@
 set -euo pipefail
 src=$1 work=$2 prefix=${3:-} libdir=${4:-}
 jobs=${OB_PACKAGING_JOBS:-2}
+# A cross build's binaries run under $OB_EMULATOR (qemu-aarch64, ...).
+emu=()
+[ -n "${OB_EMULATOR:-}" ] && emu=("$OB_EMULATOR")
 ex=$src/examples/shop
 fail() { echo "FAIL: $*"; exit 1; }
 mkdir -p "$work"
@@ -18,9 +21,9 @@ echo "== examples/shop: pkg-config"
 cc -o "$work/shop-pc" "$ex/shop.c" "$ex/shop_test.c" $(pkg-config --cflags --libs oncebox) \
   || fail "examples/shop pkg-config build"
 if [ -n "$libdir" ]; then
-  LD_LIBRARY_PATH="$libdir" "$work/shop-pc" || fail "examples/shop (pkg-config) failed"
+  LD_LIBRARY_PATH="$libdir" "${emu[@]}" "$work/shop-pc" || fail "examples/shop (pkg-config) failed"
 else
-  "$work/shop-pc" || fail "examples/shop (pkg-config) failed"
+  "${emu[@]}" "$work/shop-pc" || fail "examples/shop (pkg-config) failed"
 fi
 echo "== examples/shop: find_package + ctest"
 cmake -S "$ex" -B "$work/b-shop" ${prefix:+-DCMAKE_PREFIX_PATH="$prefix"} \
