@@ -65,7 +65,7 @@ done
 # lintian on the .changes: the packages and the buildinfo. Errors and
 # warnings fail; overrides (with their reasons) are in debian/*.lintian-overrides.
 step "lintian $(basename "$changes")"
-lintian --fail-on error,warning --display-info --no-tag-display-limit \
+lintian --fail-on error,warning --display-info --tag-display-limit 0 \
   "$out/$(basename "$changes")" || { echo "FAIL: lintian"; exit 1; }
 step "deb.sh: OK ($arch)"
 ls -1 "$out"/*.deb
