@@ -6,6 +6,7 @@
 #   lib/pkgconfig/oncebox.pc
 #   lib/cmake/oncebox/onceboxConfig.cmake  (+ ConfigVersion, Targets)
 #   bin/oncebox                            (platform/cli/CMakeLists.txt)
+#   share/man/man1/oncebox.1, man3/oncebox.3  docs/man
 include(CMakePackageConfigHelpers)
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/core/include/
@@ -31,6 +32,11 @@ else()
 endif()
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/onceboxConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY ${_ob_compat})
+# The manual pages (tests/packaging/man_pages.sh keeps them warning-free).
+install(FILES ${PROJECT_SOURCE_DIR}/docs/man/oncebox.1
+        DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+install(FILES ${PROJECT_SOURCE_DIR}/docs/man/oncebox.3
+        DESTINATION ${CMAKE_INSTALL_MANDIR}/man3)
 # A binary distribution carries the license and the bundled code's notice.
 install(FILES ${PROJECT_SOURCE_DIR}/LICENSE ${PROJECT_SOURCE_DIR}/NOTICE
               ${PROJECT_SOURCE_DIR}/CHANGELOG.md

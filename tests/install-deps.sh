@@ -10,7 +10,11 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 pkgs=(build-essential g++ cmake pkg-config
       libsqlite3-dev sqlite3 libuv1-dev libmbedtls-dev libcjson-dev
       libcmocka-dev node-llhttp
-      openssl socat faketime ca-certificates)
+      openssl socat faketime ca-certificates
+      debhelper dpkg-dev lintian fakeroot groff-base man-db systemd)
+# (The Debian packaging: tests/packaging/deb.sh and test_deb.sh; groff-base
+# and man-db for the man_pages test; systemd for systemd-analyze and the
+# package's systemd-sysusers.)
 # Node may come from elsewhere than Debian (it does on our machines).
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   pkgs+=(nodejs npm)

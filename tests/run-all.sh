@@ -12,10 +12,19 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs"
 
+# The Debian packages (as root: it installs and purges them): built from a
+# clean copy, lintian, dpkg -i, examples/shop against liboncebox-dev, the
+# systemd unit verified and its exposure score checked (docs/packaging.md).
+if [ "$(id -u)" = 0 ]; then
+  bash tests/packaging/test_deb.sh
+else
+  echo "run-all: not root: skipping tests/packaging/test_deb.sh"
+fi
+
 # ARM terminals, cross-built and tested under qemu-user (docs/cross.md):
-# arm64's unit, integration, crash and fuzz-replay labels; armhf's unit
-# label (32-bit: off_t, time_t, size_t), whose build alone costs minutes.
-# OB_CROSS=0 skips both.
+# arm64's unit, integration, crash and fuzz-replay labels, and its Debian
+# packages; armhf's unit label (32-bit: off_t, time_t, size_t), whose build
+# alone costs minutes. OB_CROSS=0 skips them.
 if [ "${OB_CROSS:-1}" != 0 ]; then
   bash tests/cross.sh arm64
   OB_CROSS_LABELS=unit bash tests/cross.sh armhf

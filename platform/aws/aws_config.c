@@ -481,6 +481,159 @@ static int copy_str(char** dst, const char* src, loader_t* L) {
   return 0;
 }
 
+/* ---------------------------------------------------------------------------
+** systemd credentials: LoadCredential=NAME:PATH puts a file NAME in
+** $CREDENTIALS_DIRECTORY (a private, read-only ramfs only the service can
+** read), which keeps the secret out of the environment (/proc/PID/environ,
+** `systemctl show`). One value per file; a single trailing newline ("\n" or
+** "\r\n") is stripped, as `echo KEY > file` leaves one.
+*/
+#define MAX_CREDENTIAL_BYTES 8192
+
+/* Read DIR/name into *out (malloc'd, NUL-terminated). 0 with *out NULL when
+** the file does not exist; < 0 with the reason in L->err (which names the
+** file, never its content). */
+static int read_credential(loader_t* L, const char* dir, const char* name,
+                           char** out) {
+  char path[4096];
+  char* buf;
+  struct stat st;
+  size_t got = 0;
+  int fd, rc = 0;
+
+  *out = NULL;
+  if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
+    return ob__errbuf_set(L->err, L->errlen, OB_EINVAL,
+                          "CREDENTIALS_DIRECTORY is too long");
+  fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    if (errno == ENOENT) return 0;
+    return ob__errbuf_set(L->err, L->errlen, OB_EIO,
+                          "credential %s: cannot open: %s", path,
+                          strerror(errno));
+  }
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return ob__errbuf_set(L->err, L->errlen, OB_EIO,
+                          "credential %s: not a regular file", path);
+  }
+  if (st.st_size > MAX_CREDENTIAL_BYTES) {
+    close(fd);
+    return ob__errbuf_set(L->err, L->errlen, OB_ETOOBIG,
+                          "credential %s: larger than %d bytes", path,
+                          MAX_CREDENTIAL_BYTES);
+  }
+  /* One byte more than the limit: a file that grew after fstat is caught. */
+  buf = malloc(MAX_CREDENTIAL_BYTES + 2);
+  if (buf == NULL) {
+    close(fd);
+    return ob__errbuf_set(L->err, L->errlen, OB_ENOMEM, "out of memory");
+  }
+  for (;;) {
+    ssize_t n = read(fd, buf + got, MAX_CREDENTIAL_BYTES + 1 - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      rc = ob__errbuf_set(L->err, L->errlen, OB_EIO,
+                          "credential %s: read failed: %s", path,
+                          strerror(errno));
+      break;
+    }
+    if (n == 0) break;
+    got += (size_t)n;
+    if (got > MAX_CREDENTIAL_BYTES) {
+      rc = ob__errbuf_set(L->err, L->errlen, OB_ETOOBIG,
+                          "credential %s: larger than %d bytes", path,
+                          MAX_CREDENTIAL_BYTES);
+      break;
+    }
+  }
+  close(fd);
+  if (rc == 0) {
+    if (got > 0 && buf[got - 1] == '\n') got--;
+    if (got > 0 && buf[got - 1] == '\r') got--;
+    buf[got] = '\0';
+    if (memchr(buf, '\0', got) != NULL)
+      rc = ob__errbuf_set(L->err, L->errlen, OB_EINVAL,
+                          "credential %s: contains a NUL byte", path);
+  }
+  if (rc < 0) {
+    mbedtls_platform_zeroize(buf, MAX_CREDENTIAL_BYTES + 2);
+    free(buf);
+    return rc;
+  }
+  *out = buf;
+  return 0;
+}
+
+static void free_secret(char* s) {
+  if (s == NULL) return;
+  mbedtls_platform_zeroize(s, strlen(s));
+  free(s);
+}
+
+/* Keys from $CREDENTIALS_DIRECTORY: 1 if found (cfg filled), 0 if the
+** variable is unset or holds neither key file, < 0 on error. The same
+** validation as the environment variables. */
+static int load_credentials_dir(loader_t* L, ob__aws_config_t* cfg) {
+  const char* dir = env_get(L->env, L->env_ctx, "CREDENTIALS_DIRECTORY");
+  char* id = NULL;
+  char* secret = NULL;
+  char* token = NULL;
+  int rc;
+
+  if (dir == NULL) return 0;
+  if ((rc = read_credential(L, dir, "aws_access_key_id", &id)) < 0 ||
+      (rc = read_credential(L, dir, "aws_secret_access_key", &secret)) < 0 ||
+      (rc = read_credential(L, dir, "aws_session_token", &token)) < 0)
+    goto done;
+  if (id == NULL && secret == NULL) {
+    rc = 0;   /* other credentials only: the ~/.aws files are next */
+    goto done;
+  }
+  if (id == NULL || secret == NULL) {
+    rc = ob__errbuf_set(L->err, L->errlen, OB_EINVAL,
+                        "credential %s is in CREDENTIALS_DIRECTORY but %s is "
+                        "not", id ? "aws_access_key_id" : "aws_secret_access_key",
+                        id ? "aws_secret_access_key" : "aws_access_key_id");
+    goto done;
+  }
+  if (!token_ok(id, 0)) {
+    rc = ob__errbuf_set(L->err, L->errlen, OB_EINVAL,
+                        "credential aws_access_key_id is empty or contains "
+                        "spaces, control characters, '/' or ','");
+    goto done;
+  }
+  if (!token_ok(secret, 1)) {
+    rc = ob__errbuf_set(L->err, L->errlen, OB_EINVAL,
+                        "credential aws_secret_access_key is empty or contains "
+                        "spaces or control characters");
+    goto done;
+  }
+  if (token != NULL && token[0] != '\0' && !token_ok(token, 1)) {
+    rc = ob__errbuf_set(L->err, L->errlen, OB_EINVAL,
+                        "credential aws_session_token contains spaces or "
+                        "control characters");
+    goto done;
+  }
+  /* Ownership moves to cfg (ob__aws_config_free wipes them). */
+  cfg->access_key_id = id;
+  cfg->secret_access_key = secret;
+  id = secret = NULL;
+  if (token != NULL && token[0] != '\0') {
+    cfg->session_token = token;
+    token = NULL;
+  }
+  snprintf(cfg->credentials_source, sizeof cfg->credentials_source,
+           "systemd credentials (%.400s: aws_access_key_id%s)", dir,
+           cfg->session_token ? ", aws_session_token" : "");
+  rc = 1;
+done:
+  free_secret(id);
+  free_secret(secret);
+  free_secret(token);
+  return rc;
+}
+
 static int load_credentials(loader_t* L, ob__aws_config_t* cfg) {
   const char* id = env_get(L->env, L->env_ctx, "AWS_ACCESS_KEY_ID");
   const char* secret = env_get(L->env, L->env_ctx, "AWS_SECRET_ACCESS_KEY");
@@ -527,6 +680,9 @@ static int load_credentials(loader_t* L, ob__aws_config_t* cfg) {
              token ? ", AWS_SESSION_TOKEN" : "");
     return 0;
   }
+  /* Explicit environment keys > the service's credentials > ~/.aws. */
+  rc = load_credentials_dir(L, cfg);
+  if (rc != 0) return rc < 0 ? rc : 0;
 
   kid = profile_get(L, "aws_access_key_id", &fid);
   ksec = profile_get(L, "aws_secret_access_key", &fsec);

@@ -12,6 +12,10 @@
 **
 **   credentials  overrides->access_key_id/secret (tests, tools), then
 **                AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (+ AWS_SESSION_TOKEN),
+**                then the files aws_access_key_id, aws_secret_access_key
+**                (+ aws_session_token) in $CREDENTIALS_DIRECTORY (systemd's
+**                LoadCredential=; one value per file, one trailing newline
+**                stripped, at most 8 KiB each, validated as the variables),
 **                then the profile: aws_access_key_id, aws_secret_access_key,
 **                aws_session_token from the credentials file section [NAME],
 **                else from the config file section [profile NAME] ([default]

@@ -11,11 +11,39 @@
 #include "core/util/utc_time.h"
 #include "platform/cli/cli.h"
 
+/* 1 if stderr is the journal's stream: systemd sets JOURNAL_STREAM to the
+** "device:inode" of the socket it connects to stderr, and the variable is
+** inherited, so it counts only while fd 2 still is that socket (sd_journal
+** docs, "JOURNAL_STREAM"). Read once: it does not change during a run. */
+static int stderr_is_journal(void) {
+  static int cached = -1;
+  const char* v;
+  unsigned long long dev, ino;
+  char tail;
+  struct stat st;
+  if (cached >= 0) return cached;
+  cached = 0;
+  v = getenv("JOURNAL_STREAM");
+  if (v != NULL && sscanf(v, "%llu:%llu%c", &dev, &ino, &tail) == 2 &&
+      fstat(2, &st) == 0 && (unsigned long long)st.st_dev == dev &&
+      (unsigned long long)st.st_ino == ino)
+    cached = 1;
+  return cached;
+}
+
 void ob__cli_log(void* ctx, ob_log_level_t level, const char* msg) {
   static const char* names[] = {"error", "warn", "info", "debug"};
+  /* syslog(3) priorities: LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG. */
+  static const int prio[] = {3, 4, 6, 7};
   const ob_clock_t* clock = ob_system_clock();
   char when[OB__UTC_MS_LEN];
   (void)ctx;
+  if ((unsigned)level > OB_LOG_DEBUG) level = OB_LOG_DEBUG;
+  if (stderr_is_journal()) {
+    /* journald reads "<N>" as the priority and stamps the line itself. */
+    fprintf(stderr, "<%d>%s %s\n", prio[level], names[level], msg);
+    return;
+  }
   (void)ob__utc_format_ms(clock->now_ms(clock->ctx), when);
   fprintf(stderr, "%s %s %s\n", when, names[level], msg);
 }

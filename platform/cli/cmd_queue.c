@@ -9,6 +9,7 @@
 
 #include "core/util/ndjson_envelope.h"
 #include "platform/cli/cli.h"
+#include "platform/loop/sd_watch.h"
 
 int ob__cmd_init(cli_t* cli, int argc, char** argv) {
   int code;
@@ -385,6 +386,9 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
                "someone else still holds.\n"
                "SIGTERM/SIGINT: finish the message in hand, exit 0; a second\n"
                "signal exits at once.\n"
+               "Under systemd (Type=notify, NOTIFY_SOCKET set) it sends READY=1\n"
+               "once the loop handles, WATCHDOG=1 every half of WATCHDOG_USEC\n"
+               "and STOPPING=1 on the way out.\n"
                "\nSQS options:\n%s"
                "\nProvider options:\n%s", ob__cli_sqs_allow_http_help,
                ob__cli_provider_help);
@@ -405,6 +409,19 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
                                           sync.sqs_allow_http, failures_to_sqs)) != 0) {
     ob_close(e);
     return code;
+  }
+  /* Under systemd (Type=notify): READY=1 once the loop handles, WATCHDOG=1
+  ** while it turns, STOPPING=1 on the way out. Registered last, so every
+  ** other component has started when READY=1 goes out. A send that fails
+  ** later is only logged; failing to register (no room for a component)
+  ** ends the run now: systemd would otherwise wait for a READY=1 that never
+  ** comes and time the start out without a reason. */
+  if ((rc = ob__sd_enable(e, until_idle ? "handling until idle"
+                                        : "handling messages")) < 0) {
+    fprintf(stderr, "oncebox run: cannot set up systemd notification: %s\n",
+            ob_strerror(rc));
+    ob_close(e);
+    return EXIT_FAIL;
   }
   memset(&before, 0, sizeof before);
   ob_stats(e, &before);

@@ -83,7 +83,9 @@ static void usage(FILE* out) {
       "  --json              machine-readable output\n"
       "\n"
       "Credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,\n"
-      "or the profile in ~/.aws/credentials and ~/.aws/config.\n"
+      "then the files aws_access_key_id, aws_secret_access_key and\n"
+      "aws_session_token in $CREDENTIALS_DIRECTORY (systemd's LoadCredential=),\n"
+      "then the profile in ~/.aws/credentials and ~/.aws/config.\n"
       "Exit codes: 0 ok; 1 the call failed (the SQS error code and message are\n"
       "printed), or the configuration is unusable; 2 usage error, or an\n"
       "http:// endpoint without --sqs-allow-http.\n");

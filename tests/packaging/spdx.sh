@@ -17,6 +17,10 @@ while IFS= read -r f; do
     echo "no SPDX line: $f"
     missing=$((missing + 1))
   fi
-done < <(find . -path ./build\* -prune -o -path ./.git -prune -o -type f -print | sed 's|^\./||')
+# Pruned: build directories (build*, and obj-<triplet>, debhelper's) and
+# what a package build stages under debian/ (tmp/, the packages' trees).
+done < <(find . \( -path ./build\* -o -path ./.git -o -path './obj-*' \
+                   -o -path './debian/*' -type d \) -prune -o -type f -print |
+         sed 's|^\./||')
 [ "$missing" = 0 ] || { echo "$missing file(s) without the license line"; exit 1; }
 echo "spdx: every source file carries SPDX-License-Identifier: Apache-2.0"

@@ -42,7 +42,7 @@ libdir=${libdir%/pkgconfig}
 for f in include/oncebox.h "${libdir#"$prefix"/}/liboncebox.a" "${libdir#"$prefix"/}/liboncebox.so" \
          "${libdir#"$prefix"/}/cmake/oncebox/onceboxConfig.cmake" \
          "${libdir#"$prefix"/}/cmake/oncebox/onceboxConfigVersion.cmake" bin/oncebox \
-         share/doc/oncebox/LICENSE share/doc/oncebox/NOTICE; do
+         share/doc/oncebox/LICENSE share/doc/oncebox/NOTICE share/man/man1/oncebox.1 share/man/man3/oncebox.3; do
   [ -e "$prefix/$f" ] || fail "not installed: $f"
 done
 for h in "$src"/core/include/oncebox*.h; do
@@ -94,20 +94,10 @@ for how in package static; do
   run $how "$tmp/b-$how/consumer"
 done
 
-# 2c. examples/shop, the README's library example (its own table and
-# migration, an end-to-end test on the public fake clock), both ways.
-ex=$src/examples/shop
-step "examples/shop: pkg-config"
-# shellcheck disable=SC2046
-cc -o "$tmp/shop-pc" "$ex/shop.c" "$ex/shop_test.c" $(pkg-config --cflags --libs oncebox) \
-  || fail "examples/shop pkg-config build"
-LD_LIBRARY_PATH="$libdir" "$tmp/shop-pc" || fail "examples/shop (pkg-config) failed"
-step "examples/shop: find_package + ctest"
-cmake -S "$ex" -B "$tmp/b-shop" -DCMAKE_PREFIX_PATH="$prefix" >"$tmp/b-shop.log" 2>&1 \
-  || { cat "$tmp/b-shop.log"; fail "examples/shop configure"; }
-cmake --build "$tmp/b-shop" -j"$jobs" >>"$tmp/b-shop.log" 2>&1 \
-  || { cat "$tmp/b-shop.log"; fail "examples/shop build"; }
-(cd "$tmp/b-shop" && ctest --output-on-failure) || fail "examples/shop ctest"
+# 2c. examples/shop, the README's library example, both ways (shop.sh,
+# which tests/packaging/test_deb.sh runs against the Debian package too).
+step "examples/shop"
+bash "$src/tests/packaging/shop.sh" "$src" "$tmp/shop" "$prefix" "$libdir" || fail "examples/shop"
 
 # 3. From source: add_subdirectory and FetchContent (builds only what the
 # consumer needs: the library).

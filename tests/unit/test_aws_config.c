@@ -526,6 +526,84 @@ static void test_unreadable_and_huge(void** state) {
   expect_error(e, OB_EINVAL, "NUL byte", NULL);
 }
 
+/* ---- systemd credentials ($CREDENTIALS_DIRECTORY) ------------------------ */
+
+static void write_cred(const char* dir, const char* name, const char* text) {
+  char path[4096];
+  FILE* f;
+  snprintf(path, sizeof path, "%s/creds", dir);
+  mkdir(path, 0700);
+  snprintf(path, sizeof path, "%s/creds/%s", dir, name);
+  f = fopen(path, "wb");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+static void test_credentials_directory(void** state) {
+  env_t* e = *state;
+  ob__aws_config_t cfg;
+  char err[1024];
+  char dir[4096];     /* env_set keeps the pointer: one buffer per value */
+  char awsdir[4096];
+  char gone[4096];
+  char big[9000];
+  snprintf(dir, sizeof dir, "%s/creds", e->dir);
+  write_file(e->dir, ".aws/credentials",
+             "[default]\naws_access_key_id = AKIDFILE\n"
+             "aws_secret_access_key = filesecret\n");
+  write_cred(e->dir, "aws_access_key_id", "AKIDCRED\n");
+  write_cred(e->dir, "aws_secret_access_key", CANARY "\r\n");
+  write_cred(e->dir, "aws_session_token", CANARY_TOKEN);
+  env_set(e, "AWS_REGION", "eu-west-1");
+  env_set(e, "CREDENTIALS_DIRECTORY", dir);
+  /* The credentials directory beats ~/.aws; the newline is stripped. */
+  assert_int_equal(load(e, &cfg, NULL, err, sizeof err), 0);
+  assert_string_equal(cfg.access_key_id, "AKIDCRED");
+  assert_string_equal(cfg.secret_access_key, CANARY);
+  assert_string_equal(cfg.session_token, CANARY_TOKEN);
+  assert_non_null(strstr(cfg.credentials_source, "systemd credentials"));
+  ob__aws_config_free(&cfg);
+
+  /* Explicit environment variables beat it. */
+  env_set(e, "AWS_ACCESS_KEY_ID", "AKIDENV");
+  env_set(e, "AWS_SECRET_ACCESS_KEY", "envsecret");
+  assert_int_equal(load(e, &cfg, NULL, err, sizeof err), 0);
+  assert_string_equal(cfg.access_key_id, "AKIDENV");
+  assert_null(cfg.session_token);
+  ob__aws_config_free(&cfg);
+  env_set(e, "AWS_ACCESS_KEY_ID", "");
+  env_set(e, "AWS_SECRET_ACCESS_KEY", "");
+
+  /* No key files there: the ~/.aws files, as before. */
+  snprintf(awsdir, sizeof awsdir, "%s/.aws", e->dir);
+  env_set(e, "CREDENTIALS_DIRECTORY", awsdir);
+  assert_int_equal(load(e, &cfg, NULL, err, sizeof err), 0);
+  assert_string_equal(cfg.access_key_id, "AKIDFILE");
+  ob__aws_config_free(&cfg);
+  env_set(e, "CREDENTIALS_DIRECTORY", dir);
+
+  /* The same validation as the variables, and no value in any message. */
+  write_cred(e->dir, "aws_secret_access_key", CANARY " with spaces\n");
+  expect_error(e, OB_EINVAL, "aws_secret_access_key", "spaces");
+  write_cred(e->dir, "aws_secret_access_key", "\n");
+  expect_error(e, OB_EINVAL, "aws_secret_access_key", "empty");
+  write_cred(e->dir, "aws_secret_access_key", CANARY);
+  write_cred(e->dir, "aws_session_token", CANARY_TOKEN "\nsecond line\n");
+  expect_error(e, OB_EINVAL, "aws_session_token", NULL);
+  write_cred(e->dir, "aws_session_token", CANARY_TOKEN);
+  /* Size-bounded. */
+  memset(big, 'A', sizeof big - 1);
+  big[sizeof big - 1] = '\0';
+  write_cred(e->dir, "aws_session_token", big);
+  expect_error(e, OB_ETOOBIG, "aws_session_token", "larger than");
+  write_cred(e->dir, "aws_session_token", CANARY_TOKEN);
+  /* One key without the other. */
+  snprintf(gone, sizeof gone, "%s/creds/aws_access_key_id", e->dir);
+  assert_int_equal(unlink(gone), 0);
+  expect_error(e, OB_EINVAL, "aws_access_key_id", "CREDENTIALS_DIRECTORY");
+}
+
 static void test_null_args(void** state) {
   ob__aws_config_t cfg;
   (void)state;
@@ -551,6 +629,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_no_credentials, setup, teardown),
       cmocka_unit_test_setup_teardown(test_malformed_files, setup, teardown),
       cmocka_unit_test_setup_teardown(test_unreadable_and_huge, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_credentials_directory, setup,
                                       teardown),
       cmocka_unit_test(test_null_args),
   };

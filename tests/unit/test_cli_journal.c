@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+** The CLI's log line (ob__cli_log, platform/cli/cli_util.c) under systemd:
+** when JOURNAL_STREAM names the device:inode of stderr, "<N>" syslog
+** priorities and no timestamp (journald stamps lines itself); otherwise, and
+** when JOURNAL_STREAM names something else (inherited by a child whose
+** stderr was redirected), the plain timestamped line.
+**
+** ob__cli_log reads the environment once per process: each case runs in a
+** child with stderr redirected to a file.
+*/
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "platform/cli/cli.h"
+#include "tests/support/testsupport.h"
+
+enum { JS_UNSET, JS_MATCH, JS_OTHER };
+
+/* Log one line per level with stderr on dir/log; JOURNAL_STREAM per how.
+** Returns the file's content (malloc'd). */
+static char* log_lines(const char* dir, int how) {
+  char* path = ts_path(dir, "log");
+  char* other = ts_path(dir, "other");
+  static char buf[4096];
+  pid_t pid;
+  int status, fd;
+  ssize_t n;
+  fflush(stderr);
+  pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    struct stat st;
+    char v[64];
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || dup2(fd, 2) < 0) _exit(2);
+    unsetenv("JOURNAL_STREAM");
+    if (how != JS_UNSET) {
+      int ofd = open(other, O_WRONLY | O_CREAT, 0600);
+      if (fstat(how == JS_MATCH ? 2 : ofd, &st) != 0) _exit(2);
+      snprintf(v, sizeof v, "%llu:%llu", (unsigned long long)st.st_dev,
+               (unsigned long long)st.st_ino);
+      setenv("JOURNAL_STREAM", v, 1);
+    }
+    ob__cli_log(NULL, OB_LOG_ERROR, "disk on fire");
+    ob__cli_log(NULL, OB_LOG_WARN, "retrying");
+    ob__cli_log(NULL, OB_LOG_INFO, "handled");
+    ob__cli_log(NULL, OB_LOG_DEBUG, "detail");
+    fflush(stderr);
+    _exit(0);
+  }
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  fd = open(path, O_RDONLY);
+  assert_true(fd >= 0);
+  n = read(fd, buf, sizeof buf - 1);
+  assert_true(n >= 0);
+  buf[n] = '\0';
+  close(fd);
+  free(path);
+  free(other);
+  return strdup(buf);
+}
+
+static void test_journal_prefixes(void** state) {
+  char* dir = ts_mkdtemp("cli-journal");
+  char* out = log_lines(dir, JS_MATCH);
+  (void)state;
+  assert_string_equal(out,
+                      "<3>error disk on fire\n"
+                      "<4>warn retrying\n"
+                      "<6>info handled\n"
+                      "<7>debug detail\n");
+  free(out);
+  ts_rmdir(dir);
+}
+
+/* The plain line: "YYYY-MM-DDTHH:MM:SS.mmmZ level message". */
+static void assert_plain(const char* out) {
+  const char* want[] = {"error disk on fire", "warn retrying", "info handled",
+                        "debug detail"};
+  const char* p = out;
+  for (int i = 0; i < 4; i++) {
+    const char* nl = strchr(p, '\n');
+    assert_non_null(nl);
+    assert_true(nl - p == 25 + (long)strlen(want[i]));
+    assert_true(p[0] == '2' && p[4] == '-' && p[10] == 'T' && p[19] == '.' &&
+                p[23] == 'Z' && p[24] == ' ');
+    assert_memory_equal(p + 25, want[i], strlen(want[i]));
+    p = nl + 1;
+  }
+  assert_int_equal(*p, '\0');
+  assert_null(strchr(out, '<'));
+}
+
+static void test_plain_without_journal(void** state) {
+  char* dir = ts_mkdtemp("cli-journal");
+  char* out = log_lines(dir, JS_UNSET);
+  (void)state;
+  assert_plain(out);
+  free(out);
+  /* Inherited JOURNAL_STREAM, stderr elsewhere: plain. */
+  out = log_lines(dir, JS_OTHER);
+  assert_plain(out);
+  free(out);
+  ts_rmdir(dir);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_journal_prefixes),
+      cmocka_unit_test(test_plain_without_journal),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
