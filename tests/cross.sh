@@ -11,7 +11,9 @@
 # through CMAKE_CROSSCOMPILING_EMULATOR; programs the tests start
 # indirectly (sh -c, execv, scripts) through $OB_EMULATOR, so the run also
 # works where binfmt_misc cannot be registered. Prints the stripped size of
-# the oncebox program (docs/performance.md, footprint).
+# the oncebox program (docs/performance.md, footprint). For arm64, then
+# builds the Debian packages (tests/packaging/deb.sh arm64) and runs the
+# packaged program under qemu.
 set -euo pipefail
 arch=${1:?usage: tests/cross.sh arm64|armhf [ctest args...]}
 shift
@@ -29,7 +31,8 @@ build=${OB_CROSS_BUILD_DIR:-build-$arch}
 bash tests/install-deps.sh
 pkgs=(crossbuild-essential-"$arch" qemu-user-static
       libsqlite3-dev:"$arch" libuv1-dev:"$arch" libmbedtls-dev:"$arch"
-      libcjson-dev:"$arch" libcmocka-dev:"$arch" libfaketime:"$arch")
+      libcjson-dev:"$arch" libcmocka-dev:"$arch" libfaketime:"$arch"
+      pkgconf:"$arch")  # <triplet>-pkg-config, for the package's cross build
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
@@ -93,3 +96,15 @@ if [ $# -eq 0 ]; then
   set -- -L "${OB_CROSS_LABELS:-unit|integration|crash|fuzz}"
 fi
 ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "$@"
+
+# arm64's Debian packages, through the same cross toolchain (debhelper
+# passes it to cmake): built from a clean copy, lintian-checked, their
+# program run under qemu. OB_CROSS_DEB=0 skips it.
+if [ "$arch" = arm64 ] && [ "${OB_CROSS_DEB:-1}" != 0 ]; then
+  bash tests/packaging/deb.sh arm64
+  deb=$(ls build-deb/arm64/oncebox_*_arm64.deb)
+  x=$(mktemp -d)
+  dpkg-deb -x "$deb" "$x"
+  "$OB_EMULATOR" "$x/usr/bin/oncebox" --version
+  rm -rf "$x"
+fi

@@ -3,6 +3,8 @@
 # The oncebox program end to end: every command, its exit codes, --json, and
 # bad input. Usage: test_cli.sh PATH/TO/oncebox
 set -u
+# A cross build under qemu: the emulator that starts built programs (tests/cross.sh).
+: "${OB_EMULATOR:=}"
 OB=${1:?usage: test_cli.sh PATH/TO/oncebox}
 T=$(mktemp -d "${TMPDIR:-/tmp}/oncebox-cli-XXXXXX")
 trap 'rm -rf "$T"' EXIT

@@ -6,6 +6,8 @@
 # the failure store as no_handler.
 # Usage: test_embedder.sh PATH/TO/embedder PATH/TO/oncebox
 set -u
+# A cross build under qemu: the emulator that starts built programs (tests/cross.sh).
+: "${OB_EMULATOR:=}"
 EMB=${1:?usage: test_embedder.sh EMBEDDER ONCEBOX}
 OB=${2:?usage: test_embedder.sh EMBEDDER ONCEBOX}
 T=$(mktemp -d "${TMPDIR:-/tmp}/oncebox-embedder-XXXXXX")

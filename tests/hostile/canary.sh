@@ -50,6 +50,8 @@
 # Ends with:
 #   canary: N artifacts (...): secret 0, token 0, signatures 0, auth headers 0
 set -uo pipefail
+# A cross build under qemu: the emulator that starts built programs (tests/cross.sh).
+: "${OB_EMULATOR:=}"
 here=$(cd "$(dirname "$0")/../.." && pwd)
 OB=${1:-${OB_BINARY_DIR:-$here/build}/oncebox}
 [ -x "$OB" ] || { echo "canary: $OB not found (build first)" >&2; exit 2; }

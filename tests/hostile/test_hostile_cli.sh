@@ -27,6 +27,8 @@
 # Ends with: hostile matrix (cli): N cases, 0 crashes, 0 unclear errors,
 # 0 lost, 0 wrong codes; K known defects (...)
 set -u
+# A cross build under qemu: the emulator that starts built programs (tests/cross.sh).
+: "${OB_EMULATOR:=}"
 OB=${1:-${OB_BINARY_DIR:?set OB_BINARY_DIR or pass the binary}/oncebox}
 # /dev/shm when writable: fsync is free there and each case opens a database.
 if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then base=/dev/shm; else base=${TMPDIR:-/tmp}; fi

@@ -8,6 +8,8 @@
 # prefix (test_packaging.sh), PKG_CONFIG_PATH already pointing into it and
 # LIBDIR for the pkg-config binary's LD_LIBRARY_PATH.
 set -euo pipefail
+# A cross build under qemu: the emulator that starts built programs (tests/cross.sh).
+: "${OB_EMULATOR:=}"
 src=$1 work=$2 prefix=${3:-} libdir=${4:-}
 jobs=${OB_PACKAGING_JOBS:-2}
 # A cross build's binaries run under $OB_EMULATOR (qemu-aarch64, ...).
