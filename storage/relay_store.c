@@ -3,6 +3,7 @@
 ** Several relay processes may share one database: every claim carries a
 ** token and a lease, and every mark checks the token. */
 #include <sqlite3.h>
+#include <stdint.h> /* SIZE_MAX, INT64_MAX: also in #if */
 #include <stdlib.h>
 #include <string.h>
 
@@ -369,10 +370,12 @@ int ob__outbox_list(ob__db_t* db, int filter, size_t limit,
       -1, &st, NULL);
   if (rc != SQLITE_OK) return ob__db_fail(db, rc, "outbox list");
   sqlite3_bind_int(st, 1, filter);
-  /* As int64 whatever size_t's width; a limit past INT64_MAX is no limit. */
-  sqlite3_bind_int64(st, 2, (uint64_t)limit > (uint64_t)INT64_MAX
-                                ? INT64_MAX
-                                : (sqlite3_int64)limit);
+  /* A limit past INT64_MAX is no limit; with a 32-bit size_t (armhf) none
+  ** is, and the comparison would be always false (-Wtype-limits). */
+#if SIZE_MAX > INT64_MAX
+  if (limit > INT64_MAX) limit = INT64_MAX;
+#endif
+  sqlite3_bind_int64(st, 2, (sqlite3_int64)limit);
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     ob_outbox_row_t r;
     r.id = (const char*)sqlite3_column_text(st, 0);
