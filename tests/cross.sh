@@ -28,23 +28,14 @@ build=${OB_CROSS_BUILD_DIR:-build-$arch}
 
 # What the native tests need (node, fauxqs, openssl, faketime...) runs on
 # the host: the ARM test programs start them as host programs.
-bash tests/install-deps.sh
-pkgs=(crossbuild-essential-"$arch" qemu-user-static
-      libsqlite3-dev:"$arch" libuv1-dev:"$arch" libmbedtls-dev:"$arch"
-      libcjson-dev:"$arch" libcmocka-dev:"$arch" libfaketime:"$arch"
-      pkgconf:"$arch")  # <triplet>-pkg-config, for the package's cross build
-missing=()
-for p in "${pkgs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
-    || missing+=("$p")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-  export DEBIAN_FRONTEND=noninteractive
-  dpkg --print-foreign-architectures | grep -qx "$arch" \
-    || dpkg --add-architecture "$arch"
+dpkg --print-foreign-architectures | grep -qx "$arch" || {
+  dpkg --add-architecture "$arch"
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+}
+bash tests/install-deps.sh crossbuild-essential-"$arch" qemu-user-static \
+  libsqlite3-dev:"$arch" libuv1-dev:"$arch" libmbedtls-dev:"$arch" \
+  libcjson-dev:"$arch" libcmocka-dev:"$arch" libfaketime:"$arch" \
+  pkgconf:"$arch"  # <triplet>-pkg-config, for the package's cross build
 
 # binfmt_misc: lets the kernel start ARM programs through qemu wherever they
 # are exec'd. Without it (a container that may not mount it) the run goes

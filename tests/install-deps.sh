@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Install what oncebox needs to build and to run every test, on Debian 12 as
-# root. Safe to run twice.
+# root, and the packages given as arguments. Safe to run twice.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -15,6 +15,9 @@ pkgs=(build-essential g++ cmake pkg-config
 # (The Debian packaging: tests/packaging/deb.sh and test_deb.sh; groff-base
 # and man-db for the man_pages test; systemd for systemd-analyze and the
 # package's systemd-sysusers.)
+# More packages as arguments (tests/cross.sh: the cross compiler and the
+# target's :ARCH libraries).
+pkgs+=("$@")
 # Node may come from elsewhere than Debian (it does on our machines).
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   pkgs+=(nodejs npm)
