@@ -111,7 +111,6 @@ declare -A TIMING=(
   [fence_auth]="[  FAILED  ] test_cli_credentials"
   [consumer]="[  FAILED  ] test_visibility_shorter_than_handler
 [  FAILED  ] test_lost_and_failed_deletes"
-  [loop]="[  FAILED  ] test_second_signal_exits_at_once"
   [sqs_client]="[  FAILED  ] test_transport_errors_retried"
   [http_hostile]="[  FAILED  ] test_one_byte_per_second_hits_deadline"
 )
@@ -121,7 +120,6 @@ declare -A TIMING_WHY=(
   [consumer]="1 s SQS visibility timeouts: a message slowed 20-50 times becomes visible again before its delete"
   [sqs_client]="a 1 s request deadline: the retry's TLS handshake under valgrind can take longer"
   [http_hostile]="a 1.5 s deadline must fire within 4 s of wall time"
-  [loop]="waits for SigCgt in /proc/PID/status to drop SIGTERM; valgrind catches every signal itself, so it never does"
 )
 
 W="$B/valgrind"
