@@ -245,16 +245,16 @@ typedef struct ob__sqs_message_s {
 
 /*
 ** The JSON object a received message's handler and the failure store see
-** as its headers: the `extra` members first (name -> string; a NULL value
-** is skipped), then "sqsMessageId", "sqsAttributes" (the system attributes
+** as its headers: "sqsMessageId", "sqsAttributes" (the system attributes
 ** as received) and "sqsMessageAttributes" (name -> {"DataType",
 ** "StringValue" | "BinaryValue" in base64}, as ReceiveMessage gives them,
-** so they can be sent again unchanged). *out is malloc'd, NUL-terminated.
-** Returns 0, OB_ENOMEM, or OB_EINVAL when a value is not UTF-8 (*out
-** NULL).
+** so they can be sent again unchanged). Rendered at receive time, when the
+** response is at hand; the consumer puts the CloudEvent's members
+** (datacontenttype, trace context) in front once it has decoded the body.
+** *out is malloc'd, NUL-terminated. Returns 0, OB_ENOMEM, or OB_EINVAL
+** when a value is not UTF-8 (*out NULL).
 */
-int ob__sqs_headers_json(const ob__sqs_message_t* m, const ob__sqs_kv_t* extra,
-                         size_t nextra, char** out);
+int ob__sqs_headers_json(const ob__sqs_message_t* m, char** out);
 
 typedef struct ob__sqs_receive_result_s {
   ob__sqs_message_t* messages;   /* 0..10; an empty queue gives {} */

@@ -5,18 +5,12 @@
 
 #include "core/sqs/sqs_int.h"
 
-int ob__sqs_headers_json(const ob__sqs_message_t* m, const ob__sqs_kv_t* extra,
-                         size_t nextra, char** out) {
+int ob__sqs_headers_json(const ob__sqs_message_t* m, char** out) {
   ob__jw_t w;
   size_t len;
   memset(&w, 0, sizeof w);
   *out = NULL;
   ob__jw_begin_object(&w);
-  for (size_t i = 0; i < nextra; i++) {
-    if (extra[i].value == NULL) continue;
-    ob__jw_key(&w, extra[i].name);
-    ob__jw_cstring(&w, extra[i].value);
-  }
   if (m->message_id != NULL) {
     ob__jw_key(&w, "sqsMessageId");
     ob__jw_cstring(&w, m->message_id);

@@ -138,7 +138,7 @@ static msg_t* msg_new(consumer_t* c, const ob__sqs_message_t* s,
     m->group_key[nu] = ' ';
     memcpy(m->group_key + nu + 1, s->group_id, ng + 1);
   }
-  if (ob__sqs_headers_json(s, NULL, 0, &m->sqs_headers) == OB_ENOMEM) {
+  if (ob__sqs_headers_json(s, &m->sqs_headers) == OB_ENOMEM) {
     msg_free(m);
     return NULL;
   }
