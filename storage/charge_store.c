@@ -44,9 +44,9 @@ int ob__charge_insert(ob__db_t* db, const char* order_id, int64_t amount_minor,
   " reference IS NOT NULL GROUP BY reference HAVING count(*) > 1))"
 
 int ob__charge_stats(ob__db_t* db, ob_charge_stats_t* s) {
-  int rc;
+  int rc, began;
   memset(s, 0, sizeof *s);
-  rc = ob__db_begin_read(db);
+  rc = ob__db_join_read(db, &began);
   if (rc < 0) return rc;
   rc = ob__stats_table_exists(db, "charge");
   if (rc == 0)
@@ -56,7 +56,7 @@ int ob__charge_stats(ob__db_t* db, ob_charge_stats_t* s) {
       (rc = ob__stats_scalar(db, "SELECT count(*) FROM charge", 0,
                              &s->charges)) == 0)
     rc = ob__stats_scalar(db, UNFENCED_SQL, 0, &s->unfenced_successes);
-  ob__db_rollback(db);
+  ob__db_end_joined_read(db, began);
   if (rc < 0) memset(s, 0, sizeof *s);
   return rc < 0 ? rc : 0;
 }

@@ -282,6 +282,18 @@ int ob__db_begin_read(ob__db_t* db) {
   return rc;
 }
 
+int ob__db_join_read(ob__db_t* db, int* began) {
+  *began = 0;
+  if (db->in_tx) return 0;
+  int rc = ob__db_begin_read(db);
+  if (rc == 0) *began = 1;
+  return rc;
+}
+
+void ob__db_end_joined_read(ob__db_t* db, int began) {
+  if (began) ob__db_rollback(db);
+}
+
 int ob__db_commit(ob__db_t* db) {
   int rc;
   OB__ASSERT(db->in_tx);  /* every commit follows a successful begin */

@@ -55,9 +55,9 @@ int ob__payout_insert(ob__db_t* db, const char* payout_id,
 }
 
 int ob__payout_stats(ob__db_t* db, ob_payout_stats_t* s) {
-  int rc;
+  int rc, began;
   memset(s, 0, sizeof *s);
-  rc = ob__db_begin_read(db);
+  rc = ob__db_join_read(db, &began);
   if (rc < 0) return rc;
   rc = ob__stats_table_exists(db, "merchant_payout");
   if (rc == 0)
@@ -66,7 +66,7 @@ int ob__payout_stats(ob__db_t* db, ob_payout_stats_t* s) {
   if (rc > 0)
     rc = ob__stats_scalar(db, "SELECT count(*) FROM merchant_payout", 0,
                           &s->payouts);
-  ob__db_rollback(db);
+  ob__db_end_joined_read(db, began);
   if (rc < 0) memset(s, 0, sizeof *s);
   return rc < 0 ? rc : 0;
 }

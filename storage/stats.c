@@ -101,10 +101,10 @@ static int relay_state(ob__db_t* db, ob_stats_t* s, int64_t* online) {
 }
 
 int ob__stats(ob__db_t* db, int64_t now, ob_stats_t* s) {
-  int rc;
+  int rc, began;
   int64_t oldest = 0, online = -1;
   memset(s, 0, sizeof *s);
-  rc = ob__db_begin_read(db);
+  rc = ob__db_join_read(db, &began);
   if (rc < 0) return rc;
   if ((rc = scalar(db, "SELECT count(*) FROM queue WHERE available_at <= ?1"
                        " AND (lease_until IS NULL OR lease_until <= ?1)",
@@ -135,10 +135,10 @@ int ob__stats(ob__db_t* db, int64_t now, ob_stats_t* s) {
                        " relay_status", now, &s->last_publish_at_ms)) < 0 ||
       (rc = relay_state(db, s, &online)) < 0 ||
       (rc = effect_stats(db, now, s)) < 0) {
-    ob__db_rollback(db);
+    ob__db_end_joined_read(db, began);
     return rc;
   }
-  ob__db_rollback(db);
+  ob__db_end_joined_read(db, began);
   s->outbox_oldest_unpublished_age_ms = oldest > 0 && now > oldest ? now - oldest : 0;
   s->relay_online = (int)online;
   return 0;

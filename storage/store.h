@@ -155,6 +155,12 @@ int ob__db_begin(ob__db_t* db);        /* BEGIN IMMEDIATE */
 ** id). ob__db_commit / ob__db_rollback restore the configured level. */
 int ob__db_begin_relaxed(ob__db_t* db);
 int ob__db_begin_read(ob__db_t* db);   /* BEGIN (deferred) */
+/* For the statistics: BEGIN (deferred) unless a transaction is already
+** open (an ob_read's), whose snapshot they then read, so figures of
+** several statistics calls agree. *began says whether
+** ob__db_end_joined_read ends it. */
+int ob__db_join_read(ob__db_t* db, int* began);
+void ob__db_end_joined_read(ob__db_t* db, int began);
 int ob__db_commit(ob__db_t* db);
 void ob__db_rollback(ob__db_t* db);    /* no-op outside a transaction */
 int ob__db_savepoint(ob__db_t* db);    /* SAVEPOINT ob_msg */

@@ -11,10 +11,13 @@ pkgs=(build-essential g++ cmake pkg-config
       libsqlite3-dev sqlite3 libuv1-dev libmbedtls-dev libcjson-dev
       libcmocka-dev node-llhttp
       openssl socat faketime ca-certificates
-      debhelper dpkg-dev lintian fakeroot groff-base man-db systemd)
+      debhelper dpkg-dev lintian fakeroot groff-base man-db systemd
+      prometheus)
 # (The Debian packaging: tests/packaging/deb.sh and test_deb.sh; groff-base
 # and man-db for the man_pages test; systemd for systemd-analyze and the
-# package's systemd-sysusers.)
+# package's systemd-sysusers.) prometheus for promtool: tests/cli/
+# test_prometheus.sh checks `stats --prometheus` with `promtool check metrics`
+# (only promtool is used; the package brings the server and its web assets).
 # More packages as arguments (tests/cross.sh: the cross compiler and the
 # target's :ARCH libraries).
 pkgs+=("$@")

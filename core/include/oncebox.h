@@ -1247,8 +1247,10 @@ typedef struct ob_stats_s {
 
 /* Fill *s from one read transaction: the engine's own tables only (each
 ** business module has a statistics function of its own in its header).
-** Returns 0, OB_EINVAL when e or s is NULL, or a negative storage code
-** (detail in ob_errmsg). */
+** Called inside an ob_read's fn, it (like ob_payout_stats and
+** ob_charge_stats) reads that transaction's snapshot, so the figures of
+** several calls agree. Returns 0, OB_EINVAL when e or s is NULL, or a
+** negative storage code (detail in ob_errmsg). */
 OB_EXTERN int ob_stats(ob_engine_t* e, ob_stats_t* s);
 
 /*

@@ -58,7 +58,8 @@ typedef struct ob_charge_stats_s {
 } ob_charge_stats_t;
 
 /*
-** Fill *s from one read transaction of its own. The module need not be
+** Fill *s from one read transaction of its own (inside an ob_read's fn:
+** that one's, see ob_stats). The module need not be
 ** registered on e. Returns 0, OB_EINVAL when e or s is NULL, OB_ENOTFOUND
 ** when the database has no charge table, or a negative storage code
 ** (detail in ob_errmsg); *s is zeroed on every error except OB_EINVAL.

@@ -46,7 +46,8 @@ typedef struct ob_payout_stats_s {
 } ob_payout_stats_t;
 
 /*
-** Fill *s from one read transaction of its own. The module need not be
+** Fill *s from one read transaction of its own (inside an ob_read's fn:
+** that one's, see ob_stats). The module need not be
 ** registered on e (the CLI reads the statistics of any database). Returns
 ** 0, OB_EINVAL when e or s is NULL, OB_ENOTFOUND when the database has no
 ** merchant_payout table, or a negative storage code (detail in

@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* oncebox stats | check | gc */
 #include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "core/util/prometheus.h"
 #include "platform/cli/cli.h"
 
 static int has_flag(int argc, char** argv, const char* flag) {
@@ -35,16 +40,121 @@ static int module_stats(ob_engine_t* e, int rc) {
   return 1;
 }
 
-int ob__cmd_stats(cli_t* cli, int argc, char** argv) {
+/* Every figure of one stats report, from one read transaction. */
+typedef struct {
   ob_engine_t* e;
   ob_stats_t s;
   ob_payout_stats_t ps;
   ob_charge_stats_t cs;
-  int code, rc, json, has_pay, has_charge;
+  int has_pay, has_charge;
+} stats_read_t;
+
+static int read_stats(ob_tx_t* tx, void* arg) {
+  stats_read_t* r = arg;
+  (void)tx;
+  if (ob_stats(r->e, &r->s) < 0) {
+    fprintf(stderr, "oncebox stats: %s\n", ob_errmsg(r->e));
+    return 1;
+  }
+  if ((r->has_pay = module_stats(r->e, ob_payout_stats(r->e, &r->ps))) < 0 ||
+      (r->has_charge = module_stats(r->e, ob_charge_stats(r->e, &r->cs))) < 0)
+    return 1;  /* reported */
+  return 0;
+}
+
+/* Write data to path atomically for a reader polling it (node_exporter's
+** textfile collector): a temp file beside it (same directory, so rename
+** is atomic; its name does not end in .prom, so the collector skips it),
+** fsync, mode 0644, rename over path, fsync the directory. A reader sees
+** the old file or the new one, never a part. On failure, prints why with
+** the path, removes the temp file and returns -1. */
+static int write_atomic(const char* path, const char* data, size_t len) {
+  size_t n = strlen(path);
+  char* tmp = malloc(n + sizeof ".tmp.XXXXXX");
+  const char* what = "create a temp file for";
+  int fd = -1, err = 0, created = 0;
+  if (tmp == NULL) {
+    fprintf(stderr, "oncebox stats: out of memory\n");
+    return -1;
+  }
+  memcpy(tmp, path, n);
+  memcpy(tmp + n, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
+  fd = mkstemp(tmp);
+  if (fd < 0) {
+    err = errno;
+    goto fail;
+  }
+  created = 1;
+  /* mkstemp makes it 0600; the collector may run as another user. */
+  what = "write";
+  if (fchmod(fd, 0644) != 0) {
+    err = errno;
+    goto fail;
+  }
+  for (size_t off = 0; off < len;) {
+    ssize_t w = write(fd, data + off, len - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      err = w < 0 ? errno : EIO;
+      goto fail;
+    }
+    off += (size_t)w;
+  }
+  if (fsync(fd) != 0) {
+    err = errno;
+    goto fail;
+  }
+  if (close(fd) != 0) {
+    fd = -1;
+    err = errno;
+    goto fail;
+  }
+  fd = -1;
+  what = "replace";
+  if (rename(tmp, path) != 0) {
+    err = errno;
+    goto fail;
+  }
+  {
+    /* The rename itself durable: best effort, the file is in place. */
+    char* dir = strdup(path);
+    char* slash = dir ? strrchr(dir, '/') : NULL;
+    int dfd;
+    if (dir != NULL) {
+      if (slash == dir) slash[1] = '\0';
+      else if (slash) *slash = '\0';
+      dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (dfd >= 0) {
+        (void)fsync(dfd);
+        close(dfd);
+      }
+      free(dir);
+    }
+  }
+  free(tmp);
+  return 0;
+fail:
+  if (fd >= 0) close(fd);
+  if (created) unlink(tmp);
+  fprintf(stderr, "oncebox stats: cannot %s %s: %s\n", what, path,
+          strerror(err));
+  free(tmp);
+  return -1;
+}
+
+int ob__cmd_stats(cli_t* cli, int argc, char** argv) {
+  ob_engine_t* e;
+  stats_read_t r;
+  ob_stats_t s;
+  ob_payout_stats_t ps;
+  ob_charge_stats_t cs;
+  int code, rc, json = 0, prom = 0, has_pay, has_charge;
+  const char* prom_file = NULL;
   char age[32];
 
   if (ob__cli_wants_help(argc, argv)) {
-    printf("usage: oncebox --db FILE stats [--json]\n\n"
+    printf("usage: oncebox --db FILE stats [--json | --prometheus |\n"
+           "                                --prometheus-file PATH]\n\n"
            "Queue ready/delayed/in hand, failed messages, dedup records,\n"
            "payouts, outbox unpublished count and oldest unpublished age,\n"
            "the relay: parked rows, last publish, online / offline / not\n"
@@ -52,27 +162,83 @@ int ob__cmd_stats(cli_t* cli, int argc, char** argv) {
            "is not the SQS JSON API, what the network said),\n"
            "charges, effects by state, fence claims against the provider's\n"
            "2xx answers (replays: a repeated call answered again). A success\n"
-           "recorded without a confirmed fence is reported in an ALERT line.\n");
+           "recorded without a confirmed fence is reported in an ALERT line.\n"
+           "All figures come from one read transaction.\n\n"
+           "  --json                  one JSON object\n"
+           "  --prometheus            Prometheus text format 0.0.4 on stdout\n"
+           "                          (metrics: docs/operations.md)\n"
+           "  --prometheus-file PATH  the same into PATH, replaced atomically\n"
+           "                          (mode 0644), for node_exporter's\n"
+           "                          textfile collector; nothing on stdout\n");
     return EXIT_OK;
   }
-  if (!only_flags(argc, argv, "stats", "--json")) return EXIT_USAGE;
-  json = has_flag(argc, argv, "--json");
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--json") == 0) {
+      json = 1;
+    } else if (strcmp(argv[i], "--prometheus") == 0) {
+      prom = 1;
+    } else if (strcmp(argv[i], "--prometheus-file") == 0 ||
+               strncmp(argv[i], "--prometheus-file=", 18) == 0) {
+      const char* v = argv[i][17] == '=' ? argv[i] + 18
+                      : i + 1 < argc     ? argv[++i]
+                                         : NULL;
+      if (v == NULL || *v == '\0') {
+        fprintf(stderr, "oncebox stats: --prometheus-file needs a PATH\n");
+        return EXIT_USAGE;
+      }
+      prom_file = v;
+      prom = 1;
+    } else {
+      fprintf(stderr, "oncebox stats: unexpected argument '%s'\n", argv[i]);
+      return EXIT_USAGE;
+    }
+  }
+  if (json && prom) {
+    fprintf(stderr, "oncebox stats: --json and --prometheus exclude each "
+                    "other\n");
+    return EXIT_USAGE;
+  }
   e = ob__cli_open_existing(cli, &code);
   if (e == NULL) return code;
-  rc = ob_stats(e, &s);
-  if (rc < 0) {
-    fprintf(stderr, "oncebox stats: %s\n", ob_errmsg(e));
+  memset(&r, 0, sizeof r);
+  r.e = e;
+  /* One snapshot: the modules' figures agree with the engine's. */
+  rc = ob_read(e, read_stats, &r);
+  if (rc != 0) {
+    if (rc < 0) fprintf(stderr, "oncebox stats: %s\n", ob_errmsg(e));
     ob_close(e);
     return EXIT_FAIL;
   }
-  /* The built-in modules' figures, printed where they always were, when
-  ** the database has their tables. */
-  if ((has_pay = module_stats(e, ob_payout_stats(e, &ps))) < 0 ||
-      (has_charge = module_stats(e, ob_charge_stats(e, &cs))) < 0) {
-    ob_close(e);
-    return EXIT_FAIL;
-  }
-  if (json) {
+  has_pay = r.has_pay;
+  has_charge = r.has_charge;
+  s = r.s;
+  ps = r.ps;
+  cs = r.cs;
+  if (prom) {
+    ob__prom_input_t in = {&s, has_pay ? &ps : NULL, has_charge ? &cs : NULL,
+                           ob_version(), 0};
+    const ob_clock_t* clk = ob_system_clock();
+    size_t len = 0;
+    char* text;
+    in.now_ms = clk->now_ms(clk->ctx);
+    text = ob__prom_render(&in, &len);
+    if (text == NULL) {
+      fprintf(stderr, "oncebox stats: out of memory\n");
+      ob_close(e);
+      return EXIT_FAIL;
+    }
+    if (prom_file != NULL) {
+      rc = write_atomic(prom_file, text, len);
+    } else {
+      rc = fwrite(text, 1, len, stdout) == len ? 0 : -1;
+      if (rc < 0) fprintf(stderr, "oncebox stats: cannot write stdout\n");
+    }
+    free(text);
+    if (rc < 0) {
+      ob_close(e);
+      return EXIT_FAIL;
+    }
+  } else if (json) {
     cJSON* o = cJSON_CreateObject();
     cJSON* q = cJSON_AddObjectToObject(o, "queue");
     cJSON_AddNumberToObject(q, "ready", (double)s.queue_ready);
@@ -185,7 +351,7 @@ int ob__cmd_stats(cli_t* cli, int argc, char** argv) {
   }
   /* On stdout with the report; beside --json, on stderr. */
   if (has_charge && cs.unfenced_successes > 0)
-    fprintf(json ? stderr : stdout,
+    fprintf(json || prom ? stderr : stdout,
             "ALERT: %lld provider success(es) recorded "
             "WITHOUT a confirmed fence (a charge with no confirmed effect "
             "carrying its reference, or one reference confirmed for two "

@@ -355,6 +355,57 @@ static void test_write_and_read(void** state) {
   fx_free(f);
 }
 
+/* Statistics inside an ob_read read its snapshot (what `oncebox stats`
+** relies on for one consistent report): a message another connection
+** enqueues between two calls is not seen until the read ends. */
+typedef struct {
+  ob_engine_t* other;
+  ob_stats_t before, after;
+  ob_payout_stats_t ps;
+  int rc[4];
+} snap_t;
+
+static int snap_fn(ob_tx_t* tx, void* arg) {
+  snap_t* sn = arg;
+  ob_envelope_t env;
+  char id[OB_UUID_BUFLEN];
+  (void)tx;
+  sn->rc[0] = ob_stats(g_e, &sn->before);
+  memset(&env, 0, sizeof env);
+  env.type = "T";
+  env.id = fx_event(77, id);
+  env.body = "{}";
+  env.body_len = 2;
+  sn->rc[1] = ob_enqueue(sn->other, &env);
+  sn->rc[2] = ob_stats(g_e, &sn->after);
+  sn->rc[3] = ob_payout_stats(g_e, &sn->ps);
+  return 0;
+}
+
+static void test_stats_in_read(void** state) {
+  fixture_t* f = fx_blank(shop, 2);
+  snap_t sn;
+  ob_stats_t s;
+  char err[512];
+  (void)state;
+  fx_open(f);
+  g_e = f->e;
+  memset(&sn, 0, sizeof sn);
+  assert_int_equal(ob_open(&sn.other, &f->opts, err, sizeof err), 0);
+  assert_int_equal(ob_read(f->e, snap_fn, &sn), 0);
+  assert_int_equal(sn.rc[0], 0);
+  assert_int_equal(sn.rc[1], 0);
+  assert_int_equal(sn.rc[2], 0);
+  assert_int_equal(sn.rc[3], 0);
+  assert_int_equal(sn.before.queue_ready, 0);
+  assert_int_equal(sn.after.queue_ready, 0);  /* the read's snapshot */
+  /* The read ended: the next ob_stats is a read of its own and sees it. */
+  assert_int_equal(ob_stats(f->e, &s), 0);
+  assert_int_equal(s.queue_ready, 1);
+  ob_close(sn.other);
+  fx_free(f);
+}
+
 /* Two processes open one new file at once: the steps run once. */
 static void test_two_processes(void** state) {
   static const ob_migration_t once[] = {
@@ -395,6 +446,7 @@ int main(void) {
       cmocka_unit_test(test_adopt_existing),
       cmocka_unit_test(test_handler_with_payout),
       cmocka_unit_test(test_write_and_read),
+      cmocka_unit_test(test_stats_in_read),
       cmocka_unit_test(test_two_processes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

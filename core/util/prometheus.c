@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Prometheus text exposition 0.0.4 from ob_stats_t and the modules'
+** statistics (core/util/prometheus.h; the table in docs/operations.md).
+** Everything here is a gauge: a one-shot read of the database knows how
+** many rows are in each state now, not how many events a process saw
+** (those counters belong to a running process and come later). */
+#include "core/util/prometheus.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+  char* p;
+  size_t len, cap;
+  int oom;
+} buf_t;
+
+static void put(buf_t* b, const char* fmt, ...) {
+  va_list ap;
+  int n;
+  if (b->oom) return;
+  for (;;) {
+    size_t room = b->cap - b->len;
+    va_start(ap, fmt);
+    n = vsnprintf(b->p + b->len, room, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+      b->oom = 1;
+      return;
+    }
+    if ((size_t)n < room) {
+      b->len += (size_t)n;
+      return;
+    }
+    size_t cap = b->cap * 2 + (size_t)n + 1;
+    char* q = realloc(b->p, cap);
+    if (q == NULL) {
+      b->oom = 1;
+      return;
+    }
+    b->p = q;
+    b->cap = cap;
+  }
+}
+
+/* One family's HELP and TYPE lines (every family is a gauge). */
+static void family(buf_t* b, const char* name, const char* help) {
+  put(b, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
+}
+
+static void sample(buf_t* b, const char* name, int64_t v) {
+  put(b, "%s %" PRId64 "\n", name, v);
+}
+
+static void sample_l(buf_t* b, const char* name, const char* label,
+                     const char* value, int64_t v) {
+  put(b, "%s{%s=\"%s\"} %" PRId64 "\n", name, label, value, v);
+}
+
+/* ms as seconds with millisecond precision, in integers: no rounding
+** through a double, and right for any int64. */
+static void sample_ms(buf_t* b, const char* name, int64_t ms) {
+  const char* sign = ms < 0 ? "-" : "";
+  uint64_t a = ms < 0 ? (uint64_t)0 - (uint64_t)ms : (uint64_t)ms;
+  put(b, "%s %s%" PRIu64 ".%03u\n", name, sign, a / 1000,
+      (unsigned)(a % 1000));
+}
+
+static void gauge(buf_t* b, const char* name, const char* help, int64_t v) {
+  family(b, name, help);
+  sample(b, name, v);
+}
+
+size_t ob__prom_escape_label(const char* in, char* out, size_t n) {
+  size_t o = 0;
+  if (n == 0) return (size_t)-1;
+  for (; in != NULL && *in; in++) {
+    const char* esc = *in == '\\' ? "\\\\" : *in == '"' ? "\\\""
+                      : *in == '\n' ? "\\n" : NULL;
+    size_t need = esc ? 2 : 1;
+    if (o + need >= n) break;
+    if (esc) {
+      out[o++] = esc[0];
+      out[o++] = esc[1];
+    } else {
+      out[o++] = *in;
+    }
+  }
+  out[o] = '\0';
+  return o;
+}
+
+char* ob__prom_render(const ob__prom_input_t* in, size_t* len) {
+  buf_t b = {NULL, 0, 0, 0};
+  const ob_stats_t* s;
+  char ver[128];
+  int64_t parked_other;
+
+  if (in == NULL || in->stats == NULL) return NULL;
+  s = in->stats;
+  b.cap = 4096;
+  if ((b.p = malloc(b.cap)) == NULL) return NULL;
+  b.p[0] = '\0';
+
+  family(&b, "oncebox_queue_messages",
+         "Messages in the queue by state (ready: may be handled now; "
+         "delayed: not before a later time; in_hand: leased by a worker).");
+  sample_l(&b, "oncebox_queue_messages", "state", "ready", s->queue_ready);
+  sample_l(&b, "oncebox_queue_messages", "state", "delayed", s->queue_delayed);
+  sample_l(&b, "oncebox_queue_messages", "state", "in_hand", s->queue_in_hand);
+  gauge(&b, "oncebox_failed_messages",
+        "Messages in the failure store (oncebox failed show).",
+        s->failed);
+  gauge(&b, "oncebox_dedup_records",
+        "Dedup records kept (one per handled message and consumer, until "
+        "retention deletes it).", s->processed);
+  gauge(&b, "oncebox_outbox_pending",
+        "Outbox events not yet published, parked ones included.",
+        s->outbox_unpublished);
+  gauge(&b, "oncebox_outbox_due",
+        "Outbox events unpublished, not parked and due now.", s->outbox_due);
+  gauge(&b, "oncebox_outbox_parked",
+        "Outbox events the relay gave up on after its attempt limit "
+        "(oncebox outbox show).", s->outbox_parked);
+  family(&b, "oncebox_outbox_oldest_age_seconds",
+         "Age of the oldest unpublished outbox event; 0 when none.");
+  sample_ms(&b, "oncebox_outbox_oldest_age_seconds",
+            s->outbox_oldest_unpublished_age_ms);
+  gauge(&b, "oncebox_outbox_published",
+        "Published outbox events still kept (rows, not a count of "
+        "publications: retention deletes them).", s->outbox_published);
+  /* Absent, not 0, when no relay ever ran: a terminal without a relay has
+  ** nothing to be offline. */
+  if (s->relay_online >= 0)
+    gauge(&b, "oncebox_relay_online",
+          "1 when the relay last recorded its peer as reachable, 0 when "
+          "offline; absent when no relay has run on this database.",
+          s->relay_online == 1);
+  if (s->relay_online >= 0)
+    gauge(&b, "oncebox_relay_error",
+          "1 when the relay's last record carries an error (online: a "
+          "configuration fault, it is not publishing; offline: the "
+          "transport failure); oncebox stats says it in words.",
+          s->relay_error[0] != '\0');
+  if (s->last_publish_at_ms > 0) {
+    family(&b, "oncebox_last_publish_timestamp_seconds",
+           "Unix time of the relay's last successful publication; absent "
+           "when never.");
+    sample_ms(&b, "oncebox_last_publish_timestamp_seconds",
+              s->last_publish_at_ms);
+  }
+  family(&b, "oncebox_effects",
+         "Fenced side effects (ob_tx_effect) by state; a parked effect "
+         "counts in its state (pending or unknown).");
+  sample_l(&b, "oncebox_effects", "state", "pending", s->effects_pending);
+  sample_l(&b, "oncebox_effects", "state", "unknown", s->effects_unknown);
+  sample_l(&b, "oncebox_effects", "state", "confirmed", s->effects_confirmed);
+  sample_l(&b, "oncebox_effects", "state", "failed", s->effects_failed);
+  /* The causes partition the parked effects (other: parked for none of
+  ** the three), so sum() over cause is the parked count. */
+  parked_other = s->effects_parked - s->effects_key_expired -
+                 s->effects_conflict - s->effects_replayed_error;
+  if (parked_other < 0) parked_other = 0;
+  family(&b, "oncebox_effects_parked",
+         "Effects parked for a person (oncebox effects show --state "
+         "parked) by cause.");
+  sample_l(&b, "oncebox_effects_parked", "cause", "key-expired",
+           s->effects_key_expired);
+  sample_l(&b, "oncebox_effects_parked", "cause", "conflict",
+           s->effects_conflict);
+  sample_l(&b, "oncebox_effects_parked", "cause", "replayed-error",
+           s->effects_replayed_error);
+  sample_l(&b, "oncebox_effects_parked", "cause", "other", parked_other);
+  gauge(&b, "oncebox_fence_claims",
+        "Fence claims: effect rows, one per claimed idempotency key.",
+        s->fence_claims);
+  gauge(&b, "oncebox_fence_provider_successes",
+        "Provider 2xx answers recorded on the kept effect rows, replays "
+        "included.", s->provider_2xx);
+  gauge(&b, "oncebox_fence_provider_replays",
+        "Provider 2xx answers beyond the first for one key (a repeated call "
+        "answered again).", s->provider_replays);
+  if (in->charge != NULL) {
+    gauge(&b, "oncebox_charges", "Charges recorded (rows in charge).",
+          in->charge->charges);
+    gauge(&b, "oncebox_unfenced_successes",
+          "Provider successes recorded without a confirmed fence; must be 0 "
+          "(run oncebox check).", in->charge->unfenced_successes);
+  }
+  if (in->payout != NULL)
+    gauge(&b, "oncebox_payouts", "Payouts recorded (rows in merchant_payout).",
+          in->payout->payouts);
+  gauge(&b, "oncebox_db_size_bytes",
+        "Bytes of the database's pages in use (free pages and the WAL not "
+        "counted).", s->db_bytes);
+  /* Absent without a cap, as Vector's vector_buffer_max_size_bytes: a 0
+  ** would make size/max an infinite ratio. */
+  if (s->db_max_bytes > 0) {
+    gauge(&b, "oncebox_db_max_size_bytes",
+          "The database's size cap in force (--max-db-bytes); absent "
+          "without a cap.", s->db_max_bytes);
+    gauge(&b, "oncebox_db_reserve_bytes",
+          "The part of the cap kept for critical types and for what gives "
+          "space back.", s->db_reserve_bytes);
+  }
+  gauge(&b, "oncebox_space_level",
+        "What new messages meet: 0 accepted, 1 only critical types, 2 none, "
+        "3 none and handling paused.", s->space_level);
+  (void)ob__prom_escape_label(in->version ? in->version : "", ver, sizeof ver);
+  family(&b, "oncebox_build_info", "The oncebox version, as a label; always 1.");
+  sample_l(&b, "oncebox_build_info", "version", ver, 1);
+  family(&b, "oncebox_stats_timestamp_seconds",
+         "Unix time at which these figures were read.");
+  sample_ms(&b, "oncebox_stats_timestamp_seconds", in->now_ms);
+
+  if (b.oom) {
+    free(b.p);
+    return NULL;
+  }
+  if (len) *len = b.len;
+  return b.p;
+}
