@@ -1201,6 +1201,7 @@ OB_EXTERN int ob_failed_remove(ob_engine_t* e, int64_t id);
 ** (NULL, 0 or "") selects everything; the others combine with AND. Strings
 ** compare byte for byte (case matters); times are Unix milliseconds of the
 ** last failure, the half-open range [failed_after_ms, failed_before_ms).
+** A negative time or limit is OB_EINVAL, never read as "no filter".
 */
 typedef struct ob_failed_filter_s {
   const char* type;             /* exact message type */

@@ -223,6 +223,14 @@ static int confirm(const char* what) {
   return answer[0] == 'y' || answer[0] == 'Y';
 }
 
+/* The classes the engine writes (engine.c, consumer_tx.c): a typo in
+** --class is an error, not an empty selection. */
+static int known_class(const char* c) {
+  return strcmp(c, "unrecoverable") == 0 ||
+         strcmp(c, "retries_exhausted") == 0 ||
+         strcmp(c, "no_handler") == 0 || strcmp(c, "effect_unknown") == 0;
+}
+
 static int is_everything(const ob_failed_filter_t* fl) {
   return fl->type == NULL && fl->error_class == NULL &&
          fl->reason_contains == NULL && fl->failed_after_ms == 0 &&
@@ -357,9 +365,26 @@ int ob__cmd_failed(cli_t* cli, int argc, char** argv) {
     switch (c) {
       case 'j': json = 1; break;
       case 's': stats = 1; break;
-      case 't': fl.type = optarg; filtered = 1; break;
-      case 'c': fl.error_class = optarg; filtered = 1; break;
-      case 'r': fl.reason_contains = optarg; filtered = 1; break;
+      case 't':
+      case 'c':
+      case 'r':
+        /* An empty value would select everything: never what was meant. */
+        if (optarg[0] == '\0' ||
+            (c == 'c' && !known_class(optarg))) {
+          fprintf(stderr,
+                  "oncebox failed %s: --%s '%s': want %s\n", sub,
+                  c == 't' ? "type" : c == 'c' ? "class" : "reason-contains",
+                  optarg,
+                  c == 'c' ? "unrecoverable, retries_exhausted, no_handler "
+                             "or effect_unknown"
+                           : "a non-empty value");
+          return EXIT_USAGE;
+        }
+        if (c == 't') fl.type = optarg;
+        else if (c == 'c') fl.error_class = optarg;
+        else fl.reason_contains = optarg;
+        filtered = 1;
+        break;
       case 'A':
       case 'B':
         if (parse_when(optarg, c == 'A' ? &fl.failed_after_ms

@@ -328,6 +328,10 @@ sqlite3 "$FB" "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i+1 FROM n WHER
   contains "bad day names the option" err "--failed-after"
   check "failed bad limit" 2 $OB_EMULATOR "$OB" --db "$FB" failed show --limit 0
   contains "bad limit names the option" err "--limit '0'"
+  check "failed empty type" 2 $OB_EMULATOR "$OB" --db "$FB" failed remove --type "" --force
+  contains "empty type names the option" err "--type ''"
+  check "failed unknown class" 2 $OB_EMULATOR "$OB" --db "$FB" failed show --class no-handler
+  contains "unknown class names the option" err "--class 'no-handler'"
   check "failed ID and filters" 2 $OB_EMULATOR "$OB" --db "$FB" failed remove 1 --type Pay --force
   check "failed remove --class --dry-run" 0 $OB_EMULATOR "$OB" --db "$FB" failed remove --class no_handler --dry-run </dev/null
   contains "dry run says the count" out "would remove 6 message(s)"
