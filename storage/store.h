@@ -322,6 +322,16 @@ int ob__failed_list(ob__db_t* db, int64_t id, const char* type,
 /* Back to the queue (own transaction). Returns number moved. */
 int ob__failed_retry(ob__db_t* db, int64_t id, int64_t now);
 int ob__failed_remove(ob__db_t* db, int64_t id);
+/* The filtered forms (ob_failed_filter_t; NULL selects all): list in id
+** order, count, and retry/remove in transactions of `batch` rows. */
+int ob__failed_list_filter(ob__db_t* db, const ob_failed_filter_t* fl,
+                           int (*cb)(void* arg, const ob_failed_t* f),
+                           void* arg);
+int ob__failed_count(ob__db_t* db, const ob_failed_filter_t* fl);
+int ob__failed_apply_filter(ob__db_t* db, int retry,
+                            const ob_failed_filter_t* fl, int batch,
+                            int64_t now, ob_failed_progress_fn progress,
+                            void* arg);
 
 /* ---- payout_store.c ----------------------------------------------------- */
 

@@ -765,6 +765,41 @@ int ob_failed_remove(ob_engine_t* e, int64_t id) {
   return ob__failed_remove(&e->db, id);
 }
 
+static int filter_ok(const ob_failed_filter_t* fl) {
+  return fl == NULL || (fl->limit >= 0 && fl->failed_after_ms >= 0 &&
+                        fl->failed_before_ms >= 0);
+}
+
+int ob_failed_list_filter(ob_engine_t* e, const ob_failed_filter_t* filter,
+                          int (*cb)(void* arg, const ob_failed_t* f),
+                          void* arg) {
+  if (e == NULL || !filter_ok(filter)) return OB_EINVAL;
+  return ob__failed_list_filter(&e->db, filter, cb, arg);
+}
+
+int ob_failed_count(ob_engine_t* e, const ob_failed_filter_t* filter) {
+  if (e == NULL || !filter_ok(filter)) return OB_EINVAL;
+  return ob__failed_count(&e->db, filter);
+}
+
+int ob_failed_retry_filter(ob_engine_t* e, const ob_failed_filter_t* filter,
+                           int batch, ob_failed_progress_fn progress,
+                           void* arg) {
+  int rc;
+  if (e == NULL || batch < 0 || !filter_ok(filter)) return OB_EINVAL;
+  rc = ob__failed_apply_filter(&e->db, 1, filter, batch, ob__now(e), progress,
+                               arg);
+  if (rc > 0 && e->hooks.wake) e->hooks.wake(e);
+  return rc;
+}
+
+int ob_failed_remove_filter(ob_engine_t* e, const ob_failed_filter_t* filter,
+                            int batch, ob_failed_progress_fn progress,
+                            void* arg) {
+  if (e == NULL || batch < 0 || !filter_ok(filter)) return OB_EINVAL;
+  return ob__failed_apply_filter(&e->db, 0, filter, batch, 0, progress, arg);
+}
+
 int ob_stats(ob_engine_t* e, ob_stats_t* s) {
   int rc;
   if (e == NULL || s == NULL) return OB_EINVAL;

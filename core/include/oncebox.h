@@ -1196,6 +1196,54 @@ OB_EXTERN int ob_failed_retry(ob_engine_t* e, int64_t id);
 /* Delete failed message `id` (0: all). Returns the number removed. */
 OB_EXTERN int ob_failed_remove(ob_engine_t* e, int64_t id);
 
+/*
+** A selection of failed messages for a backlog. Every field that is zero
+** (NULL, 0 or "") selects everything; the others combine with AND. Strings
+** compare byte for byte (case matters); times are Unix milliseconds of the
+** last failure, the half-open range [failed_after_ms, failed_before_ms).
+** A negative time or limit is OB_EINVAL, never read as "no filter".
+*/
+typedef struct ob_failed_filter_s {
+  const char* type;             /* exact message type */
+  const char* error_class;      /* exact error class (ob_failed_t) */
+  int64_t failed_after_ms;      /* last failure at or after this time */
+  int64_t failed_before_ms;     /* last failure before this time */
+  const char* reason_contains;  /* the reason holds these bytes */
+  int limit;                    /* at most this many, lowest ids first */
+} ob_failed_filter_t;
+
+/* Visit the failed messages that filter selects (id order; NULL selects
+** all), as ob_failed_list. Returns the number visited or a negative code. */
+OB_EXTERN int ob_failed_list_filter(ob_engine_t* e,
+                                    const ob_failed_filter_t* filter,
+                                    int (*cb)(void* arg, const ob_failed_t* f),
+                                    void* arg);
+
+/* The number of failed messages filter selects (limit applied), by a count
+** that reads no bodies. Returns it or a negative code. */
+OB_EXTERN int ob_failed_count(ob_engine_t* e, const ob_failed_filter_t* filter);
+
+/*
+** Retry or remove the failed messages filter selects (NULL: all), as
+** ob_failed_retry / ob_failed_remove do one, in transactions of at most
+** `batch` rows each (0: 500), so a large backlog never holds the write lock
+** for long and an interruption leaves each batch wholly done or not done.
+** Only rows that were in the store when the call began are touched. After
+** each committed batch progress (may be NULL) is called with the rows done
+** so far and the total selected at the start; it returns non-zero to stop
+** there. ^Returns the number retried/removed (0 if none matched), or a
+** negative code; batches committed before an error stay committed.
+*/
+typedef int (*ob_failed_progress_fn)(void* arg, int done, int total);
+OB_EXTERN int ob_failed_retry_filter(ob_engine_t* e,
+                                     const ob_failed_filter_t* filter,
+                                     int batch, ob_failed_progress_fn progress,
+                                     void* arg);
+OB_EXTERN int ob_failed_remove_filter(ob_engine_t* e,
+                                      const ob_failed_filter_t* filter,
+                                      int batch, ob_failed_progress_fn progress,
+                                      void* arg);
+
 typedef struct ob_stats_s {
   int64_t queue_ready;
   int64_t queue_delayed;

@@ -85,3 +85,52 @@ int ob__utc_format_ms(int64_t ms, char out[OB__UTC_MS_LEN]) {
   *o = '\0';
   return 0;
 }
+
+/* width digits at s into *v; 0, or -1 if one is not a digit. */
+static int get_digits(const char* s, int width, int* v) {
+  *v = 0;
+  for (int k = 0; k < width; k++) {
+    if (s[k] < '0' || s[k] > '9') return -1;
+    *v = *v * 10 + (s[k] - '0');
+  }
+  return 0;
+}
+
+/* Howard Hinnant's days_from_civil, the inverse of the above. */
+static int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
+  int64_t era, yoe, doy, doe;
+  y -= m <= 2;
+  era = floor_div(y, 400);
+  yoe = y - era * 400;
+  doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+  doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+int ob__utc_parse_ms(const char* s, int64_t* ms) {
+  static const int mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  int y, mo, d, h, mi, se, frac = 0, leap;
+  const char* p = s + 19;
+  if (s == NULL || strlen(s) < 20) return -1;
+  if (get_digits(s, 4, &y) || s[4] != '-' || get_digits(s + 5, 2, &mo) ||
+      s[7] != '-' || get_digits(s + 8, 2, &d) || s[10] != 'T' ||
+      get_digits(s + 11, 2, &h) || s[13] != ':' ||
+      get_digits(s + 14, 2, &mi) || s[16] != ':' ||
+      get_digits(s + 17, 2, &se))
+    return -1;
+  if (*p == '.') {
+    int n = 0;
+    for (p++; *p >= '0' && *p <= '9'; p++, n++)
+      if (n < 3) frac = frac * 10 + (*p - '0');
+    if (n == 0 || n > 9) return -1;
+    for (; n < 3; n++) frac *= 10;
+  }
+  if (p[0] != 'Z' || p[1] != '\0') return -1;
+  leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  if (mo < 1 || mo > 12 || d < 1 ||
+      d > mdays[mo - 1] + (mo == 2 && leap) || h > 23 || mi > 59 || se > 59)
+    return -1;
+  *ms = (days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se) * 1000 +
+        frac;
+  return 0;
+}

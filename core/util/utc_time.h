@@ -36,4 +36,10 @@ int ob__utc_from_unix(int64_t s, ob__utc_t* out);
 int ob__utc_format_s(int64_t ms, char out[OB__UTC_S_LEN]);
 int ob__utc_format_ms(int64_t ms, char out[OB__UTC_MS_LEN]);
 
+/* Parse a strict RFC 3339 UTC time, "2040-01-01T00:00:00Z" with an optional
+** fraction of 1 to 9 digits (".123", kept to the millisecond), into *ms
+** (milliseconds since the epoch). Only 'T' and 'Z', no offset, no leap
+** second; the day must exist. ^Returns 0, or -1 (*ms untouched). */
+int ob__utc_parse_ms(const char* s, int64_t* ms);
+
 #endif

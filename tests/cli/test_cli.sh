@@ -294,6 +294,60 @@ for c in stats check "failed show" "failed show --stats" "outbox show" \
     "$(ls "$T" | grep -c '^typo\.db')" 0
 done
 
+# The failure store's filters on a backlog: 12 rows, types Pay/Refund/Void
+# (i%3), classes unrecoverable/no_handler (i%2), one a day from
+# 2026-12-01T00:00:00Z, reason "declined #i" (every fourth "50%_timeout").
+FB="$T/failed.db"
+check "failed filters init" 0 $OB_EMULATOR "$OB" --db "$FB" init
+sqlite3 "$FB" "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i+1 FROM n WHERE i < 11)
+  INSERT INTO failed_message(queue_name, message_id, type, body, error_class,
+    reason, attempts, first_failed_at, last_failed_at, created_at)
+  SELECT 'default', 'm' || i, CASE i % 3 WHEN 0 THEN 'Pay' WHEN 1 THEN 'Refund' ELSE 'Void' END,
+    x'7b7d', CASE i % 2 WHEN 0 THEN 'unrecoverable' ELSE 'no_handler' END,
+    CASE WHEN i % 4 = 0 THEN '50%_timeout' ELSE 'declined #' || i END, 3,
+    1796083200000 + i * 86400000, 1796083200000 + i * 86400000,
+    1796083200000 FROM n" && {
+  check "failed show --type --json" 0 $OB_EMULATOR "$OB" --db "$FB" failed show --type Refund --json
+  equals "--type selects 4" "$(grep -c '"type":	"Refund"' "$T/out")" 4
+  lacks "--type only Refund" out '"type":	"Pay"'
+  check "failed show --failed-before" 0 $OB_EMULATOR "$OB" --db "$FB" failed show --failed-before 2026-12-04T00:00:00Z --json
+  equals "--failed-before is exclusive" "$(grep -c '"id":' "$T/out")" 3
+  check "failed show --failed-after" 0 $OB_EMULATOR "$OB" --db "$FB" failed show --failed-after 2026-12-10T00:00:00Z --stats --json
+  contains "--failed-after is inclusive" out '"total":	3'
+  check "failed show --reason-contains" 0 $OB_EMULATOR "$OB" --db "$FB" failed show --reason-contains "%_" --stats
+  contains "--reason-contains takes % literally" out "3 failed message(s)"
+  check "failed show combined --limit" 0 $OB_EMULATOR "$OB" --db "$FB" failed show --class unrecoverable --type Pay --limit 1 --json
+  equals "combined: the first of 0, 6" "$(grep -o '"messageId":	"m[0-9]*"' "$T/out")" '"messageId":	"m0"'
+  # An age: ten years ago, so every row (the clock is the real one).
+  check "failed show relative age" 0 $OB_EMULATOR "$OB" --db "$FB" failed show --failed-after 3650d --stats
+  contains "every row is newer than ten years" out "12 failed message(s)"
+  check "failed bare number is no age" 2 $OB_EMULATOR "$OB" --db "$FB" failed show --failed-after 5
+  check "failed bad time" 2 $OB_EMULATOR "$OB" --db "$FB" failed show --failed-before 2026-12-01
+  contains "bad time names the option" err "--failed-before '2026-12-01'"
+  check "failed bad day" 2 $OB_EMULATOR "$OB" --db "$FB" failed remove --failed-after 2026-02-30T00:00:00Z --dry-run
+  contains "bad day names the option" err "--failed-after"
+  check "failed bad limit" 2 $OB_EMULATOR "$OB" --db "$FB" failed show --limit 0
+  contains "bad limit names the option" err "--limit '0'"
+  check "failed empty type" 2 $OB_EMULATOR "$OB" --db "$FB" failed remove --type "" --force
+  contains "empty type names the option" err "--type ''"
+  check "failed unknown class" 2 $OB_EMULATOR "$OB" --db "$FB" failed show --class no-handler
+  contains "unknown class names the option" err "--class 'no-handler'"
+  check "failed ID and filters" 2 $OB_EMULATOR "$OB" --db "$FB" failed remove 1 --type Pay --force
+  check "failed remove --class --dry-run" 0 $OB_EMULATOR "$OB" --db "$FB" failed remove --class no_handler --dry-run </dev/null
+  contains "dry run says the count" out "would remove 6 message(s)"
+  equals "dry run changes nothing" "$(sqlite3 "$FB" 'SELECT count(*) FROM failed_message')" 12
+  check "failed remove filters want --force" 2 $OB_EMULATOR "$OB" --db "$FB" failed remove --class no_handler </dev/null
+  contains "filters want --force" err "with filters: add --force"
+  check "failed remove --class" 0 $OB_EMULATOR "$OB" --db "$FB" failed remove --class no_handler --force </dev/null
+  contains "removed the 6" out "removed: 6 message(s)"
+  equals "exactly those removed" "$(sqlite3 "$FB" "SELECT count(*) || '/' || sum(error_class = 'unrecoverable') FROM failed_message")" 6/6
+  check "failed retry --type --dry-run" 0 $OB_EMULATOR "$OB" --db "$FB" failed retry --type Void --dry-run
+  contains "retry dry run" out "would retry 2 message(s)"
+  check "failed retry --type" 0 $OB_EMULATOR "$OB" --db "$FB" failed retry --type Void --force
+  contains "requeued the 2" out "requeued: 2 message(s)"
+  equals "retried into the queue" "$(sqlite3 "$FB" "SELECT count(*) FROM queue WHERE type = 'Void'")/$(sqlite3 "$FB" 'SELECT count(*) FROM failed_message')" 2/4
+}
+
 check "demo" 0 $OB_EMULATOR "$OB" demo --payments 300
 contains "demo says done" out "every payment paid and every order charged exactly once"
 

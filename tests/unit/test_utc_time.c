@@ -131,6 +131,47 @@ static void test_cli_and_sigv4_past_2038(void** state) {
   assert_int_equal(ob__sigv4_amz_date(-1, amz), OB_EINVAL);
 }
 
+/* The parser is the formatter's inverse, past 2038 and 2106 too, and
+** refuses anything but the strict UTC form. */
+static void test_parse(void** state) {
+  static const char* bad[] = {
+      "", "2026-12-01", "2026-12-01T00:00:00", "2026-12-01t00:00:00Z",
+      "2026-12-01 00:00:00Z", "2026-12-01T00:00:00+00:00", "2026-13-01T00:00:00Z",
+      "2026-02-29T00:00:00Z", "2100-02-29T00:00:00Z", "2026-04-31T00:00:00Z",
+      "2026-12-01T24:00:00Z", "2026-12-01T00:60:00Z", "2026-12-01T00:00:60Z",
+      "2026-12-01T00:00:00.Z", "2026-12-01T00:00:00.1234567890Z",
+      "2026-12-01T00:00:00Zx", "+026-12-01T00:00:00Z", "2026-1-01T00:00:00Z",
+      "2h"};
+  char out[OB__UTC_MS_LEN];
+  int64_t ms = 7;
+  (void)state;
+  assert_int_equal(ob__utc_parse_ms("1970-01-01T00:00:00Z", &ms), 0);
+  assert_int_equal(ms, 0);
+  assert_int_equal(ob__utc_parse_ms("2038-01-19T03:14:08Z", &ms), 0);
+  assert_int_equal(ms, INT64_C(2147483648) * 1000);
+  assert_int_equal(ob__utc_parse_ms("2106-02-07T06:28:16Z", &ms), 0);
+  assert_int_equal(ms, INT64_C(4294967296) * 1000);
+  assert_int_equal(ob__utc_parse_ms("2000-02-29T23:59:59.5Z", &ms), 0);
+  assert_int_equal(ms, INT64_C(951868799500));
+  assert_int_equal(ob__utc_parse_ms("1969-12-31T23:59:59.999999Z", &ms), 0);
+  assert_int_equal(ms, -1);
+  assert_int_equal(ob__utc_parse_ms("9999-12-31T23:59:59Z", &ms), 0);
+  assert_int_equal(ms, OB__UTC_MAX_S * 1000);
+  assert_int_equal(ob__utc_parse_ms("0000-01-01T00:00:00Z", &ms), 0);
+  assert_int_equal(ms, OB__UTC_MIN_S * 1000);
+  /* Round trip over a spread of times, 1970 to 9999. */
+  for (int64_t t = 0; t < OB__UTC_MAX_S * 1000; t += INT64_C(86399999) * 997) {
+    assert_int_equal(ob__utc_format_ms(t, out), 0);
+    assert_int_equal(ob__utc_parse_ms(out, &ms), 0);
+    assert_int_equal(ms, t);
+  }
+  ms = 7;
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    if (ob__utc_parse_ms(bad[i], &ms) != -1) fail_msg("accepted '%s'", bad[i]);
+    assert_int_equal(ms, 7);
+  }
+}
+
 int main(void) {
   static const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_vectors),
@@ -139,6 +180,7 @@ int main(void) {
       cmocka_unit_test(test_out_of_range),
       cmocka_unit_test(test_cloudevent_time_past_2038),
       cmocka_unit_test(test_cli_and_sigv4_past_2038),
+      cmocka_unit_test(test_parse),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
