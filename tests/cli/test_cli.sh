@@ -87,7 +87,7 @@ contains "ndjson line 2" err "line 2: rejected: not valid JSON"
 contains "ndjson line 3" err 'line 3: rejected: "id" is not a UUID'
 contains "ndjson line 6" err 'line 6: rejected: missing string field "id"'
 contains "ndjson summary" err "enqueued 2 message(s), rejected 3 line(s)"
-check "ndjson stdin" 0 sh -c "head -1 '$T/in.ndjson' | '$OB' --db '$DB' enqueue --ndjson -"
+check "ndjson stdin" 0 sh -c "head -1 '$T/in.ndjson' | $OB_EMULATOR '$OB' --db '$DB' enqueue --ndjson -"
 
 check "stats" 0 $OB_EMULATOR "$OB" --db "$DB" stats
 contains "stats ready" out "queue:     5 ready"
@@ -135,13 +135,20 @@ sqlite3 "$T/new.db" "PRAGMA user_version=99" && {
   contains "newer schema reason" err "newer than this oncebox"
 }
 
-# run stops on SIGTERM with exit 0.
-$OB_EMULATOR "$OB" --db "$DB" --log-level error run >/dev/null 2>&1 &
+# run stops on SIGTERM with exit 0. The signal goes once run says it is
+# handling (sd_notify's READY=1, received here by socat), not after a fixed
+# sleep: slow starts (an emulator, valgrind) came before the handler.
+socat -u UNIX-RECV:"$T/notify.sock" OPEN:"$T/notify.out",creat,append &
+spid=$!
+for _ in $(seq 100); do [ -S "$T/notify.sock" ] && break; sleep 0.1; done
+NOTIFY_SOCKET="$T/notify.sock" $OB_EMULATOR "$OB" --db "$DB" --log-level error run >/dev/null 2>&1 &
 pid=$!
-sleep 0.5
+for _ in $(seq 600); do grep -q READY=1 "$T/notify.out" 2>/dev/null && break; sleep 0.1; done
 kill -TERM $pid
 wait $pid
 equals "run SIGTERM exit" "$?" 0
+kill $spid 2>/dev/null; wait $spid 2>/dev/null || true
+contains "run said READY=1" notify.out "READY=1"
 
 # The fence's commands that need no provider (the HTTPS ones are in
 # tests/integration/fence).

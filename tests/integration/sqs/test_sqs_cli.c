@@ -97,7 +97,7 @@ static out_t run_top(const char* args) {
   snprintf(o, sizeof o, "%s/run%d.out", g_srv.dir, g_runs);
   snprintf(e, sizeof e, "%s/run%d.err", g_srv.dir, g_runs);
   g_runs++;
-  snprintf(cmd, sizeof cmd, "'%s' %s </dev/null >'%s' 2>'%s'", g_oncebox, args,
+  snprintf(cmd, sizeof cmd, "$OB_EMULATOR '%s' %s </dev/null >'%s' 2>'%s'", g_oncebox, args,
            o, e);
   st = system(cmd);
   r.rc = (st != -1 && WIFEXITED(st)) ? WEXITSTATUS(st) : -1;
