@@ -48,21 +48,11 @@ static const char* col_text(sqlite3_stmt* st, int i) {
   return (const char*)sqlite3_column_text(st, i);
 }
 
-int ob__failed_list(ob__db_t* db, int64_t id, const char* type,
-                    int (*cb)(void* arg, const ob_failed_t* f), void* arg) {
-  sqlite3_stmt* st = NULL;
+/* Step st (the columns of the two listings below), hand each row to cb
+** (non-zero stops), finalize. Returns the rows visited or a storage error. */
+static int visit_rows(ob__db_t* db, sqlite3_stmt* st,
+                      int (*cb)(void* arg, const ob_failed_t* f), void* arg) {
   int rc, n = 0;
-  /* Operator path: prepared per call, not cached. */
-  rc = sqlite3_prepare_v2(
-      db->db,
-      "SELECT id, message_id, queue_name, type, headers, body, error_class,"
-      " reason, attempts, first_failed_at, last_failed_at, source FROM"
-      " failed_message"
-      " WHERE (?1 <= 0 OR id = ?1) AND (?2 IS NULL OR type = ?2) ORDER BY id",
-      -1, &st, NULL);
-  if (rc != SQLITE_OK) return ob__db_fail(db, rc, "failed list");
-  sqlite3_bind_int64(st, 1, id);
-  if (type) sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     ob_failed_t f;
     memset(&f, 0, sizeof f);
@@ -89,6 +79,24 @@ int ob__failed_list(ob__db_t* db, int64_t id, const char* type,
   sqlite3_finalize(st);
   if (rc != SQLITE_DONE) return ob__db_fail(db, rc, "failed list");
   return n;
+}
+
+int ob__failed_list(ob__db_t* db, int64_t id, const char* type,
+                    int (*cb)(void* arg, const ob_failed_t* f), void* arg) {
+  sqlite3_stmt* st = NULL;
+  int rc;
+  /* Operator path: prepared per call, not cached. */
+  rc = sqlite3_prepare_v2(
+      db->db,
+      "SELECT id, message_id, queue_name, type, headers, body, error_class,"
+      " reason, attempts, first_failed_at, last_failed_at, source FROM"
+      " failed_message"
+      " WHERE (?1 <= 0 OR id = ?1) AND (?2 IS NULL OR type = ?2) ORDER BY id",
+      -1, &st, NULL);
+  if (rc != SQLITE_OK) return ob__db_fail(db, rc, "failed list");
+  sqlite3_bind_int64(st, 1, id);
+  if (type) sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
+  return visit_rows(db, st, cb, arg);
 }
 
 /* Run one write statement with (id) bound inside its own transaction. */
@@ -201,7 +209,7 @@ int ob__failed_list_filter(ob__db_t* db, const ob_failed_filter_t* fl,
                            int (*cb)(void* arg, const ob_failed_t* f),
                            void* arg) {
   sqlite3_stmt* st = NULL;
-  int rc, n = 0;
+  int rc;
   rc = prepare_filter(
       db,
       "SELECT id, message_id, queue_name, type, headers, body, error_class,"
@@ -210,32 +218,7 @@ int ob__failed_list_filter(ob__db_t* db, const ob_failed_filter_t* fl,
       fl, 0, INT64_MAX, &st, "failed list");
   if (rc < 0) return rc;
   sqlite3_bind_int(st, 8, filter_limit(fl));
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    ob_failed_t f;
-    memset(&f, 0, sizeof f);
-    f.id = sqlite3_column_int64(st, 0);
-    f.message_id = col_text(st, 1);
-    f.queue = col_text(st, 2);
-    f.type = col_text(st, 3);
-    f.headers = col_text(st, 4);
-    f.body = sqlite3_column_blob(st, 5);
-    f.body_len = (size_t)sqlite3_column_bytes(st, 5);
-    f.error_class = col_text(st, 6);
-    f.reason = col_text(st, 7);
-    f.attempts = sqlite3_column_int(st, 8);
-    f.first_failed_at_ms = sqlite3_column_int64(st, 9);
-    f.last_failed_at_ms = sqlite3_column_int64(st, 10);
-    f.source = col_text(st, 11);
-    if (f.body == NULL) f.body = "";
-    n++;
-    if (cb && cb(arg, &f) != 0) {
-      rc = SQLITE_DONE;
-      break;
-    }
-  }
-  sqlite3_finalize(st);
-  if (rc != SQLITE_DONE) return ob__db_fail(db, rc, "failed list");
-  return n;
+  return visit_rows(db, st, cb, arg);
 }
 
 /* One integer from a filtered statement (count, or a batch's last id);
