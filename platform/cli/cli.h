@@ -21,6 +21,10 @@
                           ** reserve, or a full disk): nothing of the
                           ** refused input was committed; retry later */
 
+/* cli_t.log_format */
+#define CLI_LOG_TEXT 0
+#define CLI_LOG_JSON 1
+
 /* The errbuf the commands hand to ob_open and the enable calls. */
 #define CLI_ERRLEN 512
 
@@ -35,6 +39,9 @@ typedef struct cli_s {
                                ** $ONCEBOX_RESERVE_DB_BYTES; -1: auto */
   const char* critical_types;  /* --critical-types or
                                ** $ONCEBOX_CRITICAL_TYPES: a comma list */
+  int log_format;            /* --log-format: CLI_LOG_TEXT (0) or CLI_LOG_JSON */
+  const char* metrics_listen;  /* run --metrics-listen HOST:PORT; NULL: off */
+  const char* config_path;   /* --config, else the default path if present */
   /* ob_cli_main's: run on every engine ob__cli_open* opens; NULL: none */
   int (*register_fn)(ob_engine_t* e, void* arg);
   void* register_arg;
