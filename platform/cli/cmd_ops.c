@@ -216,7 +216,7 @@ int ob__cmd_stats(cli_t* cli, int argc, char** argv) {
   cs = r.cs;
   if (prom) {
     ob__prom_input_t in = {&s, has_pay ? &ps : NULL, has_charge ? &cs : NULL,
-                           ob_version(), 0};
+                           ob_version(), 0, NULL};
     const ob_clock_t* clk = ob_system_clock();
     size_t len = 0;
     char* text;
