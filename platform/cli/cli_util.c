@@ -331,7 +331,17 @@ long long ob__cli_parse_duration_ms(const char* s) {
                                  {"h", 3600LL * 1000},
                                  {"d", 24LL * 3600 * 1000}};
   const char* end;
-  long long v = parse_with_unit(s, units, 4, 1000, &end);
+  long long v;
+  size_t n = s ? strlen(s) : 0;
+  /* "250ms": milliseconds as they are. */
+  if (n > 2 && strcmp(s + n - 2, "ms") == 0) {
+    char* e2;
+    if (s[0] < '0' || s[0] > '9') return -1;
+    errno = 0;
+    v = strtoll(s, &e2, 10);
+    return errno == 0 && e2 == s + n - 2 ? v : -1;
+  }
+  v = parse_with_unit(s, units, 4, 1000, &end);
   return v >= 0 && *end == '\0' ? v : -1;
 }
 

@@ -282,8 +282,11 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
       {"help", no_argument, NULL, 'h'},
       CLI_PROVIDER_LONG_OPTIONS,
       CLI_SQS_LONG_OPTIONS,
+      CLI_METRICS_LONG_OPTIONS,
       {NULL, 0, NULL, 0}};
   int c, p, code, rc, until_idle = 0, failures_to_sqs = 0;
+  cli_metrics_t metrics;
+  ob_counters_t cnt;
   const char* consume_url = NULL;
   long long prefetch = 0;
   long long visibility = 0;  /* the queue's */
@@ -298,9 +301,11 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
 
   memset(&sync, 0, sizeof sync);
   memset(&prov, 0, sizeof prov);
+  ob__cli_metrics_init(&metrics);
   optind = 1;
   while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-    if ((p = ob__cli_provider_option(&prov, c, optarg, "run")) != 0) {
+    if ((p = ob__cli_provider_option(&prov, c, optarg, "run")) != 0 ||
+        (p = ob__cli_metrics_option(&metrics, cli, c, optarg, "run")) != 0) {
       if (p < 0) return EXIT_USAGE;
       continue;
     }
@@ -344,7 +349,8 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
                "              [--provider-url URL] [--provider-allow-http]\n"
                "              [--provider-no-idempotency] "
                "[--provider-no-lookup]\n"
-               "              [--provider-timeout MS]\n\n"
+               "              [--provider-timeout MS]\n"
+               "              [--metrics-listen HOST:PORT] ...\n\n"
                "Handle queued messages. --batch N handles up to N messages in\n"
                "one transaction (group commit, a savepoint each).\n"
                "--outbox-queue-url (or ONCEBOX_OUTBOX_QUEUE_URL) publishes the\n"
@@ -390,8 +396,10 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
                "once the loop handles, WATCHDOG=1 every half of WATCHDOG_USEC\n"
                "and STOPPING=1 on the way out.\n"
                "\nSQS options:\n%s"
-               "\nProvider options:\n%s", ob__cli_sqs_allow_http_help,
-               ob__cli_provider_help);
+               "\nProvider options:\n%s"
+               "\nMetrics and health (docs/operations.md):\n%s%s",
+               ob__cli_sqs_allow_http_help, ob__cli_provider_help,
+               ob__cli_metrics_help, ob__cli_health_help);
         return EXIT_OK;
       default: return EXIT_USAGE;
     }
@@ -406,7 +414,8 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
           (code = ob__cli_enable_relay(e, &sync)) != 0 ||
           (code = ob__cli_enable_consumer(e, consume_url, (int)prefetch,
                                           (int)visibility, until_idle,
-                                          sync.sqs_allow_http, failures_to_sqs)) != 0) {
+                                          sync.sqs_allow_http, failures_to_sqs)) != 0 ||
+          (code = ob__cli_enable_metrics(e, cli, &metrics)) != 0) {
     ob_close(e);
     return code;
   }
@@ -436,13 +445,27 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
   }
   if (ob_stats(e, &after) == 0 && ob_payout_stats(e, &pay_after) == 0 &&
       ob_charge_stats(e, &charge_after) == 0) {
+    int64_t handled[OB_OUTCOME_COUNT];
+    (void)ob_counters(e, &cnt);
+    for (int k = 0; k < OB_OUTCOME_COUNT; k++)
+      handled[k] = cnt.handled[OB_INPUT_QUEUE][k] + cnt.handled[OB_INPUT_SQS][k];
+    /* The words of docs/operations.md, "One vocabulary": handled, then
+    ** duplicates, as oncebox_handled_total and oncebox_duplicates_total. */
     fprintf(stderr,
-            "stopped: %lld processed records, %lld payouts, %lld charges, "
-            "%lld failed, %lld still queued, %lld effect(s) open\n",
-            (long long)(after.processed - before.processed),
+            "stopped: %lld handled (%lld done, %lld retried, %lld failed, "
+            "%lld waiting), %lld duplicates; %lld payouts, %lld charges, "
+            "%lld in the failure store, %lld still queued, %lld effect(s) "
+            "open\n",
+            (long long)(handled[OB_OUTCOME_DONE] + handled[OB_OUTCOME_RETRIED] +
+                        handled[OB_OUTCOME_FAILED] + handled[OB_OUTCOME_WAITING]),
+            (long long)handled[OB_OUTCOME_DONE],
+            (long long)handled[OB_OUTCOME_RETRIED],
+            (long long)handled[OB_OUTCOME_FAILED],
+            (long long)handled[OB_OUTCOME_WAITING],
+            (long long)handled[OB_OUTCOME_DUPLICATE],
             (long long)(pay_after.payouts - pay_before.payouts),
             (long long)(charge_after.charges - charge_before.charges),
-            (long long)(after.failed - before.failed),
+            (long long)after.failed,
             (long long)(after.queue_ready + after.queue_delayed),
             (long long)(after.effects_pending + after.effects_unknown));
     if (rc == OB_RUN_STALLED) {

@@ -51,7 +51,7 @@ check "embedder --help" 0 "$EMB" --help
 contains "embedder --help lists commands" out "effects"
 check "embedder enqueue" 0 "$EMB" --db "$DB" enqueue --type OrderPlaced --id "$ID" --body "$BODY"
 check "embedder run" 0 "$EMB" --db "$DB" run --until-idle
-contains "embedder run handled it" err "stopped: 1 processed records"
+contains "embedder run handled it" err "stopped: 1 handled (1 done"
 lacks "embedder run: no no_handler" err "no handler"
 check "embedder stats" 0 "$EMB" --db "$DB" stats --json
 contains "embedder stats: processed" out '"processed":	1'
