@@ -5,6 +5,9 @@
 ** connection (Prometheus and curl both send one), answered and closed, so
 ** there is no keep-alive state, no body and no chunked input to parse. */
 #include <arpa/inet.h>
+#include <errno.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -309,21 +312,53 @@ static void on_connection(uv_stream_t* server, int status) {
 
 /* ---- the component ------------------------------------------------------- */
 
+/* Bound and listening before libuv sees it: a start that fails leaves no
+** handle to close (the component contract), only a closed descriptor. */
+static int listen_socket(server_t* srv, int* fd_out) {
+  const struct sockaddr* a = (const struct sockaddr*)&srv->addr;
+  socklen_t alen = a->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                            : sizeof(struct sockaddr_in);
+  int one = 1, err;
+  int fd = socket(a->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return -errno;
+  /* A restart binds again at once, past the old sockets' TIME_WAIT. */
+  (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (bind(fd, a, alen) != 0 || listen(fd, 16) != 0) {
+    err = errno;
+    close(fd);
+    return -err;
+  }
+  *fd_out = fd;
+  return 0;
+}
+
 static int srv_start(void* self, ob_engine_t* e, struct uv_loop_s* loop) {
   server_t* srv = self;
-  int rc;
+  int fd = -1, rc;
   srv->e = e;
   srv->loop = loop;
   srv->closing = 0;
+  if ((rc = listen_socket(srv, &fd)) < 0) {
+    ob__log(e, OB_LOG_ERROR, "metrics: cannot listen on %s: %s", srv->listen,
+            strerror(-rc));
+    return OB_ENET;
+  }
   uv_tcp_init(loop, &srv->tcp);
   srv->tcp.data = srv;
   srv->open_handles = 1;
   srv->started = 1;
-  if ((rc = uv_tcp_bind(&srv->tcp, (const struct sockaddr*)&srv->addr, 0)) != 0 ||
-      (rc = uv_listen((uv_stream_t*)&srv->tcp, 16, on_connection)) != 0) {
-    ob__log(e, OB_LOG_ERROR, "metrics: cannot listen on %s: %s", srv->listen,
+  /* The handle is open from here on: it is closed with the component even
+  ** if serving fails (not expected on a listening socket; said once). */
+  if ((rc = uv_tcp_open(&srv->tcp, fd)) != 0) {
+    close(fd);
+    ob__log(e, OB_LOG_ERROR, "metrics: cannot serve on %s: %s", srv->listen,
             uv_strerror(rc));
-    return OB_ENET;
+    return 0;
+  }
+  if ((rc = uv_listen((uv_stream_t*)&srv->tcp, 16, on_connection)) != 0) {
+    ob__log(e, OB_LOG_ERROR, "metrics: cannot serve on %s: %s", srv->listen,
+            uv_strerror(rc));
+    return 0;
   }
   uv_unref((uv_handle_t*)&srv->tcp);
   ob__log(e, OB_LOG_INFO, "metrics: serving /metrics and /health on http://%s",
