@@ -254,7 +254,7 @@ char* ob__prom_render(const ob__prom_input_t* in, size_t* len) {
   gauge(&b, "oncebox_fence_provider_successes",
         "Provider 2xx answers recorded on the kept effect rows, replays "
         "included.", s->provider_2xx);
-  gauge(&b, "oncebox_fence_provider_replays",
+  gauge(&b, "oncebox_fence_repeated_successes",
         "Provider 2xx answers beyond the first for one key (a repeated call "
         "answered again).", s->provider_replays);
   if (in->charge != NULL) {

@@ -209,6 +209,14 @@ const char* ob__cli_space_words(int level);
 void ob__cli_format_time(int64_t ms, char* out);
 /* Human age: "3.2s", "5m12s", "2h03m", "4d02h". */
 void ob__cli_format_age(int64_t ms, char* out, size_t n);
+/* The one JSON style of every --json (docs/operations.md, "JSON output"):
+** a result is one compact object on one line; a listing is one such line
+** per item (NDJSON), so a 50k-row backlog streams into jq or a log
+** shipper. ob__cli_json_line prints o so and frees it (NULL: nothing);
+** ob__cli_json_lines prints each item of the array arr so and frees arr. */
+struct cJSON;
+void ob__cli_json_line(struct cJSON* o);
+void ob__cli_json_lines(struct cJSON* arr);
 /* A one-line progress bar on stderr when it is a terminal. */
 void ob__cli_progress(const char* label, long long done, long long total);
 void ob__cli_progress_end(void);

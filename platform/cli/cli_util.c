@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -404,4 +405,24 @@ void ob__cli_progress(const char* label, long long done, long long total) {
 void ob__cli_progress_end(void) {
   if (progress_shown) fputc('\n', stderr);
   progress_shown = 0;
+}
+
+void ob__cli_json_line(cJSON* o) {
+  char* t;
+  if (o == NULL) return;
+  t = cJSON_PrintUnformatted(o);
+  if (t != NULL) printf("%s\n", t);
+  free(t);
+  cJSON_Delete(o);
+}
+
+void ob__cli_json_lines(cJSON* arr) {
+  cJSON* it;
+  if (arr == NULL) return;
+  cJSON_ArrayForEach(it, arr) {
+    char* t = cJSON_PrintUnformatted(it);
+    if (t != NULL) printf("%s\n", t);
+    free(t);
+  }
+  cJSON_Delete(arr);
 }
