@@ -341,7 +341,8 @@ static int srv_start(void* self, ob_engine_t* e, struct uv_loop_s* loop) {
   if ((rc = listen_socket(srv, &fd)) < 0) {
     ob__log(e, OB_LOG_ERROR, "metrics: cannot listen on %s: %s", srv->listen,
             strerror(-rc));
-    return OB_ENET;
+    return ob__engine_seterr(e, OB_ENET, "metrics: cannot listen on %s: %s",
+                             srv->listen, strerror(-rc));
   }
   uv_tcp_init(loop, &srv->tcp);
   srv->tcp.data = srv;

@@ -246,6 +246,12 @@ static void test_port_taken(void** state) {
   ob_close(e);
   uv_run(&loop, UV_RUN_DEFAULT);
   assert_int_equal(uv_loop_close(&loop), 0);
+  /* The program: exit 1 at start, the reason said, not a run blind. */
+  assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' run --until-idle "
+                      "--metrics-listen %s 2>'%s.err'", g_oncebox, db,
+                      listen_at, db), 1);
+  assert_int_equal(sh("grep -q 'metrics: cannot listen on %s: Address already "
+                      "in use' '%s.err'", listen_at, db), 0);
   close(fd);
   ts_rmdir(dir);
   free(db);
