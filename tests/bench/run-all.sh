@@ -8,7 +8,7 @@
 #   tests/bench/run-all.sh [--quick] [--no-install] [--only PARTS]
 #
 #   PARTS   comma-separated, in this order by default:
-#           engine,sweep,latency,peers,relay,footprint,plot,tables
+#           engine,sweep,latency,peers,relay,footprint,scrape,plot,tables
 #   --quick small sizes, one run each: checks that everything works (a
 #           minute or two); the figures are NOT fit for the docs
 #   --no-install  do not install the peers, gnuplot or strace
@@ -27,7 +27,7 @@ res=$build/results
 bin=$build/tests/bench
 quick=0
 install=1
-only="engine,sweep,latency,peers,relay,footprint,plot,tables"
+only="engine,sweep,latency,peers,relay,footprint,scrape,plot,tables"
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
@@ -133,6 +133,13 @@ if want footprint; then
   say "footprint: size, RSS, idle, start-up, fsyncs of the CLI"
   "$bin/ob-bench-footprint" -x "$build/oncebox" "${fp_args[@]}" \
     -o "$res/footprint.csv" | tee "$res/footprint.txt"
+fi
+if want scrape; then
+  say "scrape: a run scraped every 100 ms against one not scraped"
+  cmake --build "$build" -j"$(nproc)" --target oncebox-cli >/dev/null
+  if [ "$quick" = 1 ]; then scrape_args=(20000 1); else scrape_args=(100000 3); fi
+  bash "$src/tests/bench/scrape.sh" "$build/oncebox" "${scrape_args[@]}" 100 \
+    | tee "$res/scrape.txt"
 fi
 if want plot; then
   say "plot"
