@@ -13,11 +13,14 @@
 **     fault injection: what SQS does when it is unavailable), then not;
 **   - effects_unknown: a payment provider that holds its answers past the
 **     client's timeout (fence/provider_sim.mjs, "slow" mode), then answers.
+**   - db_not_writable: the disk (a 4 MiB tmpfs, root only) filling under a
+**     running engine, then space freed.
 ** The HTTP client here is a plain socket: what the listener must accept
 ** from any scraper is one GET with a Host header.
 ** Parts that need node (fauxqs, the provider simulator) skip with a reason
 ** when it is missing; promtool is checked when installed.
 */
+#define _GNU_SOURCE 1  /* unshare(2) */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -29,6 +32,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -581,6 +586,93 @@ static void test_effect_unknown(void** state) {
   ts_rmdir(dir);
 }
 
+/* ---- a full disk: db_not_writable -------------------------------------- */
+
+/* A small tmpfs in a mount namespace of this process (children inherit
+** it; nothing stays mounted on the host). NULL and why when not allowed. */
+static char* mount_small_tmpfs(char* why, size_t n) {
+  char* dir;
+  if (geteuid() != 0) {
+    snprintf(why, n, "not root (mount needs CAP_SYS_ADMIN)");
+    return NULL;
+  }
+  if (unshare(CLONE_NEWNS) != 0 ||
+      mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
+    snprintf(why, n, "no private mount namespace: %s", strerror(errno));
+    return NULL;
+  }
+  dir = ts_mkdtemp("metrics_full");
+  if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV,
+            "size=4m,mode=0700") != 0) {
+    snprintf(why, n, "mount -t tmpfs: %s", strerror(errno));
+    ts_rmdir(dir);
+    return NULL;
+  }
+  return dir;
+}
+
+/* The disk fills under a running engine: its next handling commit fails
+** (SQLITE_FULL), /health says db_not_writable; space comes back, the engine
+** commits again on its own and /health is 200. */
+static void test_disk_full(void** state) {
+  char why[256], args[6000], id[40], pay[40], data[400];
+  char *dir, *db, *errp, *filler, *body = NULL;
+  int port, rc;
+  pid_t pid;
+  (void)state;
+  if ((dir = mount_small_tmpfs(why, sizeof why)) == NULL) {
+    printf("skipped: %s\n", why);
+    return;
+  }
+  db = ts_path(dir, "f.db");
+  errp = ts_path(dir, "run.err");
+  filler = ts_path(dir, "filler");
+  /* Due in 3 s: by then the disk is full. */
+  for (int i = 0; i < 5; i++) {
+    uuid_n(id, i, 7);
+    uuid_n(pay, i, 8);
+    snprintf(data, sizeof data, kPayment, pay, 300 + i);
+    assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' enqueue --type "
+                        "PaymentCaptured --id %s --delay 3000 --body '%s' "
+                        ">/dev/null", g_oncebox, db, id, data), 0);
+  }
+  port = free_port();
+  snprintf(args, sizeof args, "--db '%s' run --metrics-listen 127.0.0.1:%d "
+           "--metrics-refresh 100ms", db, port);
+  pid = start_oncebox(args, "/dev/null");
+  assert_int_equal(wait_health(port, 200, 10000, &body), 200);
+  (void)sh("dd if=/dev/zero of='%s' bs=64k 2>/dev/null", filler);
+  assert_int_equal(wait_health(port, 503, 20000, &body), 503);
+  assert_non_null(strstr(body, "\"reasons\":[\"db_not_writable\"]"));
+  assert_non_null(strstr(body, "\"db_write_error\":\"OB_ENOSPC\""));
+  free(body);
+  body = NULL;
+  assert_int_equal(http_get(port, "/metrics", &body), 200);
+  assert_true(metric(body, "oncebox_write_errors_total") >= 1);
+  assert_true(metric(body, "oncebox_handled_total{input=\"queue\",outcome=\"done\"}") == 0);
+  assert_int_equal(unlink(filler), 0);
+  assert_int_equal(wait_health(port, 200, 60000, &body), 200);
+  free(body);
+  body = NULL;
+  for (int waited = 0; waited < 20000; waited += 100) {
+    free(body);
+    body = NULL;
+    if (http_get(port, "/metrics", &body) == 200 &&
+        metric(body, "oncebox_handled_total{input=\"queue\",outcome=\"done\"}") == 5)
+      break;
+    sleep_ms(100);
+  }
+  assert_true(metric(body, "oncebox_handled_total{input=\"queue\",outcome=\"done\"}") == 5);
+  rc = stop_oncebox(pid);
+  assert_int_equal(rc, 0);
+  free(body);
+  free(db);
+  free(errp);
+  free(filler);
+  (void)umount2(dir, MNT_DETACH);
+  ts_rmdir(dir);
+}
+
 static int teardown_all(void** state) {
   (void)state;
   if (g_srv_up) sq_server_stop(&g_srv);
@@ -596,6 +688,7 @@ int main(void) {
       cmocka_unit_test(test_scrape_during_run),
       cmocka_unit_test(test_relay_failing),
       cmocka_unit_test(test_effect_unknown),
+      cmocka_unit_test(test_disk_full),  /* last: it enters a mount namespace */
   };
   signal(SIGPIPE, SIG_IGN);
   snprintf(g_oncebox, sizeof g_oncebox, "%s/oncebox", bin ? bin : ".");
