@@ -397,8 +397,10 @@ void bc_run_raw(const char* path, int64_t n, int batch, int synchronous,
                  " attempts, first_failed_at, created_at FROM queue"
                  " WHERE available_at <= ?1 AND (lease_until IS NULL OR"
                  " lease_until <= ?1) ORDER BY available_at, id LIMIT ?2");
+  /* source_ref 0: a local message (storage/processed.c's claim, without
+  ** the look for schema-9 records a fresh database does not have). */
   claim = prep(db, "INSERT INTO processed_message(consumer_name, message_id,"
-                   " processed_at) VALUES (?1, ?2, ?3)"
+                   " source_ref, processed_at) VALUES (?1, ?2, 0, ?3)"
                    " ON CONFLICT DO NOTHING RETURNING 1");
   pay = prep(db, "INSERT INTO merchant_payout(id, source_payment_id,"
                  " merchant_id, amount_minor, currency, source_event_id,"

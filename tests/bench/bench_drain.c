@@ -98,7 +98,8 @@ static int make_backlog(const char* path, int64_t n) {
                          -1, &ins, NULL) != SQLITE_OK ||
       sqlite3_prepare_v2(db,
                          "INSERT INTO processed_message(consumer_name,"
-                         " message_id, processed_at) VALUES ('bench', ?1, ?2)",
+                         " message_id, source_ref, processed_at)"
+                         " VALUES ('bench', ?1, 0, ?2)",
                          -1, &proc, NULL) != SQLITE_OK) {
     fprintf(stderr, "bench: prepare: %s\n", sqlite3_errmsg(db));
     return -1;
