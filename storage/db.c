@@ -123,6 +123,51 @@ static int apply_size_cap(ob__db_t* db, int64_t max_bytes) {
   return ob__db_exec_fixed(db, sql);
 }
 
+int ob__db_page_size(ob__db_t* db, int* out) {
+  char page[32];
+  int rc = pragma_text(db, "PRAGMA page_size", page, sizeof page);
+  if (rc < 0) return rc;
+  *out = atoi(page);
+  return 0;
+}
+
+int ob__db_repage(ob__db_t* db, int page_size, int64_t max_bytes) {
+  char sql[64], mode[32];
+  int rc, old, back;
+  if (db->in_tx) return ob__db_seterr(db, OB_ESTATE, "vacuum inside a transaction");
+  if ((rc = ob__db_page_size(db, &old)) < 0) return rc;
+  if (old == page_size) return 0;
+  /* The copy at a smaller page size needs more pages than the cap allows
+  ** in pages: lifted for the copy, set again from bytes after. */
+  if ((rc = ob__db_exec_fixed(db, "PRAGMA max_page_count=4294967294")) < 0)
+    return rc;
+  /* Only out of WAL can the page size change. Leaving WAL needs the only
+  ** connection: with another process on the file it fails and nothing
+  ** changed. */
+  rc = pragma_text(db, "PRAGMA journal_mode=DELETE", mode, sizeof mode);
+  if (rc == 0 && strcmp(mode, "delete") != 0)
+    rc = ob__db_seterr(db, OB_EBUSY, "journal_mode stayed '%s'", mode);
+  if (rc < 0) {
+    if (db->last_err == OB_EBUSY || rc == OB_EBUSY)
+      ob__db_seterr(db, OB_EBUSY, "another connection has the database open "
+                    "(stop every oncebox process on it first): nothing "
+                    "changed");
+    if (max_bytes > 0) (void)apply_size_cap(db, max_bytes);
+    return rc < 0 ? rc : OB_EBUSY;
+  }
+  snprintf(sql, sizeof sql, "PRAGMA page_size=%d", page_size);
+  rc = ob__db_exec_fixed(db, sql);
+  /* VACUUM copies every row into a new file image in one transaction of
+  ** the rollback journal: a crash leaves the old file whole. */
+  if (rc == 0) rc = ob__db_exec_fixed(db, "VACUUM");
+  back = pragma_text(db, "PRAGMA journal_mode=WAL", mode, sizeof mode);
+  if (back == 0 && strcmp(mode, "wal") != 0)
+    back = ob__db_seterr(db, OB_EWAL, "journal_mode is '%s' after the vacuum",
+                         mode);
+  if (max_bytes > 0 && back == 0) back = apply_size_cap(db, max_bytes);
+  return rc < 0 ? rc : back;
+}
+
 /* sqlite3_open_v2's "unable to open database file" says nothing of why;
 ** the operator needs the errno, or that a symlink was refused. */
 static int open_failed(ob__db_t* db, int rc, const char* path) {
@@ -139,6 +184,16 @@ static int open_failed(ob__db_t* db, int rc, const char* path) {
                          "cannot open %.*s%s: %s (%s)", shown, path, more,
                          strerror(sys), sqlite3_errstr(rc));
   return ob__db_fail(db, rc, "open");
+}
+
+/* The pragmas take no bound parameter; both values are integers. */
+int ob__db_set_wal_policy(ob__db_t* db, int checkpoint_pages,
+                          int64_t size_limit_bytes) {
+  char sql[128];
+  snprintf(sql, sizeof sql,
+           "PRAGMA wal_autocheckpoint=%d; PRAGMA journal_size_limit=%lld;",
+           checkpoint_pages, (long long)size_limit_bytes);
+  return ob__db_exec_fixed(db, sql);
 }
 
 int ob__db_open(ob__db_t* db, const char* path, ob_sync_t sync,
@@ -176,6 +231,12 @@ int ob__db_open_ext(ob__db_t* db, const char* path, ob_sync_t sync,
   ** exactly as it was (journal_mode=WAL would rewrite its header). */
   rc = ob__schema_identify(db, ext != NULL && ext->adopt);
   if (rc < 0) goto fail;
+  /* A new file gets 2 KiB pages (docs/decisions/0017-pages-and-wal-for-
+  ** flash.md): half the bytes per message of 4 KiB ones. On a file that
+  ** exists this does nothing (only a VACUUM changes it: `oncebox vacuum`),
+  ** and it must come before WAL, which fixes the size. */
+  rc = ob__db_exec_fixed(db, "PRAGMA page_size=" OB__NEW_PAGE_SIZE_STR);
+  if (rc < 0) goto fail;
   rc = pragma_text(db, "PRAGMA journal_mode=WAL", mode, sizeof mode);
   if (rc < 0) goto fail;
   if (strcmp(mode, "wal") != 0) {
@@ -192,9 +253,10 @@ int ob__db_open_ext(ob__db_t* db, const char* path, ob_sync_t sync,
   db->sync_full = sync != OB_SYNC_NORMAL;
   rc = ob__db_exec_fixed(db,
                          "PRAGMA foreign_keys=ON;"
-                         "PRAGMA temp_store=MEMORY;"
-                         "PRAGMA journal_size_limit=4194304;"
-                         "PRAGMA wal_autocheckpoint=1000;");
+                         "PRAGMA temp_store=MEMORY;");
+  if (rc < 0) goto fail;
+  rc = ob__db_set_wal_policy(db, OB__WAL_CHECKPOINT_PAGES,
+                             OB__WAL_SIZE_LIMIT_BYTES);
   if (rc < 0) goto fail;
   rc = pragma_text(db, "PRAGMA foreign_keys", mode, sizeof mode);
   if (rc < 0) goto fail;

@@ -98,7 +98,7 @@ typedef struct ob__db_s {
 } ob__db_t;
 
 /* Current schema version (PRAGMA user_version). */
-#define OB__SCHEMA_VERSION 11
+#define OB__SCHEMA_VERSION 12
 /* PRAGMA application_id: "OBX1". */
 #define OB__APPLICATION_ID 0x4f425831
 
@@ -112,6 +112,27 @@ typedef struct ob__db_s {
 */
 int ob__db_open(ob__db_t* db, const char* path, ob_sync_t sync,
                 int busy_timeout_ms, int64_t max_bytes);
+/* The page size of a new database file (docs/decisions/0017). */
+#define OB__NEW_PAGE_SIZE 2048
+#define OB__NEW_PAGE_SIZE_STR "2048"
+/* The WAL policy ob__db_open applies (ob_options_t's defaults): checkpoint
+** every this many pages, and truncate the WAL back to at most this many
+** bytes after a checkpoint (not to 0: a WAL truncated and regrown costs
+** metadata writes on every cycle). */
+#define OB__WAL_CHECKPOINT_PAGES 8000
+#define OB__WAL_SIZE_LIMIT_BYTES (16LL * 1024 * 1024)
+/* With a size cap, the WAL is held to a quarter of it, at least this. */
+#define OB__WAL_CAPPED_MIN_BYTES (1024LL * 1024)
+/* The file's page size in *out. 0 or < 0. */
+int ob__db_page_size(ob__db_t* db, int* out);
+/* Rewrite the file with page_size-byte pages (VACUUM out of WAL, then back
+** into WAL; the size cap max_bytes, if > 0, set again in pages). Needs the
+** only connection to the file: OB_EBUSY, nothing changed, otherwise.
+** Nothing to do when the size is already page_size. 0 or < 0. */
+int ob__db_repage(ob__db_t* db, int page_size, int64_t max_bytes);
+/* Set wal_autocheckpoint and journal_size_limit on db. 0 or < 0. */
+int ob__db_set_wal_policy(ob__db_t* db, int checkpoint_pages,
+                          int64_t size_limit_bytes);
 /* The same with the embedder's schema (ext may be NULL; see schema.c). */
 struct ob__schema_ext_s;
 int ob__db_open_ext(ob__db_t* db, const char* path, ob_sync_t sync,

@@ -33,6 +33,8 @@ void ob_options_init(ob_options_t* o) {
   o->reserve_db_bytes = OB_RESERVE_AUTO;
   ob_retry_policy_init(&o->retry);
   o->log_level = OB_LOG_INFO;
+  o->wal_checkpoint_pages = OB__WAL_CHECKPOINT_PAGES;
+  o->wal_size_limit_bytes = OB__WAL_SIZE_LIMIT_BYTES;
 }
 
 void ob__log(ob_engine_t* e, ob_log_level_t level, const char* fmt, ...) {
@@ -51,6 +53,29 @@ void ob__fmt(char* buf, size_t n, const char* fmt, ...) {
   va_start(ap, fmt);
   ob__errbuf_vset(buf, n, 0, fmt, ap);
   va_end(ap);
+}
+
+/* The options' WAL policy, when it is not the one ob__db_open set. With
+** a size cap the WAL is held to a quarter of the cap (at least 1 MiB): the
+** cap is what the operator sized the flash by, and the WAL needs room
+** beyond it (docs/field.md), so that room scales with the cap instead of
+** being 16 MiB on a terminal that has 20. */
+static int wal_policy(const ob_engine_t* e, ob__db_t* db) {
+  int64_t pages = e->opts.wal_checkpoint_pages;
+  int64_t limit = e->opts.wal_size_limit_bytes;
+  int page_size = 0;
+  if (e->opts.max_db_bytes > 0) {
+    int64_t room = e->opts.max_db_bytes / 4;
+    int rc = ob__db_page_size(db, &page_size);
+    if (rc < 0) return rc;
+    if (room < OB__WAL_CAPPED_MIN_BYTES) room = OB__WAL_CAPPED_MIN_BYTES;
+    if (page_size > 0 && pages * page_size > room) pages = room / page_size;
+    if (pages < 1) pages = 1;
+    if (limit > room) limit = room;
+  }
+  if (pages == OB__WAL_CHECKPOINT_PAGES && limit == OB__WAL_SIZE_LIMIT_BYTES)
+    return 0;
+  return ob__db_set_wal_policy(db, (int)pages, limit);
 }
 
 int ob__engine_open(ob_engine_t** out, const ob_options_t* opts,
@@ -74,13 +99,17 @@ int ob__engine_open(ob_engine_t** out, const ob_options_t* opts,
         (opts->max_db_bytes > 0 &&
          opts->reserve_db_bytes > opts->max_db_bytes / 2))) ||
       ob__retry_policy_check(&opts->retry) != 0 ||
+      opts->wal_checkpoint_pages < 1 ||
+      opts->wal_checkpoint_pages > 1000000 ||
+      opts->wal_size_limit_bytes < 0 ||
       (opts->synchronous != OB_SYNC_FULL &&
        opts->synchronous != OB_SYNC_NORMAL)) {
     return ob__errbuf_set(errbuf, errlen, OB_EINVAL,
                           "options: batch_size must be 1..10000, timeouts, "
                           "intervals and retention non-negative, "
                           "reserve_db_bytes at most half of max_db_bytes, "
-                          "retry policy valid");
+                          "retry policy valid, wal_checkpoint_pages "
+                          "1..1000000, wal_size_limit_bytes non-negative");
   }
   e = calloc(1, sizeof *e);
   if (e == NULL) {
@@ -110,8 +139,10 @@ int ob__engine_open(ob_engine_t** out, const ob_options_t* opts,
     rc = ob__db_open_ext(&e->db, e->db_path, opts->synchronous,
                          opts->busy_timeout_ms, opts->max_db_bytes, &ext);
   }
+  if (rc == 0) rc = wal_policy(e, &e->db);
   if (rc < 0) {
     ob__errbuf_set(errbuf, errlen, 0, "%s", e->db.errmsg);
+    ob__db_close(&e->db);
     free(e->db_path);
     free(e);
     return rc;
@@ -583,8 +614,13 @@ static void recover_after(ob_engine_t* e, int rc) {
   memcpy(msg, e->db.errmsg, sizeof msg);
   if (rc == OB_EIO) {
     ob__db_t fresh;
-    if (ob__db_open(&fresh, e->db_path, e->opts.synchronous,
-                    e->opts.busy_timeout_ms, e->opts.max_db_bytes) == 0) {
+    int orc = ob__db_open(&fresh, e->db_path, e->opts.synchronous,
+                          e->opts.busy_timeout_ms, e->opts.max_db_bytes);
+    if (orc == 0 && wal_policy(e, &fresh) < 0) {
+      ob__db_close(&fresh);
+      orc = -1;
+    }
+    if (orc == 0) {
       ob__db_close(&e->db);
       e->db = fresh;
       ob__log(e, OB_LOG_WARN, "I/O error: the database connection was "

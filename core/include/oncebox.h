@@ -212,8 +212,8 @@ typedef struct ob_options_s {
                                 ** Writes past it fail with OB_ENOSPC and
                                 ** nothing is half-applied, as on a full disk.
                                 ** Keep it below the filesystem's free space
-                                ** minus the WAL (up to 4 MiB after a
-                                ** checkpoint): see docs/field.md */
+                                ** minus the WAL (wal_size_limit_bytes, 16
+                                ** MiB): see docs/field.md */
   int64_t reserve_db_bytes;     /* the last bytes below max_db_bytes that new
                                 ** messages may not use: OB_RESERVE_AUTO
                                 ** (the default) is an eighth of the cap,
@@ -250,6 +250,18 @@ typedef struct ob_options_s {
   ** db_path must not turn another program's database into a queue (and
   ** oncebox's migrations may collide with its table names). */
   int adopt_existing;
+  /* The WAL (docs/decisions/0017-pages-and-wal-for-flash.md): a checkpoint
+  ** copies the WAL's pages into the database file every
+  ** wal_checkpoint_pages pages (8000: 16 MiB of 2 KiB pages; a larger WAL
+  ** copies a hot page once for many commits, so fewer bytes reach the
+  ** flash), and afterwards the WAL file is cut back to at most
+  ** wal_size_limit_bytes (16 MiB) rather than to 0, so it is not regrown
+  ** on every cycle. With a size cap (max_db_bytes) both are held to a
+  ** quarter of the cap, at least 1 MiB, so the disk to keep free beyond
+  ** the cap scales with it. wal_checkpoint_pages 1..1000000;
+  ** wal_size_limit_bytes >= 0. */
+  int wal_checkpoint_pages;
+  int64_t wal_size_limit_bytes;
 } ob_options_t;
 
 /* reserve_db_bytes: let the engine size the reserve from the cap. */
@@ -1315,6 +1327,23 @@ OB_EXTERN int ob_stats(ob_engine_t* e, ob_stats_t* s);
 OB_EXTERN int ob_check(ob_engine_t* e,
                        void (*cb)(void* arg, const char* violation),
                        void* arg);
+
+/*
+** Rewrite the database file with pages of page_size bytes (0: the size a
+** new file gets, 2048; else a power of two from 512 to 65536), in one
+** VACUUM out of WAL and back: the step that gives an older file the page
+** size of new ones (docs/decisions/0017-pages-and-wal-for-flash.md);
+** ob_open never does it by itself. It needs the only connection to the
+** file (stop every other process on it) and free disk space of about the
+** file's size, and takes time in proportion to the file. A crash leaves
+** the old file whole. Returns 0 (also when the size is already that),
+** OB_EINVAL for a bad size, OB_ESTATE when attached or inside a
+** transaction, OB_EBUSY when another connection has the file open
+** (nothing changed), or a storage code (OB_ENOSPC: not enough room for
+** the copy; nothing changed). Detail in ob_errmsg. *old_page_size (may
+** be NULL) receives the size the file had, once it could be read.
+*/
+OB_EXTERN int ob_vacuum(ob_engine_t* e, int page_size, int* old_page_size);
 
 /* Delete processed_message rows and published outbox rows older than the
 ** retention window, in bounded batches (one short transaction each).

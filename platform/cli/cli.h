@@ -255,5 +255,6 @@ int ob__cmd_outbox(cli_t* cli, int argc, char** argv);
 int ob__cmd_sqs(cli_t* cli, int argc, char** argv);
 int ob__cmd_effects(cli_t* cli, int argc, char** argv);
 int ob__cmd_health(cli_t* cli, int argc, char** argv);
+int ob__cmd_vacuum(cli_t* cli, int argc, char** argv);
 
 #endif

@@ -56,7 +56,7 @@ static void test_migrations_applied(void** state) {
   fixture_t* f = fx_blank(shop, 2);
   (void)state;
   fx_open(f);
-  assert_int_equal(fx_count(f, "PRAGMA user_version"), 11);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
   assert_int_equal(fx_count(f, "SELECT qty FROM stock WHERE sku = 'apple'"),
                    10);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM ledger"), 0);
@@ -200,7 +200,7 @@ static void test_adopt_existing(void** state) {
   assert_int_equal(try_open(f, shop, 1, err, sizeof err), 0);
   assert_int_equal(fx_count(f, "SELECT x FROM legacy"), 5);
   assert_int_equal(fx_count(f, "SELECT qty FROM stock"), 10);
-  assert_int_equal(fx_count(f, "PRAGMA user_version"), 11);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
   f->opts.adopt_existing = 0;  /* now ours: no opt-in needed */
   assert_int_equal(try_open(f, shop, 1, err, sizeof err), 0);
   fx_free(f);

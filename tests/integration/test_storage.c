@@ -122,6 +122,129 @@ static void test_newer_schema_refused(void** state) {
 
 /* What migration 10 -> 11 (the embedder's schema) added, undone. */
 #define UNDO_V11 "DROP TABLE schema_migration;"
+#define UNDO_V12 "CREATE INDEX outbox_causation ON outbox_event(causation_id);"
+
+/* The engine connection's value of a pragma. */
+static long long engine_pragma(fixture_t* f, const char* sql) {
+  sqlite3_stmt* st;
+  long long v = -1;
+  assert_int_equal(sqlite3_prepare_v2(f->e->db.db, sql, -1, &st, NULL),
+                   SQLITE_OK);
+  if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  return v;
+}
+
+/* docs/decisions/0017: a new file has 2 KiB pages, the WAL policy is the
+** options', a file with 4 KiB pages keeps them (never a silent VACUUM at
+** start-up), and schema 12 drops outbox_causation from an older file. */
+static void test_pages_and_wal_policy(void** state) {
+  fixture_t* f = fx_new(1);
+  sqlite3* raw;
+  (void)state;
+  assert_int_equal(fx_count(f, "PRAGMA page_size"), 2048);
+  assert_int_equal(engine_pragma(f, "PRAGMA wal_autocheckpoint"), 8000);
+  assert_int_equal(engine_pragma(f, "PRAGMA journal_size_limit"), 16777216);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM sqlite_schema WHERE"
+                               " name = 'outbox_causation'"), 0);
+  ob_close(f->e);
+  f->e = NULL;
+  f->opts.wal_checkpoint_pages = 500;
+  f->opts.wal_size_limit_bytes = 1 << 20;
+  fx_open(f);
+  assert_int_equal(engine_pragma(f, "PRAGMA wal_autocheckpoint"), 500);
+  assert_int_equal(engine_pragma(f, "PRAGMA journal_size_limit"), 1 << 20);
+  /* A size cap holds the WAL to a quarter of it, at least 1 MiB. */
+  ob_close(f->e);
+  f->e = NULL;
+  f->opts.wal_checkpoint_pages = 8000;
+  f->opts.wal_size_limit_bytes = 16 << 20;
+  f->opts.max_db_bytes = 2 << 20;
+  fx_open(f);
+  assert_int_equal(engine_pragma(f, "PRAGMA wal_autocheckpoint"), 512);
+  assert_int_equal(engine_pragma(f, "PRAGMA journal_size_limit"), 1 << 20);
+  ob_close(f->e);
+  f->e = NULL;
+  f->opts.max_db_bytes = 40 << 20;
+  fx_open(f);
+  assert_int_equal(engine_pragma(f, "PRAGMA wal_autocheckpoint"), 5120);
+  assert_int_equal(engine_pragma(f, "PRAGMA journal_size_limit"), 10 << 20);
+  f->opts.max_db_bytes = 0;
+  /* A schema-11 file: the migration drops the index. */
+  ob_close(f->e);
+  f->e = NULL;
+  set_user_version(f->db_path, UNDO_V12 "PRAGMA user_version=11");
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM sqlite_schema WHERE"
+                               " name = 'outbox_causation'"), 1);
+  fx_open(f);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM sqlite_schema WHERE"
+                               " name = 'outbox_causation'"), 0);
+  assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
+  f->opts.wal_checkpoint_pages = 0;
+  ob_close(f->e);
+  f->e = NULL;
+  {
+    ob_engine_t* e = NULL;
+    char err[512];
+    assert_int_equal(ob_open(&e, &f->opts, err, sizeof err), OB_EINVAL);
+    assert_non_null(strstr(err, "wal_checkpoint_pages"));
+  }
+  f->opts.wal_checkpoint_pages = 8000;
+  f->opts.wal_size_limit_bytes = 16 << 20;
+  fx_free(f);
+
+  /* A file made with 4 KiB pages (an older oncebox) keeps them. */
+  f = calloc(1, sizeof *f);
+  f->dir = ts_mkdtemp("engine");
+  f->db_path = ts_path(f->dir, "old.db");
+  assert_int_equal(sqlite3_open(f->db_path, &raw), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(raw, "PRAGMA page_size=4096;"
+                                     "PRAGMA journal_mode=WAL;"
+                                     "CREATE TABLE t(x); DROP TABLE t;",
+                                NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_close(raw);
+  fake_clock_init(&f->clock, FX_T0, 42);
+  ob_options_init(&f->opts);
+  f->opts.db_path = f->db_path;
+  f->opts.clock = &f->clock.clock;
+  fx_open(f);
+  assert_int_equal(fx_count(f, "PRAGMA page_size"), 4096);
+
+  /* The documented step: ob_vacuum. Refused while another connection is
+  ** open (nothing changed), then done; the rows and the invariants hold. */
+  {
+    char buf[256], id[OB_UUID_BUFLEN];
+    int old = 0;
+    assert_int_equal(ob_register_payout(f->e), 0);
+    for (int i = 0; i < 300; i++)
+      assert_int_equal(fx_enqueue(f, OB_PAYOUT_MESSAGE_TYPE, fx_event(i, id),
+                                  fx_payment(i, buf)), 0);
+    (void)fx_drain(f);
+    assert_int_equal(sqlite3_open(f->db_path, &raw), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(raw, "SELECT count(*) FROM queue", NULL,
+                                  NULL, NULL), SQLITE_OK);
+    assert_int_equal(ob_vacuum(f->e, 0, &old), OB_EBUSY);
+    assert_non_null(strstr(ob_errmsg(f->e), "another connection"));
+    assert_int_equal(old, 4096);
+    sqlite3_close(raw);
+    assert_int_equal(fx_count(f, "PRAGMA page_size"), 4096);
+    assert_int_equal(ob_vacuum(f->e, 1000, NULL), OB_EINVAL);
+    assert_int_equal(ob_vacuum(f->e, 0, &old), 0);
+    assert_int_equal(old, 4096);
+    assert_int_equal(fx_count(f, "PRAGMA page_size"), 2048);
+    assert_int_equal(fx_count(f, "SELECT count(*) FROM merchant_payout"), 300);
+    assert_int_equal(ob_check(f->e, NULL, NULL), 0);
+    assert_int_equal(ob_vacuum(f->e, 2048, &old), 0);  /* nothing to do */
+    assert_int_equal(old, 2048);
+    /* Still WAL, still handling. */
+    assert_int_equal(fx_enqueue(f, OB_PAYOUT_MESSAGE_TYPE, fx_event(900, id),
+                                fx_payment(900, buf)), 0);
+    assert_int_equal(fx_drain(f).handled, 1);
+    fx_reopen(f);
+    assert_int_equal(fx_count(f, "SELECT count(*) FROM merchant_payout"), 301);
+  }
+  fx_free(f);
+}
 
 static int seen_handler(ob_tx_t* tx, const ob_message_t* m, void* arg) {
   (void)tx;
@@ -144,7 +267,7 @@ static void test_migrates_version_9(void** state) {
   (void)state;
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V11 UNDO_V10 "PRAGMA user_version=9;"
+  set_user_version(f->db_path, UNDO_V12 UNDO_V11 UNDO_V10 "PRAGMA user_version=9;"
                    "INSERT INTO processed_message VALUES ('c1',"
                    " '0190b6d8-3ae7-7ca2-a653-00000000002a', 1000);");
   fx_open(f);
@@ -196,7 +319,7 @@ static void test_migrates_version_5(void** state) {
   (void)state;
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V11 UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 "PRAGMA user_version=5");
+  set_user_version(f->db_path, UNDO_V12 UNDO_V11 UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 "PRAGMA user_version=5");
   fx_open(f);
   assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM retention_swept"), 0);
@@ -211,7 +334,7 @@ static void test_migrates_version_6(void** state) {
   (void)state;
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V11 UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 "PRAGMA user_version=6");
+  set_user_version(f->db_path, UNDO_V12 UNDO_V11 UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 "PRAGMA user_version=6");
   fx_open(f);
   assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM pragma_table_info("
@@ -257,7 +380,7 @@ static void test_migrates_version_7(void** state) {
   ob__relay_row_free(&row);
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V11 UNDO_V10 UNDO_V9 UNDO_V8 "PRAGMA user_version=7");
+  set_user_version(f->db_path, UNDO_V12 UNDO_V11 UNDO_V10 UNDO_V9 UNDO_V8 "PRAGMA user_version=7");
   fake_clock_advance(&f->clock, -24LL * 3600 * 1000);
   fx_open(f);
   assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
@@ -290,7 +413,7 @@ static void test_migrates_version_3(void** state) {
   fx_drain(f);
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V11 UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 "PRAGMA user_version=3");
+  set_user_version(f->db_path, UNDO_V12 UNDO_V11 UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 "PRAGMA user_version=3");
   assert_int_equal(fx_count(f, "SELECT count(*) FROM sqlite_schema WHERE name ="
                                " 'outbox_unpublished_type'"),
                    0);
@@ -323,7 +446,7 @@ static void test_migrates_version_2(void** state) {
   fx_enqueue(f, "Nobody", fx_event(2, id), "{}");
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V11 UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 UNDO_V3
+  set_user_version(f->db_path, UNDO_V12 UNDO_V11 UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 UNDO_V3
                    "PRAGMA user_version=2");
   fx_open(f);
   assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
@@ -347,7 +470,7 @@ static void test_migrates_version_1(void** state) {
   fx_drain(f);
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V11 UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 UNDO_V3
+  set_user_version(f->db_path, UNDO_V12 UNDO_V11 UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 UNDO_V3
                    "DROP INDEX outbox_unpublished_aggregate;"
                    "DROP TABLE relay_status; PRAGMA user_version=1");
   assert_int_equal(fx_count(f, "PRAGMA user_version"), 1);
@@ -775,6 +898,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_file_modes),
       cmocka_unit_test(test_pragmas_in_effect),
+      cmocka_unit_test(test_pages_and_wal_policy),
       cmocka_unit_test(test_newer_schema_refused),
       cmocka_unit_test(test_migrates_version_1),
       cmocka_unit_test(test_migrates_version_6),
