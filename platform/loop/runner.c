@@ -257,10 +257,14 @@ static void gc_cb(uv_timer_t* t) {
   ob__runner_t* r = t->data;
   int64_t n = 0;
   int rc = ob_gc(r->e, &n);
-  if (rc < 0)
-    ob__log(r->e, OB_LOG_WARN, "retention failed: %s", ob_errmsg(r->e));
-  else if (n > 0)
-    ob__log(r->e, OB_LOG_INFO, "retention deleted %lld rows", (long long)n);
+  if (rc < 0) {
+    ob_log_record_t lr = OB__LOG_RECORD(OB_LOG_WARN, "gc", "gc_failed");
+    lr.error = rc;
+    ob__logr(r->e, &lr, "retention failed: %s", ob_errmsg(r->e));
+  } else if (n > 0) {
+    ob_log_record_t lr = OB__LOG_RECORD(OB_LOG_INFO, "gc", "gc_deleted");
+    ob__logr(r->e, &lr, "retention deleted %lld rows", (long long)n);
+  }
 }
 
 static void stop_async_cb(uv_async_t* a) {
