@@ -60,6 +60,12 @@ ob_engine_t* ob__cli_open(cli_t* cli, int batch, int* exit_code);
 ** (component "cli", event "log"). ctx is unused. */
 void ob__cli_log(void* ctx, ob_log_level_t level, const char* msg);
 void ob__cli_log_record(void* ctx, const ob_log_record_t* rec);
+/* A line of a long-running command about its own run (`run` stopped, a
+** drain timed out): printed as it is in text, without time and level (as
+** it always was), a record of component "cli" and that event in JSON, so
+** that every line on stderr is an object. */
+void ob__cli_note(ob_log_level_t level, const char* event, const char* fmt,
+                  ...) __attribute__((format(printf, 3, 4)));
 /* CLI_LOG_TEXT or CLI_LOG_JSON for the rest of the process (another value:
 ** text). This function can't fail. */
 void ob__cli_set_log_format(int format);

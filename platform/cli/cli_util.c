@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,6 +114,27 @@ void ob__cli_log_record(void* ctx, const ob_log_record_t* rec) {
   clock = ob_system_clock();
   (void)ob__utc_format_ms(clock->now_ms(clock->ctx), when);
   fprintf(stderr, "%s %s %s\n", when, level_names[r.level], r.msg);
+}
+
+void ob__cli_note(ob_log_level_t level, const char* event, const char* fmt,
+                  ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (log_format != CLI_LOG_JSON) {
+    fprintf(stderr, "%s\n", buf);  /* the line as it always was */
+  } else {
+    ob_log_record_t r;
+    memset(&r, 0, sizeof r);
+    r.level = level;
+    r.component = "cli";
+    r.event = event;
+    r.duration_ms = -1;
+    r.msg = buf;
+    ob__cli_log_record(NULL, &r);
+  }
 }
 
 void ob__cli_log(void* ctx, ob_log_level_t level, const char* msg) {

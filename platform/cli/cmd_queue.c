@@ -418,8 +418,8 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
   ** comes and time the start out without a reason. */
   if ((rc = ob__sd_enable(e, until_idle ? "handling until idle"
                                         : "handling messages")) < 0) {
-    fprintf(stderr, "oncebox run: cannot set up systemd notification: %s\n",
-            ob_strerror(rc));
+    ob__cli_note(OB_LOG_ERROR, "run_failed", "oncebox run: cannot set up "
+                 "systemd notification: %s", ob_strerror(rc));
     ob_close(e);
     return EXIT_FAIL;
   }
@@ -429,16 +429,16 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
   ob_charge_stats(e, &charge_before);
   rc = ob_run(e, until_idle ? OB_RUN_UNTIL_IDLE : OB_RUN_FOREVER, 1);
   if (rc < 0) {
-    fprintf(stderr, "oncebox run: stopped: %s: %s\n", ob_strerror(rc),
-            ob_errmsg(e));
+    ob__cli_note(OB_LOG_ERROR, "run_failed", "oncebox run: stopped: %s: %s",
+                 ob_strerror(rc), ob_errmsg(e));
     ob_close(e);
     return EXIT_FAIL;
   }
   if (ob_stats(e, &after) == 0 && ob_payout_stats(e, &pay_after) == 0 &&
       ob_charge_stats(e, &charge_after) == 0) {
-    fprintf(stderr,
+    ob__cli_note(OB_LOG_INFO, "run_stopped",
             "stopped: %lld processed records, %lld payouts, %lld charges, "
-            "%lld failed, %lld still queued, %lld effect(s) open\n",
+            "%lld failed, %lld still queued, %lld effect(s) open",
             (long long)(after.processed - before.processed),
             (long long)(pay_after.payouts - pay_before.payouts),
             (long long)(charge_after.charges - charge_before.charges),
@@ -447,10 +447,10 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
             (long long)(after.effects_pending + after.effects_unknown));
     if (rc == OB_RUN_STALLED) {
       ob__cli_consumer_left(e, sqs_left, sizeof sqs_left);
-      fprintf(stderr,
+      ob__cli_note(OB_LOG_WARN, "run_stalled",
               "not done: work is left that waits for a peer: %lld "
               "unpublished outbox event(s), %lld message(s) queued, %lld "
-              "effect(s) open%s\n",
+              "effect(s) open%s",
               (long long)(after.outbox_unpublished - after.outbox_parked),
               (long long)(after.queue_ready + after.queue_delayed),
               (long long)(after.effects_pending + after.effects_unknown),
