@@ -18,11 +18,11 @@
 
 #ifdef OB_MUTANT_FENCE_NEW_KEY
 #include <unistd.h>
+#endif
 
 /* The component of this file's log records (ob__log). */
 #undef OB__LOG_COMPONENT
 #define OB__LOG_COMPONENT "fence"
-#endif
 
 #define WAITING_BATCH 64
 

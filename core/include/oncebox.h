@@ -197,11 +197,12 @@ typedef void (*ob_log_cb)(void* ctx, ob_log_level_t level, const char* msg);
 ** OB_LOG_REPEAT_WINDOW_MS are counted, not delivered; when that window
 ** ends (seen at the next record, or at ob_close) one record with the same
 ** component, event, error and level and repeated = the count is
-** delivered, its msg saying "repeated N times". ^Only records at
-** OB_LOG_WARN or OB_LOG_ERROR with an error code are limited; each such
+** delivered, its msg saying "repeated N more times". ^Only records at
+** OB_LOG_INFO or above with an error code and no message_id are limited
+** (a failing message is logged each time: its id is the news); each such
 ** window is also closed by a record of the same component at OB_LOG_INFO
-** or above without an error (the relay "reachable again"), so the summary
-** comes before it.
+** or above without an error code (the relay "reachable again"), so the
+** summary comes before it.
 **
 ** ^The callbacks run on the engine's thread, inside the engine's call
 ** (sometimes inside a transaction): they must not call the engine.

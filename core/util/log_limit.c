@@ -11,7 +11,7 @@ void ob__log_limit_init(ob__log_limit_t* l, int64_t window_ms) {
 }
 
 int ob__log_limit_applies(const ob_log_record_t* r) {
-  return r->error != 0 && r->level <= OB_LOG_WARN && r->message_id == NULL;
+  return r->error != 0 && r->level <= OB_LOG_INFO && r->message_id == NULL;
 }
 
 static void close_slot(ob__log_limit_slot_t* s, ob__log_limit_summary_fn fn,
@@ -44,7 +44,7 @@ int ob__log_limit_pass(ob__log_limit_t* l, const ob_log_record_t* r,
     /* A clock that went back (a fake one in a test) ends the window too:
     ** a window never lasts longer than window_ms of seen time. */
     if (now - s->start >= l->window_ms || now < s->start ||
-        (!limited && level <= OB_LOG_INFO &&
+        (!limited && error == 0 && level <= OB_LOG_INFO &&
          same_name(s->component, component)))
       close_slot(s, summary, arg);
   }

@@ -7,16 +7,16 @@
 ** Deterministic: time is the `now` each call is given (the engine passes
 ** its monotonic clock), nothing is read here. Pure, no I/O, no allocation.
 **
-** A record is *limited* when it is at OB_LOG_WARN or OB_LOG_ERROR, has an
-** error code and names no message (a failing message is news each time:
+** A record is *limited* when it is at OB_LOG_INFO or above, has an error
+** code and names no message (a failing message is news each time:
 ** its id is what the operator looks for; its retries are already spaced by
 ** its backoff). Its key is (component, event, error). The first record of
 ** a key opens a window of window_ms and is delivered; records of that key
 ** inside the window are counted and dropped. A window closes when
 **   - a later record (of any key) arrives at or after its end, or
-**   - a record of the same component at OB_LOG_INFO or above that is not
-**     limited arrives (the component says something else, typically that
-**     it recovered: the summary must come before that), or
+**   - a record of the same component at OB_LOG_INFO or above without an
+**     error code arrives (the component says something else, typically
+**     that it recovered: the summary must come before that), or
 **   - ob__log_limit_flush is called (the engine closes);
 ** and if it counted any, the summary callback gets the slot (its count in
 ** suppressed) before the record that closed it is delivered. Up to

@@ -370,11 +370,17 @@ static void log_answer(executor_t* x, const ob__effect_job_t* j,
         ob__log(ENGINE(x), OB_LOG_INFO, "effects: %s: %s answered HTTP %d: "
                 "credentials refused; nothing changed", j->key,
                 action_name(j), reply->status);
-      else
-        ob__log(ENGINE(x), OB_LOG_INFO, "effects: %s: %s not sent: %s; nothing "
-                "changed", j->key, action_name(j),
-                reply->detail ? reply->detail
-                              : ob__http_strerror(reply->status));
+      else {
+        /* With its code: a record with an error does not tell the repeat
+        ** limiter that the provider works again. */
+        ob_log_record_t lr = OB__LOG_RECORD(OB_LOG_INFO, "effects",
+                                            "effect_not_sent");
+        lr.error = ob__err_public(reply->status);
+        ob__logr(ENGINE(x), &lr, "effects: %s: %s not sent: %s; nothing "
+                 "changed", j->key, action_name(j),
+                 reply->detail ? reply->detail
+                               : ob__http_strerror(reply->status));
+      }
       break;
     case OB__ANSWER_UNKNOWN:
     default:
