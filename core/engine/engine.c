@@ -66,6 +66,9 @@ static void log_summary(void* arg, const ob__log_limit_slot_t* s) {
 }
 
 static void log_v(ob_engine_t* e, ob_log_record_t* r, const char* fmt,
+                  va_list ap) __attribute__((format(printf, 3, 0)));
+
+static void log_v(ob_engine_t* e, ob_log_record_t* r, const char* fmt,
                   va_list ap) {
   char buf[1024];
   if (!ob__log_on(e, r->level)) return;
