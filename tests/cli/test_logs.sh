@@ -4,9 +4,9 @@
 # on stderr parses as one JSON object (python3's json module), handled and
 # duplicate messages are logged at debug with their id, type, queue and
 # duration, failures at warn with their error code, repeated identical
-# errors (a relay and a provider that cannot be reached) once and then as
-# a count, and canary secrets in AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN
-# and ONCEBOX_PROVIDER_AUTHORIZATION never appear. Nothing listens on
+# errors (a relay, a consumed queue and a provider that cannot be reached)
+# once and then as a count, and canary secrets in AWS_SECRET_ACCESS_KEY,
+# AWS_SESSION_TOKEN and ONCEBOX_PROVIDER_AUTHORIZATION never appear. Nothing listens on
 # 127.0.0.1:9. Usage: test_logs.sh PATH/TO/oncebox
 set -u
 : "${OB_EMULATOR:=}"
@@ -126,6 +126,13 @@ logs relay \
   "len([r for r in ev('relay_unreachable', error='OB_ENET') if r.get('repeated', 0) >= 1]) == 1" \
   "'repeated' in [r for r in ev('relay_unreachable') if 'repeated' in r][0]['msg']" \
   "len(ev('drain_timed_out', component='cli', level='warn')) == 1"
+
+# ---- an SQS queue to consume that cannot be reached: receives repeat --------
+check consumer 124 "${ENV[@]}" AWS_ENDPOINT_URL_SQS=https://127.0.0.1:9 timeout -s TERM 5 $OB_EMULATOR "$OB" --log-format json --db "$T/k.db" run --consume-queue-url https://sqs.eu-west-1.amazonaws.com/123456789012/in
+logs consumer \
+  "len([r for r in ev('consumer_offline', level='warn', component='consumer', error='OB_ENET') if 'repeated' not in r]) == 1" \
+  "len([r for r in ev('consumer_offline', error='OB_ENET') if r.get('repeated', 0) >= 1]) == 1" \
+  "len(ev('run_stopped')) == 1"
 
 # ---- a provider that cannot be reached: an effect waits, probes repeat ------
 FX="$T/fx.db"
