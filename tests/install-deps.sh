@@ -12,12 +12,13 @@ pkgs=(build-essential g++ cmake pkg-config
       libcmocka-dev node-llhttp
       openssl socat faketime ca-certificates
       debhelper dpkg-dev lintian fakeroot groff-base man-db systemd
-      prometheus)
+      prometheus python3)
 # (The Debian packaging: tests/packaging/deb.sh and test_deb.sh; groff-base
 # and man-db for the man_pages test; systemd for systemd-analyze and the
 # package's systemd-sysusers.) prometheus for promtool: tests/cli/
 # test_prometheus.sh checks `stats --prometheus` with `promtool check metrics`
 # (only promtool is used; the package brings the server and its web assets).
+# python3: tests/cli/test_logs.sh parses every log line with its json module.
 # More packages as arguments (tests/cross.sh: the cross compiler and the
 # target's :ARCH libraries).
 pkgs+=("$@")

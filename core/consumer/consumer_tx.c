@@ -6,6 +6,10 @@
 #include "core/consumer/consumer_tx.h"
 #include "core/engine/engine_int.h"
 
+/* The component of this file's log records (ob__log). */
+#undef OB__LOG_COMPONENT
+#define OB__LOG_COMPONENT "consumer"
+
 int ob__consumer_store_invalid(ob_engine_t* e, const char* sqs_id,
                                const char* why, const char* headers,
                                const char* body, size_t body_len,

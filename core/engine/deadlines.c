@@ -27,6 +27,10 @@
 
 #include "core/engine/engine_int.h"
 
+/* The component of this file's log records (ob__log). */
+#undef OB__LOG_COMPONENT
+#define OB__LOG_COMPONENT "clock"
+
 static long long secs(int64_t ms) {
   return (long long)((llabs(ms) + 500) / 1000);
 }

@@ -37,14 +37,70 @@ void ob_options_init(ob_options_t* o) {
   o->wal_size_limit_bytes = OB__WAL_SIZE_LIMIT_BYTES;
 }
 
-void ob__log(ob_engine_t* e, ob_log_level_t level, const char* fmt, ...) {
+int ob__log_on(const ob_engine_t* e, ob_log_level_t level) {
+  return (e->opts.log != NULL || e->opts.log_record != NULL) &&
+         level <= e->opts.log_level;
+}
+
+static void log_deliver(ob_engine_t* e, const ob_log_record_t* r) {
+  if (e->opts.log_record != NULL) e->opts.log_record(e->opts.log_record_ctx, r);
+  if (e->opts.log != NULL) e->opts.log(e->opts.log_ctx, r->level, r->msg);
+}
+
+/* The limiter's time: the monotonic clock when there is one, so a wall
+** clock set back does not hold a window open. */
+static int64_t log_now(const ob_engine_t* e) {
+  const ob_clock_t* c = e->opts.clock;
+  return c->monotonic_ms ? c->monotonic_ms(c->ctx) : c->now_ms(c->ctx);
+}
+
+/* A window of the limiter closed with records dropped: say how many. */
+static void log_summary(void* arg, const ob__log_limit_slot_t* s) {
+  ob_engine_t* e = arg;
+  ob_log_record_t r = OB__LOG_RECORD(s->level, s->component, s->event);
+  char buf[256];
+  r.error = s->error;
+  r.repeated = s->suppressed;
+  ob__fmt(buf, sizeof buf, "%s: %s (%s) repeated %u more times", s->component,
+          s->event, ob_err_name(s->error), s->suppressed);
+  r.msg = buf;
+  log_deliver(e, &r);
+}
+
+static void log_v(ob_engine_t* e, ob_log_record_t* r, const char* fmt,
+                  va_list ap) __attribute__((format(printf, 3, 0)));
+
+static void log_v(ob_engine_t* e, ob_log_record_t* r, const char* fmt,
+                  va_list ap) {
   char buf[1024];
-  va_list ap;
-  if (e->opts.log == NULL || level > e->opts.log_level) return;
-  va_start(ap, fmt);
+  if (!ob__log_on(e, r->level)) return;
+  if (r->event == NULL) r->event = "log";
+  if (!ob__log_limit_pass(&e->log_limit, r, log_now(e), log_summary, e))
+    return;
   vsnprintf(buf, sizeof buf, fmt, ap);
+  r->msg = buf;
+  log_deliver(e, r);
+  r->msg = NULL;
+}
+
+void ob__logr(ob_engine_t* e, ob_log_record_t* r, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  log_v(e, r, fmt, ap);
   va_end(ap);
-  e->opts.log(e->opts.log_ctx, level, buf);
+}
+
+void ob__log_text(ob_engine_t* e, ob_log_level_t level, const char* component,
+                  const char* fmt, ...) {
+  ob_log_record_t r = OB__LOG_RECORD(level, component, "log");
+  va_list ap;
+  va_start(ap, fmt);
+  log_v(e, &r, fmt, ap);
+  va_end(ap);
+}
+
+void ob__log_flush(ob_engine_t* e) {
+  ob__log_limit_flush(&e->log_limit, log_summary, e);
 }
 
 /* Kept for the callers outside core/ until they use ob__errbuf_set. */
@@ -121,6 +177,7 @@ int ob__engine_open(ob_engine_t** out, const ob_options_t* opts,
     return ob__errbuf_set(errbuf, errlen, OB_EINVAL, "options: no clock");
   }
   e->opts = *opts;
+  ob__log_limit_init(&e->log_limit, OB_LOG_REPEAT_WINDOW_MS);
   e->db_path = strdup(opts->db_path);
   if (e->db_path == NULL) {
     free(e);
@@ -172,6 +229,7 @@ void ob_close(ob_engine_t* e) {
   if (e->hooks.runner != NULL && e->hooks.close_sync) e->hooks.close_sync(e);
   for (size_t i = 0; i < e->ncomponents; i++)
     e->components[i].destroy(e->components[i].self);
+  ob__log_flush(e);  /* the counts of the windows still open */
   ob__db_close(&e->db);
   e->fresh_committed = 0;
   ob__fresh_free(e);
@@ -479,13 +537,32 @@ static int run_handlers(ob_engine_t* e, const ob__queue_row_t* r, int64_t now,
   return ran ? ROW_DONE : ROW_DUPLICATE;
 }
 
+/* A record about message r (tx: its handler's state; NULL: none). */
+static ob_log_record_t msg_record(ob_log_level_t level, const char* event,
+                                  const ob__queue_row_t* r, const ob_tx_t* tx,
+                                  int error, int64_t duration_ms) {
+  ob_log_record_t lr = OB__LOG_RECORD(level, "engine", event);
+  lr.message_id = r->message_id;
+  lr.type = r->type;
+  lr.queue = r->queue;
+  lr.consumer = tx != NULL ? tx->consumer : NULL;
+  lr.error = error;
+  lr.duration_ms = duration_ms;
+  return lr;
+}
+
 /* Apply the verdict for one row after its savepoint was rolled back. */
 static int settle_failure(ob_engine_t* e, const ob__queue_row_t* r,
                           int verdict, const ob_tx_t* tx, int64_t now,
-                          ob_batch_result_t* res, int64_t* retry_delay) {
+                          ob_batch_result_t* res, int64_t* retry_delay,
+                          int64_t duration_ms) {
   const char* cls;
   const char* reason = tx->reason;
   char buf[OB__REASON_LEN];
+  ob_log_record_t lr = msg_record(OB_LOG_WARN, "message_failed", r, tx,
+                                  verdict == ROW_NO_HANDLER ? OB_ENOHANDLER
+                                                            : OB_EHANDLER,
+                                  duration_ms);
 
   OB__ASSERT(verdict == ROW_RETRY || verdict == ROW_FAIL ||
              verdict == ROW_NO_HANDLER);
@@ -495,9 +572,11 @@ static int settle_failure(ob_engine_t* e, const ob__queue_row_t* r,
     if (ob__retry_decide(p, r->attempts, tx->forced, tx->retry_delay_ms,
                          e->opts.clock, &delay) == OB__RETRY_AGAIN) {
       res->retried++;
-      ob__log(e, OB_LOG_INFO, "message %s (%s): retry %d in %lld ms: %s",
-              r->message_id, r->type, r->attempts + 1, (long long)delay,
-              reason);
+      lr.event = "message_retry_scheduled";
+      lr.outcome = "retry";
+      ob__logr(e, &lr, "message %s (%s): retry %d in %lld ms: %s",
+               r->message_id, r->type, r->attempts + 1, (long long)delay,
+               reason);
       /* A message from outside (SQS) has no queue row: its transport
       ** redelivers it after the delay. */
       if (r->rowid == 0) {
@@ -521,8 +600,10 @@ static int settle_failure(ob_engine_t* e, const ob__queue_row_t* r,
   } else if (tx->effect_action == OB__TX_EFFECT_PARKED) {
     /* Resolving the effect brings the message back (ob_effect_resolve). */
     res->failed++;
-    ob__log(e, OB_LOG_WARN, "message %s (%s) waits in the failure store for "
-            "effect %s: %s", r->message_id, r->type, tx->effect_key, reason);
+    lr.event = "message_failed";
+    lr.outcome = "effect_unknown";
+    ob__logr(e, &lr, "message %s (%s) waits in the failure store for "
+             "effect %s: %s", r->message_id, r->type, tx->effect_key, reason);
     return ob__failed_insert_effect(&e->db, r, "effect_unknown", reason,
                                     r->attempts, tx->effect_key, now);
   } else {
@@ -532,13 +613,15 @@ static int settle_failure(ob_engine_t* e, const ob__queue_row_t* r,
     /* Its transport keeps it (SQS: its redrive policy moves it to the
     ** dead-letter queue); nothing of it is stored here. */
     e->left_to_source = 1;
-    ob__log(e, OB_LOG_WARN, "message %s (%s) failed for good (%s: %s); left "
-            "to its transport", r->message_id, r->type, cls, reason);
+    lr.outcome = "left_to_transport";
+    ob__logr(e, &lr, "message %s (%s) failed for good (%s: %s); left "
+             "to its transport", r->message_id, r->type, cls, reason);
     return 0;
   }
   res->failed++;
-  ob__log(e, OB_LOG_WARN, "message %s (%s) moved to the failure store: %s",
-          r->message_id, r->type, reason);
+  lr.outcome = cls;  /* retries_exhausted, no_handler, unrecoverable */
+  ob__logr(e, &lr, "message %s (%s) moved to the failure store: %s",
+           r->message_id, r->type, reason);
   return ob__failed_insert(&e->db, r, cls, reason, r->attempts, now);
 }
 
@@ -550,12 +633,16 @@ static int process_row_tx(ob_engine_t* e, const ob__queue_row_t* r,
                           const ob__msg_context_t* ctx) {
   ob_message_t msg;
   int verdict, rc;
+  /* The handling time is read only when a debug record may carry it. */
+  int timed = ob__log_on(e, OB_LOG_DEBUG);
+  int64_t t0 = timed ? log_now(e) : 0, took = -1;
 
   res->claimed++;
   rc = ob__db_savepoint(&e->db);
   if (rc < 0) return rc;
   verdict = run_handlers(e, r, now, tx, &msg, ctx);
   if (verdict < 0) return verdict;
+  if (timed) took = log_now(e) - t0;
   if (verdict == ROW_WAIT) {
     /* Only the effect's claim and the wait commit: the handler's writes and
     ** the dedup record are undone, and it runs again with the outcome. */
@@ -564,8 +651,13 @@ static int process_row_tx(ob_engine_t* e, const ob__queue_row_t* r,
     rc = ob__effect_after_handler(e, tx, r, now);
     if (rc < 0) return rc;
     res->waiting++;
-    ob__log(e, OB_LOG_DEBUG, "message %s (%s) waits for effect %s",
-            r->message_id, r->type, tx->effect_key);
+    if (timed) {
+      ob_log_record_t lr = msg_record(OB_LOG_DEBUG, "message_waiting", r, tx,
+                                      0, took);
+      lr.outcome = "waiting";
+      ob__logr(e, &lr, "message %s (%s) waits for effect %s", r->message_id,
+               r->type, tx->effect_key);
+    }
     return 0;
   }
   if (verdict == ROW_DONE || verdict == ROW_DUPLICATE) {
@@ -576,15 +668,29 @@ static int process_row_tx(ob_engine_t* e, const ob__queue_row_t* r,
       res->handled++;
     } else {
       res->duplicates++;
-      ob__log(e, OB_LOG_DEBUG, "message %s (%s): duplicate, acked",
-              r->message_id, r->type);
+    }
+    if (timed) {
+      /* Logged when its savepoint is released: should the batch's commit
+      ** fail, a batch_rolled_back error follows and it is handled again. */
+      int done = verdict == ROW_DONE;
+      ob_log_record_t lr = msg_record(OB_LOG_DEBUG,
+                                      done ? "message_handled"
+                                           : "message_duplicate",
+                                      r, done ? tx : NULL, 0, took);
+      lr.outcome = done ? "handled" : "duplicate";
+      if (done)
+        ob__logr(e, &lr, "message %s (%s) handled in %lld ms", r->message_id,
+                 r->type, (long long)took);
+      else
+        ob__logr(e, &lr, "message %s (%s): duplicate, acked", r->message_id,
+                 r->type);
     }
     return 0;
   }
   /* Undo everything the handlers wrote, then record the outcome. */
   rc = ob__db_rollback_to(&e->db);
   if (rc < 0) return rc;
-  return settle_failure(e, r, verdict, tx, now, res, retry_delay);
+  return settle_failure(e, r, verdict, tx, now, res, retry_delay, took);
 }
 
 int ob__process_row(ob_engine_t* e, const ob__queue_row_t* r, int64_t now,
@@ -772,6 +878,11 @@ int ob_run_once(ob_engine_t* e, ob_batch_result_t* res_out) {
   rc = ob__engine_commit(e);
   if (rc < 0) {
     ob__counters_write_error(e, rc);
+    ob_log_record_t lr = OB__LOG_RECORD(OB_LOG_ERROR, "engine",
+                                        "batch_rolled_back");
+    lr.error = rc;
+    ob__logr(e, &lr, "batch of %d message(s) rolled back: the commit "
+             "failed: %s", res.claimed, e->db.errmsg);
     memset(&res, 0, sizeof res);
     goto out;
   }
@@ -781,7 +892,12 @@ int ob_run_once(ob_engine_t* e, ob_batch_result_t* res_out) {
   goto out;
 
 abort:
-  ob__log(e, OB_LOG_ERROR, "batch rolled back: %s", e->db.errmsg);
+  {
+    ob_log_record_t lr = OB__LOG_RECORD(OB_LOG_ERROR, "engine",
+                                        "batch_rolled_back");
+    lr.error = rc;
+    ob__logr(e, &lr, "batch rolled back: %s", e->db.errmsg);
+  }
   ob__counters_write_error(e, rc);
   ob__engine_rollback(e);
 out:

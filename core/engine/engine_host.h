@@ -64,9 +64,44 @@ int ob__engine_seterr(ob_engine_t* e, int code, const char* fmt, ...)
 void ob__fmt(char* buf, size_t n, const char* fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Log through opts.log if level is enabled. */
-void ob__log(ob_engine_t* e, ob_log_level_t level, const char* fmt, ...)
+/* ---- logs ----
+** Records (ob_log_record_t) go to opts.log_record and their text to
+** opts.log, through the repeat limiter (core/util/log_limit.h). */
+
+/* 1 if a record at level would be delivered: test it before computing
+** what only a record needs (a duration, a formatted field), so a level
+** that filters the record costs nothing more. */
+int ob__log_on(const ob_engine_t* e, ob_log_level_t level);
+
+/* A record's fields, everything but level, component and event unset. */
+#define OB__LOG_RECORD(lvl, comp, ev)                                   \
+  ((ob_log_record_t){.level = (lvl), .component = (comp), .event = (ev), \
+                     .duration_ms = -1})
+
+/* Deliver *r with msg formatted from fmt (r->msg is set to it during the
+** call). component and event must be static strings; a NULL event is
+** "log". Nothing is formatted when the level is filtered out or the
+** limiter drops the record. */
+void ob__logr(ob_engine_t* e, ob_log_record_t* r, const char* fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* A record with no event name of its own ("log"), from the component the
+** calling file names in OB__LOG_COMPONENT (default "engine"): the many
+** plain lines that predate records. */
+void ob__log_text(ob_engine_t* e, ob_log_level_t level, const char* component,
+                  const char* fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+#ifndef OB__LOG_COMPONENT
+#define OB__LOG_COMPONENT "engine"
+#endif
+/* Expanded where it is used: a file that #undefs and #defines
+** OB__LOG_COMPONENT after its includes logs as that component. */
+#define ob__log(e, level, ...) \
+  ob__log_text((e), (level), OB__LOG_COMPONENT, __VA_ARGS__)
+
+/* Deliver the summaries of the limiter's open windows (ob_close). */
+void ob__log_flush(ob_engine_t* e);
 
 /* The engine's process counters, for the drivers that count their own
 ** part (the relay's requests). Never NULL. */

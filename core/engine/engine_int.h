@@ -9,6 +9,7 @@
 
 #include "core/engine/engine_host.h"
 #include "core/util/clock_jump.h"
+#include "core/util/log_limit.h"
 #include "core/util/uuid.h"
 #include "oncebox.h"
 #include "core/util/trace_context.h"
@@ -91,6 +92,7 @@ struct ob_engine_s {
   ** call; left_to_source says a failure was not stored. */
   int leave_failures;
   int left_to_source;
+  ob__log_limit_t log_limit;  /* repeated identical errors (ob__logr) */
   /* Process counters (core/engine/counters.c): memory only. */
   ob_counters_t counters;
 };

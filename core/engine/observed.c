@@ -16,6 +16,10 @@
 
 #include "core/engine/engine_int.h"
 
+/* The component of this file's log records (ob__log). */
+#undef OB__LOG_COMPONENT
+#define OB__LOG_COMPONENT "clock"
+
 /* A difference between wall and monotonic progress above this is a jump. */
 #define JUMP_WARN_MS 60000
 

@@ -16,6 +16,10 @@
 #include "core/engine/engine_int.h"
 #include "core/util/space_policy.h"
 
+/* The component of this file's log records (ob__log). */
+#undef OB__LOG_COMPONENT
+#define OB__LOG_COMPONENT "space"
+
 /* Healing reads and deletes; refusals can come thousands of times a
 ** second, so it runs at most this often. */
 #define HEAL_MIN_INTERVAL_MS 1000

@@ -20,6 +20,10 @@
 #include <unistd.h>
 #endif
 
+/* The component of this file's log records (ob__log). */
+#undef OB__LOG_COMPONENT
+#define OB__LOG_COMPONENT "fence"
+
 #define WAITING_BATCH 64
 
 void ob__effect_job_free(ob__effect_job_t* j) {

@@ -170,6 +170,65 @@ typedef enum {
 typedef void (*ob_log_cb)(void* ctx, ob_log_level_t level, const char* msg);
 
 /*
+** CAPI3REF: Structured log records
+** KEYWORDS: {log record} {log event}
+**
+** What the engine and its components (the relay, the SQS consumer, the
+** effects executors) log, as fields an embedder can route, count or print
+** as JSON (docs/logs.md lists every component and event). ^A record is
+** delivered to ob_options_t.log_record, and its text (msg) to
+** ob_options_t.log, when each is set and the record's level is at most
+** ob_options_t.log_level; ^(either, both or none may be set. When both are,
+** log_record is called first, then log with the same level and text.)^
+**
+** ^Every pointer is owned by the engine and valid only during the call:
+** copy what you keep. ^A string field that does not apply is NULL (never
+** ""), a number that does not apply is -1 (duration_ms) or 0 (error,
+** repeated). ^component and event are static, stable, lower-case
+** snake_case names: match on them, not on msg, whose wording may change.
+** ^event is "log" for a record that has no event name of its own yet.
+**
+** ^No field ever holds a credential: the text of a peer (an SQS or
+** provider error message) is scrubbed before it reaches a record, as in
+** ob_errmsg, and message bodies and headers are never logged.
+**
+** ^Repeated identical failures are rate-limited: the first record of a
+** (component, event, error) logs at once; the next ones within
+** OB_LOG_REPEAT_WINDOW_MS are counted, not delivered; when that window
+** ends (seen at the next record, or at ob_close) one record with the same
+** component, event, error and level and repeated = the count is
+** delivered, its msg saying "repeated N more times". ^Only records at
+** OB_LOG_INFO or above with an error code and no message_id are limited
+** (a failing message is logged each time: its id is the news); each such
+** window is also closed by a record of the same component at OB_LOG_INFO
+** or above without an error code (the relay "reachable again"), so the
+** summary comes before it.
+**
+** ^The callbacks run on the engine's thread, inside the engine's call
+** (sometimes inside a transaction): they must not call the engine.
+*/
+typedef struct ob_log_record_s {
+  ob_log_level_t level;
+  const char* component;   /* "engine", "relay", "consumer", "fence",
+                           ** "effects", "gc", "space", "clock" */
+  const char* event;       /* "message_handled", "relay_unreachable" ... */
+  const char* message_id;  /* the message's (or event's) id */
+  const char* type;        /* its message type */
+  const char* queue;       /* its local queue */
+  const char* consumer;    /* the handler's consumer name */
+  const char* outcome;     /* "handled", "duplicate", "retry", "failed" ... */
+  int64_t duration_ms;     /* handling time of message_handled; -1: none */
+  int error;               /* an OB_E* code (ob_err_name), 0: none */
+  unsigned repeated;       /* > 0: a summary of this many limited records */
+  const char* msg;         /* the human text, what ob_log_cb receives */
+} ob_log_record_t;
+
+typedef void (*ob_log_record_cb)(void* ctx, const ob_log_record_t* rec);
+
+/* The window of the repeat limiter above. */
+#define OB_LOG_REPEAT_WINDOW_MS 60000
+
+/*
 ** One step of the embedder's own schema (ob_options_t.migrations). name is
 ** the embedder's schema name ("shop"; 1..64 printable ASCII), version its
 ** number (1, 2, ... for one name), sql one or more statements run with
@@ -227,7 +286,8 @@ typedef struct ob_options_s {
                                 ** Ignored without a cap */
   ob_retry_policy_t retry;      /* default policy of every queue */
   const ob_clock_t* clock;      /* NULL: ob_system_clock() */
-  ob_log_cb log;                /* NULL: no logging */
+  ob_log_cb log;                /* NULL: no text logging (ob_log_record_t
+                                ** says what log and log_record receive) */
   void* log_ctx;
   ob_log_level_t log_level;     /* OB_LOG_INFO */
   int no_handling;              /* 1: an attached engine only publishes and
@@ -250,6 +310,11 @@ typedef struct ob_options_s {
   ** db_path must not turn another program's database into a queue (and
   ** oncebox's migrations may collide with its table names). */
   int adopt_existing;
+  /* Structured records (ob_log_record_t), filtered by log_level like log;
+  ** NULL: none. Appended after adopt_existing,
+  ** like the WAL fields below: ob_options_init zeroes it. */
+  ob_log_record_cb log_record;
+  void* log_record_ctx;
   /* The WAL (docs/decisions/0017-pages-and-wal-for-flash.md): a checkpoint
   ** copies the WAL's pages into the database file every
   ** wal_checkpoint_pages pages (8000: 16 MiB of 2 KiB pages; a larger WAL

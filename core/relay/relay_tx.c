@@ -6,6 +6,10 @@
 #include "core/relay/relay_policy.h"
 #include "core/relay/relay_tx.h"
 
+/* The component of this file's log records (ob__log). */
+#undef OB__LOG_COMPONENT
+#define OB__LOG_COMPONENT "relay"
+
 static int outside_tx(ob_engine_t* e, const char* what) {
   if (!e->db.in_tx) return 0;
   return ob__db_seterr(&e->db, OB_ESTATE, "relay: %s inside a handler", what);

@@ -52,7 +52,25 @@ typedef int (*cli_cmd_fn)(cli_t* cli, int argc, char** argv);
 /* Open the engine on cli->db_path with cli->register_fn run on it;
 ** prints the reason and returns NULL on failure (*exit_code set). */
 ob_engine_t* ob__cli_open(cli_t* cli, int batch, int* exit_code);
+/* The program's log line on stderr, in the format ob__cli_set_log_format
+** chose (docs/logs.md): text "TIME LEVEL MSG", or one JSON object; under
+** journald (JOURNAL_STREAM names stderr) with a "<N>" syslog priority
+** first, and text without its time. ob__cli_log_record is the engine's
+** ob_options_t.log_record; ob__cli_log logs a line of the program itself
+** (component "cli", event "log"). ctx is unused. */
 void ob__cli_log(void* ctx, ob_log_level_t level, const char* msg);
+void ob__cli_log_record(void* ctx, const ob_log_record_t* rec);
+/* A line of a long-running command about its own run (`run` stopped, a
+** drain timed out): printed as it is in text, without time and level (as
+** it always was), a record of component "cli" and that event in JSON, so
+** that every line on stderr is an object. */
+void ob__cli_note(ob_log_level_t level, const char* event, const char* fmt,
+                  ...) __attribute__((format(printf, 3, 4)));
+/* CLI_LOG_TEXT or CLI_LOG_JSON for the rest of the process (another value:
+** text). This function can't fail. */
+void ob__cli_set_log_format(int format);
+/* "text" -> CLI_LOG_TEXT, "json" -> CLI_LOG_JSON, else (NULL too) -1. */
+int ob__cli_parse_log_format(const char* s);
 /* Like ob__cli_open, for publishing only (no local handling). */
 ob_engine_t* ob__cli_open_publisher(cli_t* cli, int* exit_code);
 /* Like ob__cli_open, for a command that only reads: a database file that does

@@ -36,7 +36,8 @@ static const command_t commands[] = {
 
 static void usage(FILE* out) {
   fprintf(out,
-          "usage: oncebox [--db FILE] [--log-level LEVEL] COMMAND [ARGS]\n"
+          "usage: oncebox [--db FILE] [--log-level LEVEL] [--log-format FMT]\n"
+          "               COMMAND [ARGS]\n"
           "\n"
           "Effectively-once message handling on one SQLite database.\n"
           "\n"
@@ -48,6 +49,9 @@ static void usage(FILE* out) {
           "Global options:\n"
           "  --db FILE            database file (default: $ONCEBOX_DB)\n"
           "  --log-level LEVEL    error, warn, info (default) or debug\n"
+          "  --log-format FMT     text (default) or json: one object a line\n"
+          "                       on stderr ($ONCEBOX_LOG_FORMAT;\n"
+          "                       docs/logs.md)\n"
           "  --unsafe-sync-normal synchronous=NORMAL: faster, but a power\n"
           "                       loss may roll back acknowledged messages\n"
           "  --max-db-bytes SIZE  size cap of the database (K, M, G: KiB,\n"
@@ -166,6 +170,15 @@ int ob_cli_main(int argc, char** argv,
   cli.db_path = getenv("ONCEBOX_DB");
   cli.log_level = OB_LOG_INFO;
   if (space_from_env(&cli) < 0) return EXIT_USAGE;
+  {
+    const char* v = getenv("ONCEBOX_LOG_FORMAT");
+    if (v != NULL && v[0] != '\0' &&
+        (cli.log_format = ob__cli_parse_log_format(v)) < 0) {
+      fprintf(stderr, "oncebox: ONCEBOX_LOG_FORMAT is '%s': text or json\n",
+              v);
+      return EXIT_USAGE;
+    }
+  }
   while (i < argc && argv[i][0] == '-') {
     const char* a = argv[i];
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -183,7 +196,15 @@ int ob_cli_main(int argc, char** argv,
         fprintf(stderr, "oncebox: unknown log level '%s'\n", argv[i]);
         return EXIT_USAGE;
       }
-    } else if (strcmp(a, "--db") == 0 || strcmp(a, "--log-level") == 0) {
+    } else if ((strcmp(a, "--log-format") == 0 && i + 1 < argc) ||
+               strncmp(a, "--log-format=", 13) == 0) {
+      const char* v = a[12] == '=' ? a + 13 : argv[++i];
+      if ((cli.log_format = ob__cli_parse_log_format(v)) < 0) {
+        fprintf(stderr, "oncebox: unknown log format '%s' (text or json)\n", v);
+        return EXIT_USAGE;
+      }
+    } else if (strcmp(a, "--db") == 0 || strcmp(a, "--log-level") == 0 ||
+               strcmp(a, "--log-format") == 0) {
       fprintf(stderr, "oncebox: option '%s' needs a value\n", a);
       return EXIT_USAGE;
     } else if (strcmp(a, "--unsafe-sync-normal") == 0) {
@@ -205,6 +226,9 @@ int ob_cli_main(int argc, char** argv,
     }
     i++;
   }
+  /* Before any command logs. The config file's log_format (another
+  ** change) sets cli.log_format too; whoever sets it last must call this. */
+  ob__cli_set_log_format(cli.log_format);
   if (cli.max_db_bytes > 0 && cli.reserve_db_bytes > cli.max_db_bytes / 2) {
     fprintf(stderr, "oncebox: the reserve (%lld bytes) must be at most half "
             "of the size cap (%lld bytes)\n", cli.reserve_db_bytes,

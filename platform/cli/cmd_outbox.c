@@ -140,9 +140,10 @@ static void drain_tick(uv_timer_t* t) {
       unpublished = d->total - done;
       parked = 0;
     }
-    fprintf(stderr, "oncebox outbox drain: timed out with %lld row(s) "
-            "unpublished%s\n", (long long)(unpublished - parked),
-            p.online ? "" : " (SQS unreachable)");
+    ob__cli_note(OB_LOG_WARN, "drain_timed_out", "oncebox outbox drain: "
+                 "timed out with %lld row(s) unpublished%s",
+                 (long long)(unpublished - parked),
+                 p.online ? "" : " (SQS unreachable)");
     finish(d, EXIT_FAIL);
   }
 }

@@ -427,8 +427,8 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
   ** comes and time the start out without a reason. */
   if ((rc = ob__sd_enable(e, until_idle ? "handling until idle"
                                         : "handling messages")) < 0) {
-    fprintf(stderr, "oncebox run: cannot set up systemd notification: %s\n",
-            ob_strerror(rc));
+    ob__cli_note(OB_LOG_ERROR, "run_failed", "oncebox run: cannot set up "
+                 "systemd notification: %s", ob_strerror(rc));
     ob_close(e);
     return EXIT_FAIL;
   }
@@ -438,8 +438,8 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
   ob_charge_stats(e, &charge_before);
   rc = ob_run(e, until_idle ? OB_RUN_UNTIL_IDLE : OB_RUN_FOREVER, 1);
   if (rc < 0) {
-    fprintf(stderr, "oncebox run: stopped: %s: %s\n", ob_strerror(rc),
-            ob_errmsg(e));
+    ob__cli_note(OB_LOG_ERROR, "run_failed", "oncebox run: stopped: %s: %s",
+                 ob_strerror(rc), ob_errmsg(e));
     ob_close(e);
     return EXIT_FAIL;
   }
@@ -451,11 +451,11 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
       handled[k] = cnt.handled[OB_INPUT_QUEUE][k] + cnt.handled[OB_INPUT_SQS][k];
     /* The words of docs/operations.md, "One vocabulary": handled, then
     ** duplicates, as oncebox_handled_total and oncebox_duplicates_total. */
-    fprintf(stderr,
+    ob__cli_note(OB_LOG_INFO, "run_stopped",
             "stopped: %lld handled (%lld done, %lld retried, %lld failed, "
             "%lld waiting), %lld duplicates; %lld payouts, %lld charges, "
             "%lld in the failure store, %lld still queued, %lld effect(s) "
-            "open\n",
+            "open",
             (long long)(handled[OB_OUTCOME_DONE] + handled[OB_OUTCOME_RETRIED] +
                         handled[OB_OUTCOME_FAILED] + handled[OB_OUTCOME_WAITING]),
             (long long)handled[OB_OUTCOME_DONE],
@@ -470,10 +470,10 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
             (long long)(after.effects_pending + after.effects_unknown));
     if (rc == OB_RUN_STALLED) {
       ob__cli_consumer_left(e, sqs_left, sizeof sqs_left);
-      fprintf(stderr,
+      ob__cli_note(OB_LOG_WARN, "run_stalled",
               "not done: work is left that waits for a peer: %lld "
               "unpublished outbox event(s), %lld message(s) queued, %lld "
-              "effect(s) open%s\n",
+              "effect(s) open%s",
               (long long)(after.outbox_unpublished - after.outbox_parked),
               (long long)(after.queue_ready + after.queue_delayed),
               (long long)(after.effects_pending + after.effects_unknown),

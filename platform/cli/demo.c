@@ -217,7 +217,7 @@ static ob_engine_t* open_engine(demo_t* s, int batch) {
   o.db_path = s->db_path;
   o.batch_size = batch;
   o.log_level = OB_LOG_ERROR;
-  o.log = ob__cli_log;
+  o.log_record = ob__cli_log_record;
   if (ob_open(&e, &o, err, sizeof err) < 0) {
     fprintf(stderr, "demo: cannot open %s: %s\n", s->db_path, err);
     return NULL;

@@ -84,7 +84,7 @@ static ob_engine_t* open_till(const char* db_path, const ob_clock_t* clock) {
   o.db_path = db_path;
   o.batch_size = 16;
   o.log_level = OB_LOG_ERROR;
-  o.log = ob__cli_log;
+  o.log_record = ob__cli_log_record;
   o.clock = clock;
   if (ob_open(&e, &o, err, sizeof err) < 0) {
     fprintf(stderr, "demo: cannot open %s: %s\n", db_path, err);

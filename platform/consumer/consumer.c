@@ -49,6 +49,10 @@
 #include "platform/loop/worker.h"
 #include "platform/sqs/sqs_client.h"
 
+/* The component of this file's log records (ob__log). */
+#undef OB__LOG_COMPONENT
+#define OB__LOG_COMPONENT "consumer"
+
 #define BATCH_MAX OB__CONSUMER_BATCH_MAX
 /* Close: how long committed messages may take to be deleted (and unhandled
 ** ones released) before they are left to SQS. */
@@ -712,17 +716,21 @@ void ob__consumer_request_failed(consumer_t* c, const char* op, int status,
   int was_online = LINK(c).online;
   int64_t delay = ob__worker_link_failed(&c->w);
 
-  if (!ob__sqs_status_is_transient(status))
-    ob__log(e, OB_LOG_ERROR,
-            "sqs consumer: %s failed: %s (%s); retrying in %lld ms", op,
-            ob__sqs_strerror(status), detail, (long long)delay);
-  else if (was_online)
-    ob__log(e, OB_LOG_WARN,
-            "sqs consumer: offline: %s; retrying in %lld ms", detail,
-            (long long)delay);
-  else
-    ob__log(e, OB_LOG_DEBUG, "sqs consumer: still offline: %s; next try in "
-            "%lld ms", detail, (long long)delay);
+  ob_log_record_t lr = OB__LOG_RECORD(OB_LOG_ERROR, "consumer",
+                                      "consumer_request_failed");
+  lr.error = ob__err_public(status);
+  /* Each failure is a record; the repeat limiter keeps one per window of
+  ** an outage and counts the rest. */
+  if (!ob__sqs_status_is_transient(status)) {
+    ob__logr(e, &lr, "sqs consumer: %s failed: %s (%s); retrying in %lld ms",
+             op, ob__sqs_strerror(status), detail, (long long)delay);
+  } else {
+    lr.level = OB_LOG_WARN;
+    lr.event = "consumer_offline";
+    ob__logr(e, &lr, "sqs consumer: %s: %s; retrying in %lld ms",
+             was_online ? "offline" : "still offline", detail,
+             (long long)delay);
+  }
   c->recv_wait = 1;
   uv_timer_start(&c->t_receive, on_receive_timer, (uint64_t)delay, 0);
 }

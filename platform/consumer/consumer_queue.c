@@ -26,6 +26,10 @@
 #include "core/consumer/consumer_policy.h"
 #include "platform/consumer/consumer_int.h"
 
+/* The component of this file's log records (ob__log). */
+#undef OB__LOG_COMPONENT
+#define OB__LOG_COMPONENT "consumer"
+
 /* With failures_to_sqs, RedrivePolicy too: without one, a message left
 ** in SQS comes back forever. */
 static const char* const k_vt_attr[] = {"VisibilityTimeout", "RedrivePolicy"};

@@ -48,6 +48,10 @@
 #include "platform/http/http_int.h"
 #include "platform/loop/worker.h"
 
+/* The component of this file's log records (ob__log). */
+#undef OB__LOG_COMPONENT
+#define OB__LOG_COMPONENT "effects"
+
 /* Look again at least this often: another process may have claimed an
 ** effect whose message this one then handles. */
 #define MAX_SLEEP_MS 60000
@@ -250,15 +254,23 @@ static void link_failed(executor_t* x, const slot_t* s, int code,
   ** the outage once, and then once per probe. */
   if (!x->w.link.online && !s->probe) return;
   d = ob__worker_link_failed(&x->w);
-  if (ob__net_classify(code) == OB__NET_CONFIG)
+  if (ob__net_classify(code) == OB__NET_CONFIG) {
     /* A configuration fault: fixed once, by a person. */
-    ob__log(ENGINE(x), OB_LOG_ERROR, "effects: provider %s: %s (%s); effects "
-            "wait, probing again in %lld ms", x->name, detail,
-            ob__http_err_name(code), (long long)d);
-  else
-    ob__log(ENGINE(x), s->probe ? OB_LOG_DEBUG : OB_LOG_WARN,
-            "effects: provider %s unreachable (%s); effects wait, probing "
-            "again in %lld ms", x->name, detail, (long long)d);
+    ob_log_record_t lr = OB__LOG_RECORD(OB_LOG_ERROR, "effects",
+                                        "provider_request_failed");
+    lr.error = ob__err_public(code);
+    ob__logr(ENGINE(x), &lr, "effects: provider %s: %s (%s); effects "
+             "wait, probing again in %lld ms", x->name, detail,
+             ob__http_err_name(code), (long long)d);
+  } else {
+    /* Each probe that fails is a record; the repeat limiter keeps one per
+    ** window of an outage and counts the rest. */
+    ob_log_record_t lr = OB__LOG_RECORD(OB_LOG_WARN, "effects",
+                                        "provider_unreachable");
+    lr.error = ob__err_public(code);
+    ob__logr(ENGINE(x), &lr, "effects: provider %s unreachable (%s); effects "
+             "wait, probing again in %lld ms", x->name, detail, (long long)d);
+  }
 }
 
 /* The provider refused the credentials (401/403). Nothing works until a
@@ -269,10 +281,13 @@ static void link_failed(executor_t* x, const slot_t* s, int code,
 static void credentials_failed(executor_t* x, const slot_t* s, int status) {
   int64_t d;
   if (!x->w.link.online && !s->probe) return;
+  ob_log_record_t lr = OB__LOG_RECORD(OB_LOG_ERROR, "effects",
+                                      "provider_auth_refused");
+  lr.error = OB_EAUTH;
   d = ob__worker_link_failed(&x->w);
-  ob__log(ENGINE(x), OB_LOG_ERROR, "effects: provider %s refused the credentials "
-          "(HTTP %d); effects wait, probing again in %lld ms", x->name,
-          status, (long long)d);
+  ob__logr(ENGINE(x), &lr, "effects: provider %s refused the credentials "
+           "(HTTP %d); effects wait, probing again in %lld ms", x->name,
+           status, (long long)d);
 }
 
 /* Record an answer that never left (a request refused before sending).
@@ -355,11 +370,17 @@ static void log_answer(executor_t* x, const ob__effect_job_t* j,
         ob__log(ENGINE(x), OB_LOG_INFO, "effects: %s: %s answered HTTP %d: "
                 "credentials refused; nothing changed", j->key,
                 action_name(j), reply->status);
-      else
-        ob__log(ENGINE(x), OB_LOG_INFO, "effects: %s: %s not sent: %s; nothing "
-                "changed", j->key, action_name(j),
-                reply->detail ? reply->detail
-                              : ob__http_strerror(reply->status));
+      else {
+        /* With its code: a record with an error does not tell the repeat
+        ** limiter that the provider works again. */
+        ob_log_record_t lr = OB__LOG_RECORD(OB_LOG_INFO, "effects",
+                                            "effect_not_sent");
+        lr.error = ob__err_public(reply->status);
+        ob__logr(ENGINE(x), &lr, "effects: %s: %s not sent: %s; nothing "
+                 "changed", j->key, action_name(j),
+                 reply->detail ? reply->detail
+                               : ob__http_strerror(reply->status));
+      }
       break;
     case OB__ANSWER_UNKNOWN:
     default:

@@ -136,17 +136,24 @@ static void do_work(ob__runner_t* r);
 
 static void log_failure(ob__runner_t* r, int rc) {
   uint64_t now = uv_now(r->loop);
+  /* With its code, as every failure record: a record without one would
+  ** tell the repeat limiter that the engine works again and end the
+  ** window of batch_rolled_back. Written at most once per FAILURE_LOG_MS,
+  ** so the limiter's window never drops one of these. */
+  ob_log_record_t lr = OB__LOG_RECORD(OB_LOG_ERROR, "engine",
+                                      "handling_failed");
+  lr.error = rc;
   if (rc == r->last_rc && now - r->last_log < FAILURE_LOG_MS) {
     r->repeats++;
     return;
   }
   if (rc == r->last_rc && r->repeats > 0)
-    ob__log(r->e, OB_LOG_ERROR, "handling failed: %s: %s (%d times in the "
-            "last %d s)", ob_strerror(rc), ob_errmsg(r->e), r->repeats + 1,
-            (int)((now - r->last_log) / 1000));
+    ob__logr(r->e, &lr, "handling failed: %s: %s (%d times in the "
+             "last %d s)", ob_strerror(rc), ob_errmsg(r->e), r->repeats + 1,
+             (int)((now - r->last_log) / 1000));
   else
-    ob__log(r->e, OB_LOG_ERROR, "handling failed: %s: %s", ob_strerror(rc),
-            ob_errmsg(r->e));
+    ob__logr(r->e, &lr, "handling failed: %s: %s", ob_strerror(rc),
+             ob_errmsg(r->e));
   r->last_rc = rc;
   r->last_log = now;
   r->repeats = 0;
@@ -257,10 +264,14 @@ static void gc_cb(uv_timer_t* t) {
   ob__runner_t* r = t->data;
   int64_t n = 0;
   int rc = ob_gc(r->e, &n);
-  if (rc < 0)
-    ob__log(r->e, OB_LOG_WARN, "retention failed: %s", ob_errmsg(r->e));
-  else if (n > 0)
-    ob__log(r->e, OB_LOG_INFO, "retention deleted %lld rows", (long long)n);
+  if (rc < 0) {
+    ob_log_record_t lr = OB__LOG_RECORD(OB_LOG_WARN, "gc", "gc_failed");
+    lr.error = rc;
+    ob__logr(r->e, &lr, "retention failed: %s", ob_errmsg(r->e));
+  } else if (n > 0) {
+    ob_log_record_t lr = OB__LOG_RECORD(OB_LOG_INFO, "gc", "gc_deleted");
+    ob__logr(r->e, &lr, "retention deleted %lld rows", (long long)n);
+  }
 }
 
 static void stop_async_cb(uv_async_t* a) {

@@ -20,6 +20,9 @@
 #include "oncebox_charge.h"
 #include "oncebox_payout.h"
 
+#undef OB__LOG_COMPONENT
+#define OB__LOG_COMPONENT "metrics"
+
 #define HEAD_MAX 8192        /* request head; more is 431 */
 #define MAX_CONNS 16         /* beyond: accepted and closed at once */
 #define CONN_TIMEOUT_MS 5000 /* a client that sends nothing is dropped */

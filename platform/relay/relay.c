@@ -34,6 +34,10 @@
 #include "platform/relay/relay.h"
 #include "platform/sqs/sqs_client.h"
 
+/* The component of this file's log records (ob__log). */
+#undef OB__LOG_COMPONENT
+#define OB__LOG_COMPONENT "relay"
+
 #define MAX_CLAIM OB__SQS_MAX_BATCH_ENTRIES
 
 typedef struct relay_s {
@@ -192,8 +196,11 @@ static void on_sent(ob__sqs_req_t* req, int status) {
   ** classification every worker uses (core/util/net_error.h). */
   cls = ob__net_classify(status);
   if (cls == OB__NET_CONFIG || cls == OB__NET_AUTH) {
-    ob__log(ENGINE(r), OB_LOG_ERROR, "relay: %s (%s); retrying with backoff",
-            req->detail, ob__sqs_err_name(status));
+    ob_log_record_t lr = OB__LOG_RECORD(OB_LOG_ERROR, "relay",
+                                        "relay_request_failed");
+    lr.error = ob__err_public(status);
+    ob__logr(ENGINE(r), &lr, "relay: %s (%s); retrying with backoff",
+             req->detail, ob__sqs_err_name(status));
     record_status(r, req->http_status != 0, 0, req->detail);
     ob__sqs_req_cleanup(req);
     release_claims(r);
@@ -207,9 +214,13 @@ static void on_sent(ob__sqs_req_t* req, int status) {
     ** terminal that comes back online publishes everything at once. A
     ** checksum mismatch may mean SQS did take the batch: sending again
     ** later only duplicates, with the same ids. */
-    if (r->w.link.online)
-      ob__log(ENGINE(r), OB_LOG_WARN, "relay: SQS unreachable (%s); outbox "
-              "accumulates, probing with backoff", req->detail);
+    /* Every failed probe is a record; the repeat limiter keeps one per
+    ** window and counts the rest. */
+    ob_log_record_t lr = OB__LOG_RECORD(OB_LOG_WARN, "relay",
+                                        "relay_unreachable");
+    lr.error = ob__err_public(status);
+    ob__logr(ENGINE(r), &lr, "relay: SQS unreachable (%s); outbox "
+             "accumulates, probing with backoff", req->detail);
     record_status(r, req->http_status != 0, 0, req->detail);
     delay = ob__worker_link_failed(&r->w);
   } else {
@@ -223,7 +234,12 @@ static void on_sent(ob__sqs_req_t* req, int status) {
       park[i] = status == OB__SQS_E_SERVICE && req->error.sender_fault != 0;
     }
     settle(r, ok, error, park, r->opts.park_after);
-    ob__log(ENGINE(r), OB_LOG_WARN, "relay: batch refused: %s", req->detail);
+    {
+      ob_log_record_t lr = OB__LOG_RECORD(OB_LOG_WARN, "relay",
+                                          "relay_batch_failed");
+      lr.error = ob__err_public(status);
+      ob__logr(ENGINE(r), &lr, "relay: batch refused: %s", req->detail);
+    }
     delay = 0;
   }
   ob__sqs_req_cleanup(req);

@@ -8,6 +8,11 @@
 **
 ** ob__cli_log reads the environment once per process: each case runs in a
 ** child with stderr redirected to a file.
+**
+** With --log-format json (ob__cli_set_log_format): one object a line, the
+** fields that apply and only those, every string escaped (quotes,
+** backslashes, control characters, a peer's terminal escape, bytes that
+** are not UTF-8); under journald the same object after the "<N>" prefix.
 */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -28,9 +33,29 @@
 
 enum { JS_UNSET, JS_MATCH, JS_OTHER };
 
-/* Log one line per level with stderr on dir/log; JOURNAL_STREAM per how.
-** Returns the file's content (malloc'd). */
-static char* log_lines(const char* dir, int how) {
+/* A record with every field set, and text that needs escaping. */
+static void log_full_record(void) {
+  ob_log_record_t r;
+  memset(&r, 0, sizeof r);
+  r.level = OB_LOG_WARN;
+  r.component = "engine";
+  r.event = "message_failed";
+  r.message_id = "0190b6d8-3ae7-7ca2-a653-6ff2d5a6f231";
+  r.type = "Pay\"ment";
+  r.queue = "default";
+  r.consumer = "c1";
+  r.outcome = "retry";
+  r.duration_ms = 12;
+  r.error = OB_EHANDLER;
+  r.repeated = 3;
+  r.msg = "said \"no\"\n\\ \x1b[31m \xff end";
+  ob__cli_log_record(NULL, &r);
+}
+
+/* Log one line per level with stderr on dir/log; JOURNAL_STREAM per how;
+** in JSON (and then one full record more) when json. Returns the file's
+** content (malloc'd). */
+static char* log_lines_as(const char* dir, int how, int json) {
   char* path = ts_path(dir, "log");
   char* other = ts_path(dir, "other");
   static char buf[4096];
@@ -53,10 +78,12 @@ static char* log_lines(const char* dir, int how) {
                (unsigned long long)st.st_ino);
       setenv("JOURNAL_STREAM", v, 1);
     }
+    if (json) ob__cli_set_log_format(CLI_LOG_JSON);
     ob__cli_log(NULL, OB_LOG_ERROR, "disk on fire");
     ob__cli_log(NULL, OB_LOG_WARN, "retrying");
     ob__cli_log(NULL, OB_LOG_INFO, "handled");
     ob__cli_log(NULL, OB_LOG_DEBUG, "detail");
+    if (json) log_full_record();
     fflush(stderr);
     _exit(0);
   }
@@ -71,6 +98,10 @@ static char* log_lines(const char* dir, int how) {
   free(path);
   free(other);
   return strdup(buf);
+}
+
+static char* log_lines(const char* dir, int how) {
+  return log_lines_as(dir, how, 0);
 }
 
 static void test_journal_prefixes(void** state) {
@@ -117,10 +148,84 @@ static void test_plain_without_journal(void** state) {
   ts_rmdir(dir);
 }
 
+/* The JSON lines, each after prefix[i] (journald's "<N>" or ""), with the
+** time checked for its shape and the rest byte for byte. */
+static void assert_json(const char* out, const char* const prefix[5]) {
+  static const char* const rest[5] = {
+      "\",\"level\":\"error\",\"component\":\"cli\",\"event\":\"log\","
+      "\"msg\":\"disk on fire\"}",
+      "\",\"level\":\"warn\",\"component\":\"cli\",\"event\":\"log\","
+      "\"msg\":\"retrying\"}",
+      "\",\"level\":\"info\",\"component\":\"cli\",\"event\":\"log\","
+      "\"msg\":\"handled\"}",
+      "\",\"level\":\"debug\",\"component\":\"cli\",\"event\":\"log\","
+      "\"msg\":\"detail\"}",
+      "\",\"level\":\"warn\",\"component\":\"engine\","
+      "\"event\":\"message_failed\","
+      "\"message_id\":\"0190b6d8-3ae7-7ca2-a653-6ff2d5a6f231\","
+      "\"type\":\"Pay\\\"ment\",\"queue\":\"default\",\"consumer\":\"c1\","
+      "\"outcome\":\"retry\",\"duration_ms\":12,\"error\":\"OB_EHANDLER\","
+      "\"repeated\":3,"
+      "\"msg\":\"said \\\"no\\\"\\n\\\\ \\u001b[31m \\ufffd end\"}"};
+  const char* p = out;
+  for (int i = 0; i < 5; i++) {
+    const char* nl = strchr(p, '\n');
+    size_t pl = strlen(prefix[i]);
+    assert_non_null(nl);
+    assert_memory_equal(p, prefix[i], pl);
+    p += pl;
+    /* {"time":"YYYY-MM-DDTHH:MM:SS.mmmZ */
+    assert_memory_equal(p, "{\"time\":\"", 9);
+    p += 9;
+    assert_true(p[0] == '2' && p[4] == '-' && p[10] == 'T' && p[19] == '.' &&
+                p[23] == 'Z');
+    p += 24;
+    assert_int_equal((size_t)(nl - p), strlen(rest[i]));
+    assert_memory_equal(p, rest[i], strlen(rest[i]));
+    p = nl + 1;
+  }
+  assert_int_equal(*p, '\0');
+}
+
+static void test_json_lines(void** state) {
+  static const char* const none[5] = {"", "", "", "", ""};
+  char* dir = ts_mkdtemp("cli-journal");
+  char* out = log_lines_as(dir, JS_UNSET, 1);
+  (void)state;
+  assert_json(out, none);
+  free(out);
+  out = log_lines_as(dir, JS_OTHER, 1);
+  assert_json(out, none);
+  free(out);
+  ts_rmdir(dir);
+}
+
+static void test_json_under_journal_keeps_priorities(void** state) {
+  static const char* const prio[5] = {"<3>", "<4>", "<6>", "<7>", "<4>"};
+  char* dir = ts_mkdtemp("cli-journal");
+  char* out = log_lines_as(dir, JS_MATCH, 1);
+  (void)state;
+  assert_json(out, prio);
+  free(out);
+  ts_rmdir(dir);
+}
+
+static void test_parse_log_format(void** state) {
+  (void)state;
+  assert_int_equal(ob__cli_parse_log_format("text"), CLI_LOG_TEXT);
+  assert_int_equal(ob__cli_parse_log_format("json"), CLI_LOG_JSON);
+  assert_int_equal(ob__cli_parse_log_format("JSON"), -1);
+  assert_int_equal(ob__cli_parse_log_format(""), -1);
+  assert_int_equal(ob__cli_parse_log_format(NULL), -1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_journal_prefixes),
       cmocka_unit_test(test_plain_without_journal),
+      cmocka_unit_test(test_json_lines),
+      cmocka_unit_test(test_json_under_journal_keeps_priorities),
+      cmocka_unit_test(test_parse_log_format),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

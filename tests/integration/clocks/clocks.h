@@ -51,18 +51,19 @@ static inline void jc_pass(jump_clock_t* c, int64_t ms) {
   c->mono += ms;
 }
 
-/* The warnings an engine logged (the last one kept whole). */
+/* The clock's warnings an engine logged (the last one kept whole): records
+** of component "clock" (ob_options_t.log_record), so that a message's
+** scheduled retry, a warning too, is not counted as a jump. */
 typedef struct warn_log_s {
   int n;
   char last[512];
 } warn_log_t;
 
-static inline void warn_log_cb(void* ctx, ob_log_level_t level,
-                               const char* msg) {
+static inline void warn_log_cb(void* ctx, const ob_log_record_t* r) {
   warn_log_t* w = ctx;
-  if (level > OB_LOG_WARN) return;
+  if (r->level > OB_LOG_WARN || strcmp(r->component, "clock") != 0) return;
   w->n++;
-  snprintf(w->last, sizeof w->last, "%s", msg);
+  snprintf(w->last, sizeof w->last, "%s", r->msg);
 }
 
 /* Deadlines and jumps (clocks/deadlines.c, fake clocks). */

@@ -40,8 +40,8 @@ static void dl_new(dl_t* d) {
   d->f->opts.db_path = d->f->db_path;
   d->f->opts.clock = &d->jc.clock;
   d->f->opts.batch_size = 8;
-  d->f->opts.log = warn_log_cb;
-  d->f->opts.log_ctx = &d->log;
+  d->f->opts.log_record = warn_log_cb;
+  d->f->opts.log_record_ctx = &d->log;
   d->f->opts.log_level = OB_LOG_WARN;
   fx_open(d->f);
 }
@@ -52,7 +52,7 @@ static ob_engine_t* dl_other(dl_t* d, warn_log_t* log) {
   ob_options_t o = d->f->opts;
   ob_engine_t* e = NULL;
   char err[256];
-  o.log_ctx = log;
+  o.log_record_ctx = log;
   if (ob_open(&e, &o, err, sizeof err) != 0) fail_msg("ob_open: %s", err);
   return e;
 }
