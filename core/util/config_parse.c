@@ -190,8 +190,12 @@ static void expects(const ob_cfg_key_t* k, char* out, size_t n) {
                (long long)k->max);
       break;
     case OB_CFG_SIZE:
-      snprintf(out, n, "a size %lld..%lld bytes (K, M, G: KiB, MiB, GiB)",
-               (long long)k->min, (long long)k->max);
+      if (k->min == 0 && k->max == INT64_MAX)
+        snprintf(out, n, "a size such as 64M or 1048576 (K, M, G: KiB, MiB, "
+                 "GiB)");
+      else
+        snprintf(out, n, "a size of %lld..%lld bytes, such as 64M (K, M, G: "
+                 "KiB, MiB, GiB)", (long long)k->min, (long long)k->max);
       break;
     case OB_CFG_DURATION:
       snprintf(out, n, "a duration %lldms..%lldms with a unit (ms, s, m, h, d)",

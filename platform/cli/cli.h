@@ -271,6 +271,8 @@ int ob__cli_cfg_parse_file(cli_t* cli, const char* path, const char* text,
 int64_t ob__cli_cfg_int(const cli_t* cli, int id);
 double ob__cli_cfg_num(const cli_t* cli, int id);
 const char* ob__cli_cfg_str(const cli_t* cli, int id);
+/* 1 if the value in force of id comes from the environment, else 0. */
+int ob__cli_cfg_from_env(const cli_t* cli, int id);
 /* 1 if a flag, the environment or the file set id, 0 for the default. */
 int ob__cli_cfg_given(const cli_t* cli, int id);
 /* "flag --db", "env ONCEBOX_DB", "file PATH:LINE" or "default" into out. */

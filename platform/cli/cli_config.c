@@ -479,6 +479,12 @@ static const value_t* effective(const cli_t* cli, int id, int* layer) {
   return cli->cfg->dflt[id].set ? &cli->cfg->dflt[id] : NULL;
 }
 
+int ob__cli_cfg_from_env(const cli_t* cli, int id) {
+  int l;
+  (void)effective(cli, id, &l);
+  return l == L_ENV;
+}
+
 int ob__cli_cfg_given(const cli_t* cli, int id) {
   int l;
   (void)effective(cli, id, &l);

@@ -108,7 +108,11 @@ void ob__cli_sync_from_config(const cli_t* cli, cli_sync_t* s) {
   s->outbox_queue_url = ob__cli_cfg_str(cli, CFG_RELAY_QUEUE_URL);
   s->source = ob__cli_cfg_str(cli, CFG_RELAY_SOURCE);
   s->ordered = (int)ob__cli_cfg_int(cli, CFG_RELAY_ORDERED);
-  s->sqs_allow_http = (int)ob__cli_cfg_int(cli, CFG_SQS_ALLOW_HTTP);
+  /* From the environment, the library reads ONCEBOX_SQS_ALLOW_HTTP itself
+  ** (and names it in its warning); the CLI passes only a flag or the file. */
+  s->sqs_allow_http = ob__cli_cfg_from_env(cli, CFG_SQS_ALLOW_HTTP)
+                          ? 0
+                          : (int)ob__cli_cfg_int(cli, CFG_SQS_ALLOW_HTTP);
 }
 
 int ob__cli_enable_relay(ob_engine_t* e, cli_sync_t* s) {

@@ -187,8 +187,12 @@ static void test_value_errors(void** state) {
       "1ms..9223372036854775807ms with a unit (ms, s, m, h, d), not "
       "'9999999999999999d'");
   BAD("[engine]\nreserve = 1T\n",
-      "t.conf:2: reserve in [engine] expects a size 0..9223372036854775807 "
-      "bytes (K, M, G: KiB, MiB, GiB) or auto, not '1T'");
+      "t.conf:2: reserve in [engine] expects a size such as 64M or 1048576 "
+      "(K, M, G: KiB, MiB, GiB) or auto, not '1T'");
+  BAD("[engine]\nmax_body = 0\n",
+      "t.conf:2: max_body in [engine] expects a size of "
+      "1..9223372036854775807 bytes, such as 64M (K, M, G: KiB, MiB, GiB), "
+      "not '0'");
   BAD("[engine]\nlevel = loud\n",
       "t.conf:2: level in [engine] expects one of error, warn, info, debug, "
       "not 'loud'");
