@@ -312,6 +312,14 @@ check "config check despite a broken --config" 0 env ONCEBOX_CONFIG="$T/bad-junk
 check "config check world-writable" 2 $OB_EMULATOR "$OB" config check "$T/ww.conf"
 check "config check the file in force" 0 $OB_EMULATOR "$OB" --config "$CF" config check
 contains "config check in force says ok" "$T/out" "$CF: ok"
+# The packaged example is valid as shipped and with every key uncommented.
+EX="$(cd "$(dirname "$0")/../.." && pwd)/debian/oncebox.conf"
+cp "$EX" "$T/example.conf"; chmod 600 "$T/example.conf"
+check "example file valid" 0 $OB_EMULATOR "$OB" config check "$T/example.conf"
+sed 's/^#\(\[retry\.\|[a-z_]* = \)/\1/' "$EX" >"$T/example-all.conf"
+chmod 600 "$T/example-all.conf"
+equals "example: every key uncommented" "$(grep -c '^[a-z_]* = ' "$T/example-all.conf")" 37
+check "example file valid uncommented" 0 $OB_EMULATOR "$OB" config check "$T/example-all.conf"
 check "config bad subcommand" 2 $OB_EMULATOR "$OB" config frobnicate
 check "config --help" 0 $OB_EMULATOR "$OB" config --help
 
