@@ -223,6 +223,26 @@ CONF
 check "database.path from the file" 0 $OB_EMULATOR "$OB" --config "$T/db.conf" init
 contains "init names the file's database" "$T/out" "initialized $T/from-file.db"
 
+# The file's settings reach the commands, not just `config show`: an http://
+# provider URL from the file is refused by run unless the file (or a flag)
+# allows plain HTTP; `effects reconcile` finds the provider in the file.
+conf "$T/prov.conf" <<CONF
+[database]
+path = "$T/prov.db"
+[provider]
+url = http://127.0.0.1:9
+CONF
+check "run: the file's provider URL is used" 2 $OB_EMULATOR "$OB" --config "$T/prov.conf" run --until-idle
+contains "run: the file's http:// URL refused" "$T/err" "the provider URL is plain http://: refused"
+check "run: --provider-allow-http over the file" 0 $OB_EMULATOR "$OB" --config "$T/prov.conf" run --until-idle --provider-allow-http
+printf 'allow_http = true\n' >>"$T/prov.conf"
+check "run: the file allows http" 0 $OB_EMULATOR "$OB" --config "$T/prov.conf" run --until-idle
+check "reconcile: the file's provider" 0 $OB_EMULATOR "$OB" --config "$T/prov.conf" effects reconcile
+lacks "reconcile: no 'no provider' error" "$T/err" "no provider to ask"
+check "run: the environment over the file" 2 env ONCEBOX_PROVIDER_ALLOW_HTTP=0 $OB_EMULATOR "$OB" --config "$T/prov.conf" run --until-idle
+contains "run: env 0 refuses http again" "$T/err" "the provider URL is plain http://: refused"
+check "run: the flag over the environment" 0 env ONCEBOX_PROVIDER_ALLOW_HTTP=0 $OB_EMULATOR "$OB" --config "$T/prov.conf" run --until-idle --provider-allow-http
+
 # ---- bad files: file:line, exit 2, nothing done ---------------------------
 bad() {  # bad NAME 'printf FORMAT' WANT
   local f="$T/bad-$1.conf"
