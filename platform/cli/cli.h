@@ -118,7 +118,7 @@ typedef struct cli_provider_s {
   long long timeout_ms;   /* --provider-timeout; 0: the default */
   long long key_retention_ms;  /* --provider-key-retention */
   const char* reference_lookup;  /* --provider-reference-lookup PATH */
-  int key_retention_set;  /* 1 set, -1 a bad $ONCEBOX_PROVIDER_KEY_RETENTION */
+  int key_retention_set;  /* 1: key_retention_ms holds the setting */
 } cli_provider_t;
 
 /* getopt_long entries of the provider options; their values are

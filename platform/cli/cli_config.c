@@ -325,6 +325,7 @@ static int file_value(void* ctx, const ob_cfg_value_t* v, char* why,
   cli_cfg_t* cfg = ctx;
   int id = v->key->id;
   value_t* out;
+  /* [retry.QUEUE]: only the retry keys (no strings) reach here. */
   if (v->sub[0] != '\0') {
     queue_policy_t* q = NULL;
     for (size_t i = 0; i < cfg->nqueues; i++)
@@ -355,7 +356,6 @@ static int file_value(void* ctx, const ob_cfg_value_t* v, char* why,
       snprintf(why, whylen, "out of memory");
       return -1;
     }
-    if (v->sub[0] != '\0') free((char*)out->s), out->s = NULL;
   }
   return 0;
 }

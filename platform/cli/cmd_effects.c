@@ -115,11 +115,6 @@ int ob__cli_enable_provider(ob_engine_t* e, cli_provider_t* p, const char* cmd) 
   int rc;
 
   if (!ob__cli_provider_configured(p)) return 0;
-  if (p->key_retention_set < 0) {
-    fprintf(stderr, "oncebox %s: ONCEBOX_PROVIDER_KEY_RETENTION wants 0 or "
-            "a duration such as 24h or 31d\n", cmd);
-    return EXIT_USAGE;
-  }
   if (strncasecmp(p->url, "http://", 7) == 0 && !p->allow_http) {
     fprintf(stderr, "oncebox %s: the provider URL is plain http://: refused; "
             "use https://, or pass --provider-allow-http (or set "
