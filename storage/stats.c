@@ -83,6 +83,7 @@ static int relay_state(ob__db_t* db, ob_stats_t* s, int64_t* online) {
   sqlite3_stmt* st = NULL;
   int rc = sqlite3_prepare_v2(db->db,
                               "SELECT online, last_error FROM relay_status"
+                              " WHERE name <> '" OB__SINK_STATUS_NAME "'"
                               " ORDER BY updated_at DESC LIMIT 1",
                               -1, &st, NULL);
   if (rc != SQLITE_OK) return ob__db_fail(db, rc, "stats");

@@ -460,6 +460,9 @@ int ob__relay_backlog(ob__db_t* db, int64_t* unpublished, int64_t* parked);
 int ob__relay_pending(ob__db_t* db, int64_t now, int due_only);
 /* When a row becomes publishable next (OB_ENOTFOUND: nothing waiting). */
 int ob__relay_next_due(ob__db_t* db, int64_t now, int ordered, int64_t* at);
+/* The relay_status row of ob_outbox_drain's in-process sink: its time
+** counts as a publication; its connectivity is no relay's (stats skips it). */
+#define OB__SINK_STATUS_NAME "in-process sink"
 /* Record connectivity and the last successful publication. Caller's
 ** transaction or autocommit. last_publish_at 0 keeps the stored value. */
 int ob__relay_status_set(ob__db_t* db, const char* name, int online,

@@ -116,6 +116,7 @@ int ob__engine_open(ob_engine_t** out, const ob_options_t* opts,
     free(e);
     return rc;
   }
+  e->counters.started_at_ms = opts->clock->now_ms(opts->clock->ctx);
   ob__observed_init(e);
   ob__deadlines_open(e);
   if (ob__processed_has_legacy(&e->db, &e->dedup_legacy) < 0)
@@ -633,7 +634,10 @@ int ob__handle_external(ob_engine_t* e, const ob__queue_row_t* r,
   rc = ob__space_admit(e, r->type, r->body_len);
   if (rc < 0) return rc;
   rc = ob__db_begin(&e->db);
-  if (rc < 0) return rc;
+  if (rc < 0) {
+    ob__counters_write_error(e, rc);
+    return rc;
+  }
   now = ob__now(e);
   if (r->group_key != NULL && (rc = ob__queue_group_busy(&e->db,
                                                          r->group_key)) != 0) {
@@ -657,14 +661,25 @@ int ob__handle_external(ob_engine_t* e, const ob__queue_row_t* r,
     ob__engine_rollback(e);
     memset(res, 0, sizeof *res);
     *retry_delay = -1;
-    return rc < 0 ? rc : 0;
+    if (rc < 0) {
+      ob__counters_write_error(e, rc);
+      return rc;
+    }
+    /* Failed for good, left to its transport's redrive: an outcome. */
+    res->failed = 1;
+    ob__counters_batch(e, OB_INPUT_SQS, res);
+    memset(res, 0, sizeof *res);
+    return 0;
   }
   rc = ob__engine_commit(e);
   if (rc < 0) {
+    ob__counters_write_error(e, rc);
     memset(res, 0, sizeof *res);
     *retry_delay = -1;
+    return rc;
   }
-  return rc;
+  ob__counters_batch(e, OB_INPUT_SQS, res);
+  return 0;
 }
 
 int ob_run_once(ob_engine_t* e, ob_batch_result_t* res_out) {
@@ -700,12 +715,16 @@ int ob_run_once(ob_engine_t* e, ob_batch_result_t* res_out) {
   rc = ob__space_may_handle(e);
   if (rc < 0) goto out;
   rc = ob__db_begin(&e->db);
-  if (rc < 0) goto out;
+  if (rc < 0) {
+    ob__counters_write_error(e, rc);
+    goto out;
+  }
   now = ob__now(e);
   n = ob__queue_claim_ready(&e->db, now, max, rows);
   if (n <= 0) {
     rc = n;
     ob__db_rollback(&e->db);
+    if (rc < 0) ob__counters_write_error(e, rc);
     goto out;
   }
   for (int i = 0; i < n; i++) {
@@ -716,15 +735,18 @@ int ob_run_once(ob_engine_t* e, ob_batch_result_t* res_out) {
   }
   rc = ob__engine_commit(e);
   if (rc < 0) {
+    ob__counters_write_error(e, rc);
     memset(&res, 0, sizeof res);
     goto out;
   }
+  ob__counters_batch(e, OB_INPUT_QUEUE, &res);
   if (res_out) *res_out = res;
   rc = 0;
   goto out;
 
 abort:
   ob__log(e, OB_LOG_ERROR, "batch rolled back: %s", e->db.errmsg);
+  ob__counters_write_error(e, rc);
   ob__engine_rollback(e);
 out:
   for (int i = 0; i < max; i++) ob__queue_row_free(&rows[i]);

@@ -68,6 +68,10 @@ void ob__fmt(char* buf, size_t n, const char* fmt, ...)
 void ob__log(ob_engine_t* e, ob_log_level_t level, const char* fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* The engine's process counters, for the drivers that count their own
+** part (the relay's requests). Never NULL. */
+ob_counters_t* ob__engine_counters(ob_engine_t* e);
+
 /* ---- components ---------------------------------------------------------- */
 
 /*

@@ -91,7 +91,14 @@ struct ob_engine_s {
   ** call; left_to_source says a failure was not stored. */
   int leave_failures;
   int left_to_source;
+  /* Process counters (core/engine/counters.c): memory only. */
+  ob_counters_t counters;
 };
+
+/* Count a committed batch's outcomes (input: OB_INPUT_*). */
+void ob__counters_batch(ob_engine_t* e, int input, const ob_batch_result_t* r);
+/* Count a handling transaction that could not begin or commit. */
+void ob__counters_write_error(ob_engine_t* e, int rc);
 
 #define OB__EFFECT_KEY_MAX 200
 

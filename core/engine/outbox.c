@@ -112,6 +112,15 @@ int ob_outbox_drain(ob_engine_t* e, ob_sink_cb sink, void* arg, size_t max,
       goto out;
     }
   }
+  /* The sink's publications are publications: `stats` gives their time
+  ** (kept apart from the relays' connectivity, which a sink has none of). */
+  if (ok > 0 &&
+      (rc = ob__relay_status_set(&e->db, OB__SINK_STATUS_NAME, 1, now, NULL,
+                                 now)) < 0) {
+    ob__db_rollback(&e->db);
+    ok = 0;
+    goto out;
+  }
   rc = ob__db_commit(&e->db);
   if (rc < 0) ok = 0;
 

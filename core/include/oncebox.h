@@ -1367,6 +1367,115 @@ OB_EXTERN int ob_read(ob_engine_t* e, ob_tx_fn fn, void* arg);
 OB_EXTERN int ob_write(ob_engine_t* e, ob_tx_fn fn, void* arg);
 
 /* ---------------------------------------------------------------------------
+** Process counters: what this engine did since ob_open, in memory only.
+** They reset when the process restarts, as every exporter's do
+** (started_at_ms tells a scraper), and nothing is written to the database
+** to keep them: a message costs no extra row or page for metrics.
+** Outcomes are counted once their transaction committed (a batch rolled
+** back counts nothing). docs/operations.md names each one.
+*/
+
+/* Where a handled message came from: ob_counters_t.handled's first index. */
+typedef enum {
+  OB_INPUT_QUEUE = 0,  /* the local queue (ob_enqueue, `oncebox enqueue`) */
+  OB_INPUT_SQS = 1,    /* the SQS consumer (ob_consumer_enable) */
+  OB_INPUT_COUNT = 2
+} ob_input_t;
+
+/* What became of it: ob_counters_t.handled's second index. A duplicate is
+** acknowledged without running a handler: every consumer of its type
+** already had its dedup record. */
+typedef enum {
+  OB_OUTCOME_DONE = 0,       /* handlers ran and committed */
+  OB_OUTCOME_DUPLICATE = 1,  /* acked without running: already processed */
+  OB_OUTCOME_RETRIED = 2,    /* rescheduled with backoff */
+  OB_OUTCOME_FAILED = 3,     /* moved to the failure store (or, with
+                             ** failures left to SQS, to its redrive) */
+  OB_OUTCOME_WAITING = 4,    /* waits for a fenced effect (ob_tx_effect) */
+  OB_OUTCOME_COUNT = 5
+} ob_outcome_t;
+
+/* Name of an outcome ("done", "duplicate", "retried", "failed",
+** "waiting"), or "?" for another value. Static storage. */
+OB_EXTERN const char* ob_outcome_name(int outcome);
+
+typedef struct ob_counters_s {
+  int64_t started_at_ms;      /* wall clock of ob_open */
+  int64_t handled[OB_INPUT_COUNT][OB_OUTCOME_COUNT];
+  int64_t batches;            /* handling transactions committed */
+  int64_t write_errors;       /* handling transactions that could not begin
+                              ** or commit (nothing of them applied) */
+  int last_write_error;       /* the code of the latest such failure while
+                              ** no handling transaction has committed since;
+                              ** 0 once one has */
+  int64_t write_failing_since_ms;  /* wall clock of the first such failure
+                                   ** since the last commit; 0 with the code */
+  int64_t last_handled_at_ms; /* wall clock of the last committed outcome */
+  /* The relay (ob_relay_enable): requests to SQS by result. ok: every
+  ** entry accepted; partial: some entries refused; failed: the request as
+  ** a whole failed (unreachable, throttled, refused, credentials). */
+  int relay_enabled;
+  int64_t relay_requests_ok;
+  int64_t relay_requests_partial;
+  int64_t relay_requests_failed;
+  int64_t relay_events_published;  /* outbox events SQS accepted */
+  int64_t relay_events_parked;     /* gave up on after park_after refusals */
+  int64_t relay_failing_since_ms;  /* wall clock of the first failed request
+                                   ** since the last that went through; 0
+                                   ** while requests go through */
+} ob_counters_t;
+
+/* Copy the counters of e into *c. Safe from the loop thread, and from any
+** thread when e is not attached. Returns 0, or OB_EINVAL when e or c is
+** NULL. */
+OB_EXTERN int ob_counters(const ob_engine_t* e, ob_counters_t* c);
+
+/* ---------------------------------------------------------------------------
+** Metrics and health over HTTP for a running engine (Prometheus's
+** /metrics, Fluent Bit's /api/v1/health): a plain-HTTP listener on the
+** engine's loop, opt-in, loopback by default. GET /metrics: the
+** Prometheus text format 0.0.4 of `oncebox stats --prometheus` plus the
+** process counters (ob_counters_t). GET /health: 200 and a JSON object
+** while the engine is healthy, 503 and the same object with its reasons
+** otherwise (docs/operations.md, "Health"). Anything else: 404 (405 for a
+** method other than GET and HEAD, 400 for a request that is not HTTP/1.x,
+** 431 past 8 KiB of head); one request per connection, answered and closed.
+** The figures that need the database come from a snapshot read at most
+** once per stats_refresh_ms, in one short read transaction on the loop,
+** so a scraper polling every 100 ms costs no table scan per scrape.
+*/
+typedef struct ob_metrics_options_s {
+  const char* listen;          /* "HOST:PORT" or "[IPv6]:PORT", numeric
+                               ** addresses only; required */
+  int allow_remote;            /* 1: a non-loopback address (0.0.0.0, a LAN
+                               ** address) may be bound; 0 (the default):
+                               ** refused with OB_EINVAL, since the figures
+                               ** tell the shop's business to anyone who asks */
+  int64_t stats_refresh_ms;    /* 5000; at least 100 */
+  /* Health thresholds (0 turns a rule off). */
+  int64_t relay_failing_ms;    /* the relay failing for longer: 300000 */
+  int64_t write_error_ms;      /* a handling write failing and none
+                               ** committed since, for longer: 0 (at once) */
+  int effects_unknown_max;     /* more effects in state unknown: 0 */
+} ob_metrics_options_t;
+
+/* Fill o with the defaults above (listen NULL). This function can't fail. */
+OB_EXTERN void ob_metrics_options_init(ob_metrics_options_t* o);
+
+/*
+** Serve /metrics and /health on o->listen while e is attached to a loop
+** (ob_attach / ob_run); the address is checked now and bound when the
+** loop starts: attaching then fails with OB_ENET, the reason (address in
+** use, not available, not permitted) logged at OB_LOG_ERROR. The listener never keeps an
+** until-idle run alive. Call before attaching. Returns 0, OB_EINVAL with
+** the reason in errbuf (a malformed address, a non-loopback one without
+** allow_remote, a bad threshold), OB_EEXIST if already enabled, OB_ESTATE
+** when attached, OB_ENOMEM.
+*/
+OB_EXTERN int ob_metrics_enable(ob_engine_t* e, const ob_metrics_options_t* o,
+                                char* errbuf, size_t errlen);
+
+/* ---------------------------------------------------------------------------
 ** Utilities.
 */
 

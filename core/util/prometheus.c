@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Prometheus text exposition 0.0.4 from ob_stats_t and the modules'
 ** statistics (core/util/prometheus.h; the table in docs/operations.md).
-** Everything here is a gauge: a one-shot read of the database knows how
-** many rows are in each state now, not how many events a process saw
-** (those counters belong to a running process and come later). */
+** A one-shot read of the database knows how many rows are in each state
+** now (gauges), not how many events a process saw: those counters belong
+** to a running process and are rendered only when it gives them. */
 #include "core/util/prometheus.h"
 
 #include <inttypes.h>
@@ -50,9 +50,14 @@ static void put(buf_t* b, const char* fmt, ...) {
   }
 }
 
-/* One family's HELP and TYPE lines (every family is a gauge). */
+/* One family's HELP and TYPE lines. */
+static void family_t(buf_t* b, const char* name, const char* type,
+                     const char* help) {
+  put(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
 static void family(buf_t* b, const char* name, const char* help) {
-  put(b, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
+  family_t(b, name, "gauge", help);
 }
 
 static void sample(buf_t* b, const char* name, int64_t v) {
@@ -95,6 +100,71 @@ size_t ob__prom_escape_label(const char* in, char* out, size_t n) {
   }
   out[o] = '\0';
   return o;
+}
+
+/* The process counters of a running engine: they reset with the process,
+** which process_start_time_seconds tells the scraper (rate() handles the
+** reset). Outcomes and inputs are fixed label sets. */
+static void counters(buf_t* b, const ob_counters_t* c, int64_t now_ms) {
+  static const char* const inputs[OB_INPUT_COUNT] = {"queue", "sqs"};
+  static const int outcomes[] = {OB_OUTCOME_DONE, OB_OUTCOME_RETRIED,
+                                 OB_OUTCOME_FAILED, OB_OUTCOME_WAITING};
+  family(b, "process_start_time_seconds",
+         "Start time of the process since the Unix epoch in seconds.");
+  sample_ms(b, "process_start_time_seconds", c->started_at_ms);
+  family_t(b, "oncebox_handled_total", "counter",
+           "Messages whose handling transaction committed, by input (queue: "
+           "the local queue; sqs: the SQS consumer) and outcome (done, "
+           "retried, failed, waiting for an effect); duplicates are in "
+           "oncebox_duplicates_total.");
+  for (int i = 0; i < OB_INPUT_COUNT; i++)
+    for (size_t k = 0; k < sizeof outcomes / sizeof outcomes[0]; k++)
+      put(b, "oncebox_handled_total{input=\"%s\",outcome=\"%s\"} %" PRId64
+          "\n", inputs[i], ob_outcome_name(outcomes[k]),
+          c->handled[i][outcomes[k]]);
+  family_t(b, "oncebox_duplicates_total", "counter",
+           "Messages acknowledged without running a handler: every consumer "
+           "of their type had already handled them (the dedup guard).");
+  for (int i = 0; i < OB_INPUT_COUNT; i++)
+    sample_l(b, "oncebox_duplicates_total", "input", inputs[i],
+             c->handled[i][OB_OUTCOME_DUPLICATE]);
+  family_t(b, "oncebox_batches_total", "counter",
+           "Handling transactions committed.");
+  sample(b, "oncebox_batches_total", c->batches);
+  family_t(b, "oncebox_write_errors_total", "counter",
+           "Handling transactions that could not begin or commit (nothing of "
+           "them applied).");
+  sample(b, "oncebox_write_errors_total", c->write_errors);
+  if (c->last_handled_at_ms > 0) {
+    family(b, "oncebox_last_handled_timestamp_seconds",
+           "Unix time of the last committed handling outcome; absent before "
+           "the first.");
+    sample_ms(b, "oncebox_last_handled_timestamp_seconds",
+              c->last_handled_at_ms);
+  }
+  if (!c->relay_enabled) return;
+  family_t(b, "oncebox_relay_requests_total", "counter",
+           "Requests of the relay to SQS by outcome (ok: every entry "
+           "accepted; partial: some refused; failed: the request failed).");
+  sample_l(b, "oncebox_relay_requests_total", "outcome", "ok",
+           c->relay_requests_ok);
+  sample_l(b, "oncebox_relay_requests_total", "outcome", "partial",
+           c->relay_requests_partial);
+  sample_l(b, "oncebox_relay_requests_total", "outcome", "failed",
+           c->relay_requests_failed);
+  family_t(b, "oncebox_relay_events_published_total", "counter",
+           "Outbox events SQS accepted from this process.");
+  sample(b, "oncebox_relay_events_published_total", c->relay_events_published);
+  family_t(b, "oncebox_relay_events_parked_total", "counter",
+           "Outbox events this process's relay gave up on (parked).");
+  sample(b, "oncebox_relay_events_parked_total", c->relay_events_parked);
+  family(b, "oncebox_relay_failing_seconds",
+         "How long the relay's requests have been failing; 0 while they go "
+         "through.");
+  sample_ms(b, "oncebox_relay_failing_seconds",
+            c->relay_failing_since_ms > 0 && now_ms > c->relay_failing_since_ms
+                ? now_ms - c->relay_failing_since_ms
+                : 0);
 }
 
 char* ob__prom_render(const ob__prom_input_t* in, size_t* len) {
@@ -184,7 +254,7 @@ char* ob__prom_render(const ob__prom_input_t* in, size_t* len) {
   gauge(&b, "oncebox_fence_provider_successes",
         "Provider 2xx answers recorded on the kept effect rows, replays "
         "included.", s->provider_2xx);
-  gauge(&b, "oncebox_fence_provider_replays",
+  gauge(&b, "oncebox_fence_repeated_successes",
         "Provider 2xx answers beyond the first for one key (a repeated call "
         "answered again).", s->provider_replays);
   if (in->charge != NULL) {
@@ -219,6 +289,7 @@ char* ob__prom_render(const ob__prom_input_t* in, size_t* len) {
   family(&b, "oncebox_stats_timestamp_seconds",
          "Unix time at which these figures were read.");
   sample_ms(&b, "oncebox_stats_timestamp_seconds", in->now_ms);
+  if (in->counters != NULL) counters(&b, in->counters, in->now_ms);
 
   if (b.oom) {
     free(b.p);

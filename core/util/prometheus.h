@@ -21,6 +21,9 @@ typedef struct ob__prom_input_s {
   const ob_charge_stats_t* charge;   /* NULL: no charge table (omitted) */
   const char* version;               /* oncebox_build_info's label */
   int64_t now_ms;                    /* when the figures were read */
+  /* A running process's counters (the HTTP listener); NULL for a one-shot
+  ** read (`stats --prometheus`): the counter families are then omitted. */
+  const ob_counters_t* counters;
 } ob__prom_input_t;
 
 /* The exposition, NUL-terminated, from malloc (the caller frees it), its

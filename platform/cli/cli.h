@@ -161,6 +161,45 @@ int ob__cli_provider_configured(cli_provider_t* p);
 ** http:// URL without --provider-allow-http is a usage error). */
 int ob__cli_enable_provider(ob_engine_t* e, cli_provider_t* p, const char* cmd);
 
+/* ---- cli_metrics.c: run's listener options and `oncebox health` ---------- */
+
+/* getopt_long values of the metrics and health options. */
+#define CLI_OPT_METRICS_LISTEN 0x130
+#define CLI_OPT_METRICS_ALLOW_REMOTE 0x131
+#define CLI_OPT_METRICS_REFRESH 0x132
+#define CLI_OPT_HEALTH_RELAY_FAILING 0x133
+#define CLI_OPT_HEALTH_EFFECTS_UNKNOWN 0x134
+#define CLI_HEALTH_LONG_OPTIONS                                              \
+  {"health-relay-failing", required_argument, NULL,                          \
+   CLI_OPT_HEALTH_RELAY_FAILING},                                            \
+  {"health-effects-unknown", required_argument, NULL,                        \
+   CLI_OPT_HEALTH_EFFECTS_UNKNOWN}
+#define CLI_METRICS_LONG_OPTIONS                                             \
+  {"metrics-listen", required_argument, NULL, CLI_OPT_METRICS_LISTEN},       \
+  {"metrics-allow-remote", no_argument, NULL, CLI_OPT_METRICS_ALLOW_REMOTE}, \
+  {"metrics-refresh", required_argument, NULL, CLI_OPT_METRICS_REFRESH},     \
+  CLI_HEALTH_LONG_OPTIONS
+
+typedef struct cli_metrics_s {
+  ob_metrics_options_t opts;  /* listen comes from cli->metrics_listen */
+} cli_metrics_t;
+
+/* Help text of the options (each line indented by two spaces). */
+extern const char ob__cli_metrics_help[];
+extern const char ob__cli_health_help[];
+
+/* Defaults (ob_metrics_options_init). This function can't fail. */
+void ob__cli_metrics_init(cli_metrics_t* m);
+/* Apply getopt_long's result c: 1 if it was one of these options, 0 if
+** not, -1 for a bad value (printed, prefixed "oncebox <cmd>: "). */
+int ob__cli_metrics_option(cli_metrics_t* m, cli_t* cli, int c,
+                           const char* arg, const char* cmd);
+/* Enable the listener when cli->metrics_listen (else
+** $ONCEBOX_METRICS_LISTEN) is set. Returns 0 (also when none is), or an
+** exit code after printing why (EXIT_USAGE for a bad or non-loopback
+** address without --metrics-allow-remote). */
+int ob__cli_enable_metrics(ob_engine_t* e, cli_t* cli, cli_metrics_t* m);
+
 /* 1 if argv contains -h/--help (before "--"). */
 int ob__cli_wants_help(int argc, char** argv);
 /* Parse a non-negative integer option value; -1 on error. */
@@ -168,8 +207,8 @@ long long ob__cli_parse_count(const char* s);
 /* Parse a size: digits with an optional K, M or G (powers of 1024; KiB,
 ** MiB, GiB and a trailing B are accepted too); -1 on error or overflow. */
 long long ob__cli_parse_size(const char* s);
-/* Parse a duration: digits with s, m, h or d (none: seconds); ms, or -1
-** on error or overflow. */
+/* Parse a duration: digits with ms, s, m, h or d (none: seconds); ms, or
+** -1 on error or overflow. */
 long long ob__cli_parse_duration_ms(const char* s);
 /* "512 KiB", "7.5 MiB" ("0" for 0). */
 void ob__cli_format_bytes(long long b, char* out, size_t n);
@@ -180,6 +219,14 @@ const char* ob__cli_space_words(int level);
 void ob__cli_format_time(int64_t ms, char* out);
 /* Human age: "3.2s", "5m12s", "2h03m", "4d02h". */
 void ob__cli_format_age(int64_t ms, char* out, size_t n);
+/* The one JSON style of every --json (docs/operations.md, "JSON output"):
+** a result is one compact object on one line; a listing is one such line
+** per item (NDJSON), so a 50k-row backlog streams into jq or a log
+** shipper. ob__cli_json_line prints o so and frees it (NULL: nothing);
+** ob__cli_json_lines prints each item of the array arr so and frees arr. */
+struct cJSON;
+void ob__cli_json_line(struct cJSON* o);
+void ob__cli_json_lines(struct cJSON* arr);
 /* A one-line progress bar on stderr when it is a terminal. */
 void ob__cli_progress(const char* label, long long done, long long total);
 void ob__cli_progress_end(void);
@@ -300,5 +347,6 @@ int ob__cmd_demo(cli_t* cli, int argc, char** argv);
 int ob__cmd_outbox(cli_t* cli, int argc, char** argv);
 int ob__cmd_sqs(cli_t* cli, int argc, char** argv);
 int ob__cmd_effects(cli_t* cli, int argc, char** argv);
+int ob__cmd_health(cli_t* cli, int argc, char** argv);
 
 #endif

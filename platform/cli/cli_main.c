@@ -26,6 +26,7 @@ static const command_t commands[] = {
     {"outbox", ob__cmd_outbox, "show, retry parked, drain to SQS"},
     {"stats", ob__cmd_stats, "queue, failure store, ledger and outbox counters"},
     {"check", ob__cmd_check, "integrity check and invariants"},
+    {"health", ob__cmd_health, "healthy or not, and why (exit 0 or 1)"},
     {"gc", ob__cmd_gc, "delete expired dedup records and published events"},
     {"demo", ob__cmd_demo, "a day at a terminal: duplicates, a crash, bad input"},
     {"effects", ob__cmd_effects, "show, reconcile or resolve provider calls"},

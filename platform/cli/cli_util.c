@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -343,7 +344,17 @@ long long ob__cli_parse_duration_ms(const char* s) {
                                  {"h", 3600LL * 1000},
                                  {"d", 24LL * 3600 * 1000}};
   const char* end;
-  long long v = parse_with_unit(s, units, 4, 1000, &end);
+  long long v;
+  size_t n = s ? strlen(s) : 0;
+  /* "250ms": milliseconds as they are. */
+  if (n > 2 && strcmp(s + n - 2, "ms") == 0) {
+    char* e2;
+    if (s[0] < '0' || s[0] > '9') return -1;
+    errno = 0;
+    v = strtoll(s, &e2, 10);
+    return errno == 0 && e2 == s + n - 2 ? v : -1;
+  }
+  v = parse_with_unit(s, units, 4, 1000, &end);
   return v >= 0 && *end == '\0' ? v : -1;
 }
 
@@ -406,4 +417,24 @@ void ob__cli_progress(const char* label, long long done, long long total) {
 void ob__cli_progress_end(void) {
   if (progress_shown) fputc('\n', stderr);
   progress_shown = 0;
+}
+
+void ob__cli_json_line(cJSON* o) {
+  char* t;
+  if (o == NULL) return;
+  t = cJSON_PrintUnformatted(o);
+  if (t != NULL) printf("%s\n", t);
+  free(t);
+  cJSON_Delete(o);
+}
+
+void ob__cli_json_lines(cJSON* arr) {
+  cJSON* it;
+  if (arr == NULL) return;
+  cJSON_ArrayForEach(it, arr) {
+    char* t = cJSON_PrintUnformatted(it);
+    if (t != NULL) printf("%s\n", t);
+    free(t);
+  }
+  cJSON_Delete(arr);
 }

@@ -178,10 +178,7 @@ static int failed_show(ob_engine_t* e, int json, int stats,
       cJSON_AddItemToObject(o, "byType", s.by_type);
       cJSON_AddItemToObject(o, "byErrorClass", s.by_class);
       s.by_type = s.by_class = NULL;
-      char* t = cJSON_Print(o);
-      printf("%s\n", t);
-      free(t);
-      cJSON_Delete(o);
+      ob__cli_json_line(o);
     } else {
       cJSON* it;
       printf("%d failed message(s)\n", n);
@@ -189,9 +186,8 @@ static int failed_show(ob_engine_t* e, int json, int stats,
       cJSON_ArrayForEach(it, s.by_class) printf("  class %-23s %d\n", it->string, (int)it->valuedouble);
     }
   } else if (json) {
-    char* t = cJSON_Print(id > 0 ? cJSON_GetArrayItem(s.arr, 0) : s.arr);
-    printf("%s\n", t);
-    free(t);
+    ob__cli_json_lines(s.arr);  /* one line, or one per message */
+    s.arr = NULL;
   } else if (id <= 0) {
     printf("%d failed message(s)\n", n);
   }

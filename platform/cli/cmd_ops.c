@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/util/prometheus.h"
+#include "core/util/utc_time.h"
 #include "platform/cli/cli.h"
 
 static int has_flag(int argc, char** argv, const char* flag) {
@@ -161,7 +162,7 @@ int ob__cmd_stats(cli_t* cli, int argc, char** argv) {
            "publishing and why in words (a refused credential, a server that\n"
            "is not the SQS JSON API, what the network said),\n"
            "charges, effects by state, fence claims against the provider's\n"
-           "2xx answers (replays: a repeated call answered again). A success\n"
+           "2xx answers (repeated: 2xx beyond the first for one key). A success\n"
            "recorded without a confirmed fence is reported in an ALERT line.\n"
            "All figures come from one read transaction.\n\n"
            "  --json                  one JSON object\n"
@@ -216,7 +217,7 @@ int ob__cmd_stats(cli_t* cli, int argc, char** argv) {
   cs = r.cs;
   if (prom) {
     ob__prom_input_t in = {&s, has_pay ? &ps : NULL, has_charge ? &cs : NULL,
-                           ob_version(), 0};
+                           ob_version(), 0, NULL};
     const ob_clock_t* clk = ob_system_clock();
     size_t len = 0;
     char* text;
@@ -240,7 +241,15 @@ int ob__cmd_stats(cli_t* cli, int argc, char** argv) {
     }
   } else if (json) {
     cJSON* o = cJSON_CreateObject();
-    cJSON* q = cJSON_AddObjectToObject(o, "queue");
+    cJSON* q;
+    char when[OB__UTC_MS_LEN];
+    const ob_clock_t* clk = ob_system_clock();
+    /* What read it, which file, when: a line stands alone in a log. */
+    (void)ob__utc_format_ms(clk->now_ms(clk->ctx), when);
+    cJSON_AddStringToObject(o, "version", ob_version());
+    cJSON_AddStringToObject(o, "database", cli->db_path);
+    cJSON_AddStringToObject(o, "time", when);
+    q = cJSON_AddObjectToObject(o, "queue");
     cJSON_AddNumberToObject(q, "ready", (double)s.queue_ready);
     cJSON_AddNumberToObject(q, "delayed", (double)s.queue_delayed);
     cJSON_AddNumberToObject(q, "inHand", (double)s.queue_in_hand);
@@ -277,7 +286,8 @@ int ob__cmd_stats(cli_t* cli, int argc, char** argv) {
     cJSON* fe = cJSON_AddObjectToObject(o, "fence");
     cJSON_AddNumberToObject(fe, "claims", (double)s.fence_claims);
     cJSON_AddNumberToObject(fe, "provider2xx", (double)s.provider_2xx);
-    cJSON_AddNumberToObject(fe, "providerReplays", (double)s.provider_replays);
+    cJSON_AddNumberToObject(fe, "repeatedSuccesses",
+                            (double)s.provider_replays);
     if (has_charge)
       cJSON_AddNumberToObject(fe, "unfencedSuccesses",
                               (double)cs.unfenced_successes);
@@ -288,10 +298,7 @@ int ob__cmd_stats(cli_t* cli, int argc, char** argv) {
     cJSON_AddNumberToObject(sp, "level", s.space_level);
     cJSON_AddStringToObject(sp, "enqueues", ob__cli_space_words(s.space_level));
     cJSON_AddBoolToObject(sp, "refusing", s.space_level > 0);
-    char* t = cJSON_Print(o);
-    printf("%s\n", t);
-    free(t);
-    cJSON_Delete(o);
+    ob__cli_json_line(o);
   } else {
     char last[40] = "never";
     if (s.last_publish_at_ms > 0) {
@@ -321,7 +328,8 @@ int ob__cmd_stats(cli_t* cli, int argc, char** argv) {
     if (has_charge) printf("charges:   %lld\n", (long long)cs.charges);
     printf("effects:   %lld pending, %lld unknown (%lld parked), "
            "%lld confirmed, %lld failed\n"
-           "fence:     %lld claims, %lld provider 2xx (%lld replays)\n",
+           "fence:     %lld claims, %lld provider 2xx (%lld repeated for one "
+           "key)\n",
            (long long)s.effects_pending,
            (long long)s.effects_unknown, (long long)s.effects_parked,
            (long long)s.effects_confirmed, (long long)s.effects_failed,
@@ -370,10 +378,7 @@ static void print_violation(void* arg, const char* v) {
 }
 
 static void print_json(cJSON* o) {
-  char* t = cJSON_Print(o);
-  if (t) printf("%s\n", t);
-  free(t);
-  cJSON_Delete(o);
+  ob__cli_json_line(o);
 }
 
 int ob__cmd_check(cli_t* cli, int argc, char** argv) {

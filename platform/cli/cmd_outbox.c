@@ -78,13 +78,11 @@ static int outbox_show(ob_engine_t* e, int filter, long long limit, int json) {
     return EXIT_FAIL;
   }
   if (json) {
-    char* t = cJSON_Print(s.arr);
-    printf("%s\n", t);
-    free(t);
+    ob__cli_json_lines(s.arr);
   } else {
     printf("%d row(s)\n", n);
+    cJSON_Delete(s.arr);
   }
-  cJSON_Delete(s.arr);
   return EXIT_OK;
 }
 

@@ -279,13 +279,15 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
       {"prefetch", required_argument, NULL, 'p'},
       {"visibility-timeout", required_argument, NULL, 'v'},
       {"failures-to-sqs", no_argument, NULL, 'F'},
-      {"metrics-listen", required_argument, NULL, 'M'},
       {"help", no_argument, NULL, 'h'},
       CLI_PROVIDER_LONG_OPTIONS,
       CLI_SQS_LONG_OPTIONS,
+      CLI_METRICS_LONG_OPTIONS,
       {NULL, 0, NULL, 0}};
   int c, p, code, rc, until_idle = 0;
   long long n;
+  cli_metrics_t metrics;
+  ob_counters_t cnt;
   char sqs_left[512];
   ob_engine_t* e;
   ob_stats_t before, after;
@@ -296,11 +298,13 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
 
   memset(&sync, 0, sizeof sync);
   memset(&prov, 0, sizeof prov);
+  ob__cli_metrics_init(&metrics);
   optind = 1;
   /* Each option is recorded as the flag of its setting (cli_config.c), so
   ** flag > environment > file > default holds for it as for every other. */
   while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-    if ((p = ob__cli_provider_option(cli, c, optarg, "run")) != 0) {
+    if ((p = ob__cli_provider_option(cli, c, optarg, "run")) != 0 ||
+        (p = ob__cli_metrics_option(&metrics, cli, c, optarg, "run")) != 0) {
       if (p < 0) return EXIT_USAGE;
       continue;
     }
@@ -316,9 +320,6 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
         break;
       case 'F':
         (void)ob__cli_cfg_flag(cli, CFG_FAILURES_TO_SQS, "true", "", NULL);
-        break;
-      case 'M':
-        (void)ob__cli_cfg_flag(cli, CFG_METRICS_LISTEN, optarg, "", NULL);
         break;
       case CLI_OPT_SQS_ALLOW_HTTP:
         (void)ob__cli_cfg_flag(cli, CFG_SQS_ALLOW_HTTP, "true", "", NULL);
@@ -361,8 +362,10 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
                "              [--provider-url URL] [--provider-allow-http]\n"
                "              [--provider-no-idempotency] "
                "[--provider-no-lookup]\n"
-               "              [--provider-timeout MS] [--metrics-listen HOST:PORT]\n\n"
-               "Every option here is also a setting of the config file\n"
+               "              [--provider-timeout MS]\n"
+               "              [--metrics-listen HOST:PORT] ...\n\n"
+               "The options of the relay, the consumer, the provider and\n"
+               "--metrics-listen are also settings of the config file\n"
                "(docs/config.md; `oncebox config show`).\n"
                "Handle queued messages. --batch N handles up to N messages in\n"
                "one transaction (group commit, a savepoint each).\n"
@@ -409,8 +412,10 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
                "once the loop handles, WATCHDOG=1 every half of WATCHDOG_USEC\n"
                "and STOPPING=1 on the way out.\n"
                "\nSQS options:\n%s"
-               "\nProvider options:\n%s", ob__cli_sqs_allow_http_help,
-               ob__cli_provider_help);
+               "\nProvider options:\n%s"
+               "\nMetrics and health (docs/operations.md):\n%s%s",
+               ob__cli_sqs_allow_http_help, ob__cli_provider_help,
+               ob__cli_metrics_help, ob__cli_health_help);
         return EXIT_OK;
       default: return EXIT_USAGE;
     }
@@ -431,7 +436,8 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
                (int)ob__cli_cfg_int(cli, CFG_PREFETCH),
                (int)(ob__cli_cfg_int(cli, CFG_VISIBILITY) / 1000), until_idle,
                sync.sqs_allow_http,
-               (int)ob__cli_cfg_int(cli, CFG_FAILURES_TO_SQS))) != 0) {
+               (int)ob__cli_cfg_int(cli, CFG_FAILURES_TO_SQS))) != 0 ||
+          (code = ob__cli_enable_metrics(e, cli, &metrics)) != 0) {
     ob_close(e);
     return code;
   }
@@ -461,13 +467,27 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
   }
   if (ob_stats(e, &after) == 0 && ob_payout_stats(e, &pay_after) == 0 &&
       ob_charge_stats(e, &charge_after) == 0) {
+    int64_t handled[OB_OUTCOME_COUNT];
+    (void)ob_counters(e, &cnt);
+    for (int k = 0; k < OB_OUTCOME_COUNT; k++)
+      handled[k] = cnt.handled[OB_INPUT_QUEUE][k] + cnt.handled[OB_INPUT_SQS][k];
+    /* The words of docs/operations.md, "One vocabulary": handled, then
+    ** duplicates, as oncebox_handled_total and oncebox_duplicates_total. */
     fprintf(stderr,
-            "stopped: %lld processed records, %lld payouts, %lld charges, "
-            "%lld failed, %lld still queued, %lld effect(s) open\n",
-            (long long)(after.processed - before.processed),
+            "stopped: %lld handled (%lld done, %lld retried, %lld failed, "
+            "%lld waiting), %lld duplicates; %lld payouts, %lld charges, "
+            "%lld in the failure store, %lld still queued, %lld effect(s) "
+            "open\n",
+            (long long)(handled[OB_OUTCOME_DONE] + handled[OB_OUTCOME_RETRIED] +
+                        handled[OB_OUTCOME_FAILED] + handled[OB_OUTCOME_WAITING]),
+            (long long)handled[OB_OUTCOME_DONE],
+            (long long)handled[OB_OUTCOME_RETRIED],
+            (long long)handled[OB_OUTCOME_FAILED],
+            (long long)handled[OB_OUTCOME_WAITING],
+            (long long)handled[OB_OUTCOME_DUPLICATE],
             (long long)(pay_after.payouts - pay_before.payouts),
             (long long)(charge_after.charges - charge_before.charges),
-            (long long)(after.failed - before.failed),
+            (long long)after.failed,
             (long long)(after.queue_ready + after.queue_delayed),
             (long long)(after.effects_pending + after.effects_unknown));
     if (rc == OB_RUN_STALLED) {

@@ -183,7 +183,7 @@ int ob__cli_demo_fence(const char* db_path, uint64_t seed, int orders,
   if ((rc = ob_stats(e, &st)) < 0 || (rc = ob_charge_stats(e, &cs)) < 0)
     goto out;
   printf("   %d deliveries, %d provider calls: %d replies lost, %d answered "
-         "503, %d replays of a known key\n", deliveries, p.calls, p.lost,
+         "503, %d answered again from a saved key\n", deliveries, p.calls, p.lost,
          p.unavailable, p.replays);
   expect(ctx, "cards charged by the provider (one per order)",
          orders - declined, p.nkeys);

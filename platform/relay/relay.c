@@ -121,6 +121,25 @@ static void settle(relay_t* r, const int* ok, const char* const* error,
   }
   r->published += out.published;
   r->parked += out.parked;
+  ob__engine_counters(ENGINE(r))->relay_events_published += out.published;
+  ob__engine_counters(ENGINE(r))->relay_events_parked += out.parked;
+}
+
+/* Count one request's result (ob_counters_t). */
+static void count_request(relay_t* r, int status, size_t nfailed) {
+  ob_counters_t* c = ob__engine_counters(ENGINE(r));
+  if (status == 0) {
+    if (nfailed > 0)
+      c->relay_requests_partial++;
+    else
+      c->relay_requests_ok++;
+    c->relay_failing_since_ms = 0;
+    return;
+  }
+  c->relay_requests_failed++;
+  if (c->relay_failing_since_ms == 0)
+    c->relay_failing_since_ms = ob__engine_clock(ENGINE(r))->now_ms(
+        ob__engine_clock(ENGINE(r))->ctx);
 }
 
 static void on_sent(ob__sqs_req_t* req, int status) {
@@ -139,6 +158,7 @@ static void on_sent(ob__sqs_req_t* req, int status) {
     release_claims(r);
     return;
   }
+  count_request(r, status, status == 0 ? req->batch.nfailed : 0);
   memset(park, 0, sizeof park);
   if (status == 0) {
     if (ob__worker_link_ok(&r->w))
@@ -532,5 +552,6 @@ int ob_relay_enable(ob_engine_t* e, const ob_relay_options_t* o, char* errbuf,
     return rc;
   }
   if (plain == 1) ob__log(e, OB_LOG_WARN, "relay: %s", warn);
+  ob__engine_counters(e)->relay_enabled = 1;
   return 0;
 }

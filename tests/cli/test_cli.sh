@@ -115,7 +115,7 @@ contains "removed" out "removed: 1 message(s)"
 check "check ok" 0 $OB_EMULATOR "$OB" --db "$DB" check
 contains "check ok text" out "all invariants hold"
 check "check json" 0 $OB_EMULATOR "$OB" --db "$DB" check --json
-contains "check json ok" out '"ok":	true'
+contains "check json ok" out '"ok":true'
 check "gc" 0 $OB_EMULATOR "$OB" --db "$DB" gc
 check "gc json" 0 $OB_EMULATOR "$OB" --db "$DB" gc --json
 contains "gc json" out '"deleted":'
@@ -125,7 +125,7 @@ sqlite3 "$DB" "DELETE FROM outbox_event" 2>/dev/null && {
   check "check violation" 1 $OB_EMULATOR "$OB" --db "$DB" check
   contains "violation text" out "VIOLATION: payout"
   check "check json violation" 1 $OB_EMULATOR "$OB" --db "$DB" check --json
-  contains "check json false" out '"ok":	false'
+  contains "check json false" out '"ok":false'
 }
 
 # A database from a newer oncebox is refused with exit 4.
@@ -207,7 +207,7 @@ lacks "run with authorization not echoed (out)" out "sk_cli_canary_5f1e2d"
 check "run with provider, nothing to do" 0 $OB_EMULATOR "$OB" --db "$FX" --log-level error run --until-idle --provider-url https://127.0.0.1:9
 check "stats effects" 0 $OB_EMULATOR "$OB" --db "$FX" stats
 contains "stats effects line" out "effects:   0 pending, 0 unknown (0 parked), 0 confirmed, 0 failed"
-contains "stats fence line" out "fence:     0 claims, 0 provider 2xx (0 replays)"
+contains "stats fence line" out "fence:     0 claims, 0 provider 2xx (0 repeated for one key)"
 check "stats effects json" 0 $OB_EMULATOR "$OB" --db "$FX" stats --json
 contains "stats json effects" out '"effects":'
 contains "stats json unfenced" out '"unfencedSuccesses":'
@@ -236,7 +236,7 @@ check "other type refused" 6 $OB_EMULATOR "$OB" --db "$CAP" --max-db-bytes 256Ki
 check "stats with a cap" 0 env ONCEBOX_MAX_DB_BYTES=256k $OB_EMULATOR "$OB" --db "$CAP" stats
 contains "stats space line" out "of a 256 KiB cap in use (reserve 64 KiB): only critical types accepted"
 check "stats space json" 0 env ONCEBOX_MAX_DB_BYTES=256k $OB_EMULATOR "$OB" --db "$CAP" stats --json
-contains "stats json space" out '"refusing":	true'
+contains "stats json space" out '"refusing":true'
 
 # Plain http:// to SQS (docs/security.md, "Plain HTTP"): refused, exit 2,
 # naming where it was set (AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL, or
@@ -315,16 +315,16 @@ sqlite3 "$FB" "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i+1 FROM n WHER
     1796083200000 + i * 86400000, 1796083200000 + i * 86400000,
     1796083200000 FROM n" && {
   check "failed show --type --json" 0 $OB_EMULATOR "$OB" --db "$FB" failed show --type Refund --json
-  equals "--type selects 4" "$(grep -c '"type":	"Refund"' "$T/out")" 4
-  lacks "--type only Refund" out '"type":	"Pay"'
+  equals "--type selects 4" "$(grep -c '"type":"Refund"' "$T/out")" 4
+  lacks "--type only Refund" out '"type":"Pay"'
   check "failed show --failed-before" 0 $OB_EMULATOR "$OB" --db "$FB" failed show --failed-before 2026-12-04T00:00:00Z --json
   equals "--failed-before is exclusive" "$(grep -c '"id":' "$T/out")" 3
   check "failed show --failed-after" 0 $OB_EMULATOR "$OB" --db "$FB" failed show --failed-after 2026-12-10T00:00:00Z --stats --json
-  contains "--failed-after is inclusive" out '"total":	3'
+  contains "--failed-after is inclusive" out '"total":3'
   check "failed show --reason-contains" 0 $OB_EMULATOR "$OB" --db "$FB" failed show --reason-contains "%_" --stats
   contains "--reason-contains takes % literally" out "3 failed message(s)"
   check "failed show combined --limit" 0 $OB_EMULATOR "$OB" --db "$FB" failed show --class unrecoverable --type Pay --limit 1 --json
-  equals "combined: the first of 0, 6" "$(grep -o '"messageId":	"m[0-9]*"' "$T/out")" '"messageId":	"m0"'
+  equals "combined: the first of 0, 6" "$(grep -o '"messageId":"m[0-9]*"' "$T/out")" '"messageId":"m0"'
   # An age: ten years ago, so every row (the clock is the real one).
   check "failed show relative age" 0 $OB_EMULATOR "$OB" --db "$FB" failed show --failed-after 3650d --stats
   contains "every row is newer than ten years" out "12 failed message(s)"
@@ -357,6 +357,53 @@ sqlite3 "$FB" "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i+1 FROM n WHER
 
 check "demo" 0 $OB_EMULATOR "$OB" demo --payments 300
 contains "demo says done" out "every payment paid and every order charged exactly once"
+
+# The demo's head office is an in-process sink (ob_outbox_drain): what it
+# published is a publication too. It said "last publish never" next to
+# "50 published", and the relay's state must still say no relay ran.
+DK="$T/demo-kept.db"
+check "demo --keep" 0 $OB_EMULATOR "$OB" --db "$DK" demo --payments 50 --keep
+check "stats after the demo" 0 $OB_EMULATOR "$OB" --db "$DK" stats
+lacks "demo publications have a time" out "last publish never"
+contains "demo: no relay ran" out "never run"
+check "stats --json after the demo" 0 $OB_EMULATOR "$OB" --db "$DK" stats --json
+lacks "demo publications have a time (json)" out '"lastPublishAtMs":null'
+
+# One JSON style (docs/operations.md, "JSON output"): a result is one
+# compact object on one line, a listing one object per line. Each line is
+# parsed by a real JSON parser (node's), when node is installed.
+json_lines() {  # json_lines NAME LINES: out holds LINES objects, one a line
+  equals "$1: $2 line(s)" "$(wc -l <"$T/out" | tr -d ' ')" "$2"
+  if command -v node >/dev/null; then
+    if node -e '
+      const t = require("fs").readFileSync(process.argv[1], "utf8");
+      for (const l of t.split("\n").slice(0, -1)) {
+        const o = JSON.parse(l);
+        if (o === null || typeof o !== "object" || Array.isArray(o)) process.exit(1);
+      }' "$T/out"; then pass=$((pass + 1)); else
+      fail=$((fail + 1)); echo "FAIL $1: a line is not a JSON object"; head -3 "$T/out"; fi
+  fi
+}
+check "json: stats" 0 $OB_EMULATOR "$OB" --db "$DK" stats --json
+json_lines "json: stats" 1
+contains "json: stats version" out "\"version\":\"$($OB_EMULATOR "$OB" --version | cut -d' ' -f2)\""
+contains "json: stats database" out "\"database\":\"$DK\""
+contains "json: stats time" out "\"time\":\"20"
+check "json: failed show" 0 $OB_EMULATOR "$OB" --db "$DK" failed show --json
+json_lines "json: failed show" 23
+check "json: failed show ID" 0 $OB_EMULATOR "$OB" --db "$DK" failed show 1 --json
+json_lines "json: failed show ID" 1
+check "json: failed show --stats" 0 $OB_EMULATOR "$OB" --db "$DK" failed show --stats --json
+json_lines "json: failed show --stats" 1
+check "json: outbox show" 0 $OB_EMULATOR "$OB" --db "$DK" outbox show --limit 7 --json
+json_lines "json: outbox show" 7
+check "json: effects show" 0 $OB_EMULATOR "$OB" --db "$DK" effects show --state failed --json
+json_lines "json: effects show" 6
+check "json: check" 0 $OB_EMULATOR "$OB" --db "$DK" check --json
+json_lines "json: check" 1
+check "json: health" 0 $OB_EMULATOR "$OB" --db "$DK" health --json
+json_lines "json: health" 1
+contains "json: health ok" out '"status":"ok"'
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -243,6 +243,18 @@ check "run: the environment over the file" 2 env ONCEBOX_PROVIDER_ALLOW_HTTP=0 $
 contains "run: env 0 refuses http again" "$T/err" "the provider URL is plain http://: refused"
 check "run: the flag over the environment" 0 env ONCEBOX_PROVIDER_ALLOW_HTTP=0 $OB_EMULATOR "$OB" --config "$T/prov.conf" run --until-idle --provider-allow-http
 
+# metrics.listen from the file reaches run's listener; the flag wins.
+conf "$T/metrics.conf" <<CONF
+[database]
+path = "$T/metrics.db"
+[metrics]
+listen = 0.0.0.0:19464
+CONF
+check "run: the file's metrics.listen is used" 2 $OB_EMULATOR "$OB" --config "$T/metrics.conf" run --until-idle
+contains "run: the file's address refused (not loopback)" "$T/err" "0.0.0.0:19464 is not a loopback address"
+check "run: --metrics-listen over the file" 2 $OB_EMULATOR "$OB" --config "$T/metrics.conf" run --until-idle --metrics-listen 127.0.0.1:0
+contains "run: the flag's address is the one checked" "$T/err" "'127.0.0.1:0'"
+
 # ---- bad files: file:line, exit 2, nothing done ---------------------------
 bad() {  # bad NAME 'printf FORMAT' WANT
   local f="$T/bad-$1.conf"
@@ -369,7 +381,8 @@ CONF
   check "retry: failed show" 0 $OB_EMULATOR "$EMB" --config "$RC" failed show --json
   cp "$T/out" "$T/failed.json"
   attempts() {  # attempts QUEUE -> the failure store's attempts of its message
-    grep -A4 "\"queue\":[[:space:]]*\"$1\"" "$T/failed.json" |
+    # failed show --json: one object a line.
+    grep "\"queue\":[[:space:]]*\"$1\"" "$T/failed.json" |
       sed -n 's/.*"attempts":[[:space:]]*\([0-9]*\).*/\1/p'
   }
   equals "retry: orders gave up after 1 retry ([retry.orders])" "$(attempts orders)" 1

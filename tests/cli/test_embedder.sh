@@ -51,11 +51,11 @@ check "embedder --help" 0 "$EMB" --help
 contains "embedder --help lists commands" out "effects"
 check "embedder enqueue" 0 "$EMB" --db "$DB" enqueue --type OrderPlaced --id "$ID" --body "$BODY"
 check "embedder run" 0 "$EMB" --db "$DB" run --until-idle
-contains "embedder run handled it" err "stopped: 1 processed records"
+contains "embedder run handled it" err "stopped: 1 handled (1 done"
 lacks "embedder run: no no_handler" err "no handler"
 check "embedder stats" 0 "$EMB" --db "$DB" stats --json
-contains "embedder stats: processed" out '"processed":	1'
-contains "embedder stats: nothing failed" out '"failed":	0'
+contains "embedder stats: processed" out '"processed":1'
+contains "embedder stats: nothing failed" out '"failed":0'
 check "embedder failed show" 0 "$EMB" --db "$DB" failed show
 lacks "embedder failed show: no no_handler" out "no_handler"
 if command -v sqlite3 >/dev/null; then

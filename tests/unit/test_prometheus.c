@@ -72,10 +72,10 @@ static const char expected_small[] =
     "the kept effect rows, replays included.\n"
     "# TYPE oncebox_fence_provider_successes gauge\n"
     "oncebox_fence_provider_successes 8\n"
-    "# HELP oncebox_fence_provider_replays Provider 2xx answers beyond the "
+    "# HELP oncebox_fence_repeated_successes Provider 2xx answers beyond the "
     "first for one key (a repeated call answered again).\n"
-    "# TYPE oncebox_fence_provider_replays gauge\n"
-    "oncebox_fence_provider_replays 2\n"
+    "# TYPE oncebox_fence_repeated_successes gauge\n"
+    "oncebox_fence_repeated_successes 2\n"
     "# HELP oncebox_db_size_bytes Bytes of the database's pages in use (free "
     "pages and the WAL not counted).\n"
     "# TYPE oncebox_db_size_bytes gauge\n"
@@ -123,7 +123,7 @@ static ob_stats_t small_stats(void) {
 ** table, no relay, no publication, no cap. */
 static void test_small_exact(void** state) {
   ob_stats_t s = small_stats();
-  ob__prom_input_t in = {&s, NULL, NULL, "0.1.0", 2208988800007LL};
+  ob__prom_input_t in = {&s, NULL, NULL, "0.1.0", 2208988800007LL, NULL};
   size_t len = 0;
   char* t;
   (void)state;
@@ -140,7 +140,7 @@ static void test_optional_families(void** state) {
   ob_stats_t s = small_stats();
   ob_payout_stats_t ps = {12};
   ob_charge_stats_t cs = {5, 1};
-  ob__prom_input_t in = {&s, &ps, &cs, "0.1.0", 1000};
+  ob__prom_input_t in = {&s, &ps, &cs, "0.1.0", 1000, NULL};
   char* t;
   (void)state;
   s.relay_online = 1;
@@ -178,7 +178,7 @@ static void test_optional_families(void** state) {
 ** escaper and through the rendered build_info line. */
 static void test_label_escaping(void** state) {
   ob_stats_t s = small_stats();
-  ob__prom_input_t in = {&s, NULL, NULL, "1.0 \"rc\\1\"\nx", 0};
+  ob__prom_input_t in = {&s, NULL, NULL, "1.0 \"rc\\1\"\nx", 0, NULL};
   char out[64], tiny[4];
   char* t;
   (void)state;
@@ -197,8 +197,49 @@ static void test_label_escaping(void** state) {
   free(t);
 }
 
+/* A running process's counters: TYPE counter, every input and outcome, the
+** relay's families only once a relay is enabled, failing time from now. */
+static void test_counters(void** state) {
+  ob_stats_t s;
+  ob_counters_t c;
+  ob__prom_input_t in = {&s, NULL, NULL, "0.1.0", 10000, &c};
+  char* t;
+  (void)state;
+  memset(&s, 0, sizeof s);
+  memset(&c, 0, sizeof c);
+  s.relay_online = -1;
+  c.started_at_ms = 1500;
+  c.handled[OB_INPUT_QUEUE][OB_OUTCOME_DONE] = 7;
+  c.handled[OB_INPUT_SQS][OB_OUTCOME_FAILED] = 2;
+  c.handled[OB_INPUT_SQS][OB_OUTCOME_DUPLICATE] = 47;
+  t = ob__prom_render(&in, NULL);
+  assert_non_null(t);
+  assert_non_null(strstr(t, "process_start_time_seconds 1.500\n"));
+  assert_non_null(strstr(t, "# TYPE oncebox_handled_total counter\n"));
+  assert_non_null(strstr(t, "oncebox_handled_total{input=\"queue\","
+                            "outcome=\"done\"} 7\n"));
+  assert_non_null(strstr(t, "oncebox_handled_total{input=\"sqs\","
+                            "outcome=\"failed\"} 2\n"));
+  assert_non_null(strstr(t, "oncebox_duplicates_total{input=\"sqs\"} 47\n"));
+  /* A duplicate is not a handled outcome: one event, one family. */
+  assert_null(strstr(t, "outcome=\"duplicate\""));
+  assert_null(strstr(t, "oncebox_last_handled_timestamp_seconds"));
+  assert_null(strstr(t, "oncebox_relay_requests_total"));
+  free(t);
+  c.relay_enabled = 1;
+  c.relay_requests_failed = 3;
+  c.relay_failing_since_ms = 4000;
+  c.last_handled_at_ms = 9000;
+  t = ob__prom_render(&in, NULL);
+  assert_non_null(t);
+  assert_non_null(strstr(t, "oncebox_relay_requests_total{outcome=\"failed\"} 3\n"));
+  assert_non_null(strstr(t, "oncebox_relay_failing_seconds 6.000\n"));
+  assert_non_null(strstr(t, "oncebox_last_handled_timestamp_seconds 9.000\n"));
+  free(t);
+}
+
 static void test_null_input(void** state) {
-  ob__prom_input_t in = {NULL, NULL, NULL, "x", 0};
+  ob__prom_input_t in = {NULL, NULL, NULL, "x", 0, NULL};
   (void)state;
   assert_null(ob__prom_render(NULL, NULL));
   assert_null(ob__prom_render(&in, NULL));
@@ -209,6 +250,7 @@ int main(void) {
       cmocka_unit_test(test_small_exact),
       cmocka_unit_test(test_optional_families),
       cmocka_unit_test(test_label_escaping),
+      cmocka_unit_test(test_counters),
       cmocka_unit_test(test_null_input),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -600,7 +600,7 @@ static void test_random_kills(void** state) {
   run_until_idle(f);
   assert_int_equal(ps_stats(f->sim, &ps), 0);
   printf("  %d workers SIGKILLed at random instants; the provider made %ld "
-         "charges (and answered %ld replays of a known key since its last "
+         "charges (and answered %ld again from a saved key since its last "
          "restart)\n", kills, ps.charges_total, ps.replays);
   check_orders(f, 1, orders);
 }

@@ -642,7 +642,7 @@ static void test_plain_http_run_consumer(void** state) {
   snprintf(args, sizeof args, "--db '%s' run --until-idle --consume-queue-url "
            "'%s' --sqs-allow-http", db, q);
   r = run_top(args);
-  expect(&r, 0, NULL, "1 processed records, 1 payouts");
+  expect(&r, 0, NULL, "1 handled (1 done, 0 retried, 0 failed, 0 waiting), 0 duplicates; 1 payouts");
   assert_int_equal(count_str(r.err, "warn sqs consumer: AWS_ENDPOINT_URL_SQS "
                                     "is http://127.0.0.1:"), 1);
   assert_int_equal(count_str(r.err, "plain HTTP allowed"), 1);
