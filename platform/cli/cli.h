@@ -42,6 +42,7 @@ typedef struct cli_s {
   int log_format;            /* --log-format: CLI_LOG_TEXT (0) or CLI_LOG_JSON */
   const char* metrics_listen;  /* run --metrics-listen HOST:PORT; NULL: off */
   const char* config_path;   /* --config, else the default path if present */
+  struct cli_cfg_s* cfg;     /* every setting and its source (cli_config.c) */
   /* ob_cli_main's: run on every engine ob__cli_open* opens; NULL: none */
   int (*register_fn)(ob_engine_t* e, void* arg);
   void* register_arg;
@@ -78,8 +79,8 @@ ob_engine_t* ob__cli_open_publisher(cli_t* cli, int* exit_code);
 ** database at PATH" and returns NULL with *exit_code EXIT_DB. */
 ob_engine_t* ob__cli_open_existing(cli_t* cli, int* exit_code);
 
-/* Sync settings shared by `run` and `outbox drain`; NULL fields fall back
-** to ONCEBOX_OUTBOX_QUEUE_URL / ONCEBOX_SOURCE. */
+/* Sync settings shared by `run` and `outbox drain`, from the settings in
+** force (ob__cli_sync_from_config). */
 typedef struct cli_sync_s {
   const char* outbox_queue_url;
   const char* source;
@@ -95,6 +96,10 @@ typedef struct cli_sync_s {
 #define CLI_SQS_LONG_OPTIONS \
   {"sqs-allow-http", no_argument, NULL, CLI_OPT_SQS_ALLOW_HTTP}
 
+/* Fill s from relay.*, sqs.allow_http (flag > environment > file >
+** default). Can't fail. */
+void ob__cli_sync_from_config(const cli_t* cli, cli_sync_t* s);
+
 /* Help text of --sqs-allow-http (each line indented by two spaces). */
 extern const char ob__cli_sqs_allow_http_help[];
 
@@ -104,10 +109,10 @@ extern const char ob__cli_sqs_allow_http_help[];
 ** without --sqs-allow-http or ONCEBOX_SQS_ALLOW_HTTP=1). */
 int ob__cli_enable_relay(ob_engine_t* e, cli_sync_t* s);
 
-/* Consume an SQS queue of CloudEvents when one is configured (url, else
-** ONCEBOX_CONSUME_QUEUE_URL). prefetch 0: the default; visibility_s 0: the
+/* Consume an SQS queue of CloudEvents when url is not NULL or empty (the
+** caller passes consumer.queue_url in force). prefetch 0: the default; visibility_s 0: the
 ** queue's own VisibilityTimeout, else 1..43200; sqs_allow_http: the
-** --sqs-allow-http flag. Returns 0 or an exit code after printing why. */
+** sqs.allow_http setting. Returns 0 or an exit code after printing why. */
 int ob__cli_enable_consumer(ob_engine_t* e, const char* url, int prefetch,
                             int visibility_s, int until_idle, int sqs_allow_http,
                             int failures_to_sqs);
@@ -119,9 +124,9 @@ int ob__cli_enable_consumer(ob_engine_t* e, const char* url, int prefetch,
 void ob__cli_consumer_left(ob_engine_t* e, char* out, size_t n);
 
 /* The payment provider of the built-in ChargeOrder module, shared by `run`
-** and `effects reconcile`. NULL/0 fields fall back to ONCEBOX_PROVIDER_URL
-** and ONCEBOX_PROVIDER_ALLOW_HTTP=1. The Authorization value comes from
-** ONCEBOX_PROVIDER_AUTHORIZATION only (an option would show in `ps`). */
+** and `effects reconcile`, filled by ob__cli_provider_from_config. The
+** Authorization value comes from ONCEBOX_PROVIDER_AUTHORIZATION only (an
+** option would show in `ps`, a config file is readable by more people). */
 typedef struct cli_provider_s {
   const char* url;        /* --provider-url */
   const char* authorization;  /* $ONCEBOX_PROVIDER_AUTHORIZATION; a secret */
@@ -131,7 +136,7 @@ typedef struct cli_provider_s {
   long long timeout_ms;   /* --provider-timeout; 0: the default */
   long long key_retention_ms;  /* --provider-key-retention */
   const char* reference_lookup;  /* --provider-reference-lookup PATH */
-  int key_retention_set;  /* 1 set, -1 a bad $ONCEBOX_PROVIDER_KEY_RETENTION */
+  int key_retention_set;  /* 1: key_retention_ms holds the setting */
 } cli_provider_t;
 
 /* getopt_long entries of the provider options; their values are
@@ -158,10 +163,15 @@ typedef struct cli_provider_s {
 /* Help text of those options (each line indented by two spaces). */
 extern const char ob__cli_provider_help[];
 
-/* Apply getopt_long's result c to p. Returns 1 if it was a provider option,
-** 0 if not, -1 for a bad value (printed, prefixed "oncebox <cmd>: "). */
-int ob__cli_provider_option(cli_provider_t* p, int c, const char* arg,
+/* Record getopt_long's result c as the flag of its provider.* setting.
+** Returns 1 if it was a provider option, 0 if not, -1 for a bad value
+** (printed, prefixed "oncebox <cmd>: "). */
+int ob__cli_provider_option(cli_t* cli, int c, const char* arg,
                             const char* cmd);
+/* Fill p from the provider.* settings in force (flag > environment > file
+** > default) and the secret from $ONCEBOX_PROVIDER_AUTHORIZATION only.
+** Can't fail. */
+void ob__cli_provider_from_config(const cli_t* cli, cli_provider_t* p);
 /* 1 if a provider URL is configured (option or environment). */
 int ob__cli_provider_configured(cli_provider_t* p);
 /* Enable the provider "payments" over HTTPS when a URL is configured.
@@ -261,6 +271,89 @@ char* ob__cli_base64(const char* s, size_t n);
 ** controls, invalid UTF-8) as \xNN, so stored bytes can't drive it. */
 void ob__cli_print_safe(FILE* f, const char* s, size_t n);
 
+/* ---- cli_config.c: settings from flags, environment and config file ---- */
+
+/* The config file read when neither --config nor $ONCEBOX_CONFIG names
+** one; its absence is not an error. */
+#define OB_CLI_DEFAULT_CONFIG "/etc/oncebox/oncebox.conf"
+
+/* Every setting (docs/config.md), in the table order of cli_config.c. */
+typedef enum {
+  CFG_DB_PATH, CFG_MAX_DB_BYTES, CFG_RESERVE_DB_BYTES, CFG_CRITICAL_TYPES,
+  CFG_BUSY_TIMEOUT, CFG_UNSAFE_SYNC_NORMAL,
+  CFG_BATCH, CFG_RETENTION, CFG_GC_INTERVAL, CFG_GC_BATCH, CFG_POLL_INTERVAL,
+  CFG_MAX_BODY_BYTES,
+  CFG_LOG_LEVEL, CFG_LOG_FORMAT,
+  CFG_RETRY_MAX, CFG_RETRY_DELAY, CFG_RETRY_MULTIPLIER, CFG_RETRY_MAX_DELAY,
+  CFG_RETRY_JITTER,
+  CFG_RELAY_QUEUE_URL, CFG_RELAY_SOURCE, CFG_RELAY_ORDERED,
+  CFG_CONSUME_QUEUE_URL, CFG_PREFETCH, CFG_VISIBILITY, CFG_FAILURES_TO_SQS,
+  CFG_SQS_ALLOW_HTTP,
+  CFG_PROVIDER_URL, CFG_PROVIDER_ALLOW_HTTP, CFG_PROVIDER_IDEMPOTENCY,
+  CFG_PROVIDER_LOOKUP, CFG_PROVIDER_TIMEOUT, CFG_PROVIDER_KEY_RETENTION,
+  CFG_PROVIDER_REFERENCE_LOOKUP,
+  CFG_METRICS_LISTEN,
+  CFG_N
+} cli_cfg_id_t;
+
+typedef struct cli_cfg_s cli_cfg_t;
+
+/* Allocate cli->cfg with every default. -1 when out of memory. */
+int ob__cli_cfg_init(cli_t* cli);
+/* Free cli->cfg (NULL: nothing). This function can't fail. */
+void ob__cli_cfg_free(cli_t* cli);
+/* Record a flag's value of setting id (parsed as the file's bare values,
+** a unit-less duration in the flag's own unit). 0, or -1 after printing
+** "oncebox CMD: FLAG expects ..." (cmd NULL: a global option). */
+int ob__cli_cfg_flag(cli_t* cli, int id, const char* value, const char* flag,
+                     const char* cmd);
+/* If argv[*i] is a global option of a setting ("--db F", "--db=F", a
+** no-value one such as --unsafe-sync-normal), record it (advancing *i past
+** a separate value) and return 1; 0 if it is not one; -1 after printing
+** why for a bad or missing value. */
+int ob__cli_global_option(cli_t* cli, int argc, char** argv, int* i);
+/* After the global flags: read the environment, then (read_file) the
+** config file (--config, $ONCEBOX_CONFIG, or OB_CLI_DEFAULT_CONFIG when it
+** exists), check the settings together and set cli's fields (db_path,
+** log_level, log_format, sync_normal, the space settings, metrics_listen).
+** 0, or -1 after printing why (a usage error: nothing was done). */
+int ob__cli_cfg_load(cli_t* cli, int read_file);
+/* The cross-setting checks and cli's fields again, after a command's own
+** flags were recorded. 0 or -1 after printing why. */
+int ob__cli_cfg_resolve(cli_t* cli);
+/* Read path for ob__cfg_parse: refused (-1, printed) unless a regular file
+** owned by root or this user and not world-writable, of at most
+** OB_CFG_MAX_BYTES. 1 if it does not exist and !explicit_path (nothing
+** printed). *text is malloc'd (free it). */
+int ob__cli_cfg_read_file(const char* path, int explicit_path, char** text,
+                          size_t* len);
+/* Parse a file's text into cli->cfg's file layer. 0, or -1 after printing
+** "oncebox: PATH:LINE: what". */
+int ob__cli_cfg_parse_file(cli_t* cli, const char* path, const char* text,
+                           size_t len);
+/* The effective value: flag > environment > file > default. A string is
+** NULL when unset or empty; DURATION values are ms; ENUM an index. */
+int64_t ob__cli_cfg_int(const cli_t* cli, int id);
+double ob__cli_cfg_num(const cli_t* cli, int id);
+const char* ob__cli_cfg_str(const cli_t* cli, int id);
+/* 1 if the value in force of id comes from the environment, else 0. */
+int ob__cli_cfg_from_env(const cli_t* cli, int id);
+/* 1 if a flag, the environment or the file set id, 0 for the default. */
+int ob__cli_cfg_given(const cli_t* cli, int id);
+/* "flag --db", "env ONCEBOX_DB", "file PATH:LINE" or "default" into out. */
+const char* ob__cli_cfg_source(const cli_t* cli, int id, char* out, size_t n);
+/* "section.key" of id into out. */
+const char* ob__cli_cfg_name(int id, char* out, size_t n);
+/* Fill o's settings of the table (busy timeout, batch size, retention, gc,
+** poll interval, body limit, default retry policy). Can't fail. */
+void ob__cli_cfg_options(const cli_t* cli, ob_options_t* o);
+/* ob_set_retry_policy on e for each [retry.QUEUE]. 0 or -1 (printed). */
+int ob__cli_cfg_apply_retry(const cli_t* cli, ob_engine_t* e);
+/* Every effective setting with its source, secrets only as set / not set;
+** json: one object {"file":..., "settings":[{key,value,source}...]}. */
+void ob__cli_cfg_show(const cli_t* cli, FILE* f, int json);
+
+int ob__cmd_config(cli_t* cli, int argc, char** argv);
 int ob__cmd_init(cli_t* cli, int argc, char** argv);
 int ob__cmd_enqueue(cli_t* cli, int argc, char** argv);
 int ob__cmd_run(cli_t* cli, int argc, char** argv);

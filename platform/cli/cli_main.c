@@ -32,12 +32,13 @@ static const command_t commands[] = {
     {"demo", ob__cmd_demo, "a day at a terminal: duplicates, a crash, bad input"},
     {"effects", ob__cmd_effects, "show, reconcile or resolve provider calls"},
     {"sqs", ob__cmd_sqs, "talk to Amazon SQS: send, receive, attributes"},
+    {"config", ob__cmd_config, "show the settings in force, check a config file"},
 };
 
 static void usage(FILE* out) {
   fprintf(out,
-          "usage: oncebox [--db FILE] [--log-level LEVEL] [--log-format FMT]\n"
-          "               COMMAND [ARGS]\n"
+          "usage: oncebox [--config FILE] [--db FILE] [--log-level LEVEL]\n"
+          "               [--log-format FMT] COMMAND [ARGS]\n"
           "\n"
           "Effectively-once message handling on one SQLite database.\n"
           "\n"
@@ -47,6 +48,10 @@ static void usage(FILE* out) {
   fprintf(out,
           "\n"
           "Global options:\n"
+          "  --config FILE        the config file (default: $ONCEBOX_CONFIG,\n"
+          "                       else " OB_CLI_DEFAULT_CONFIG " if it\n"
+          "                       exists); flags > environment > file;\n"
+          "                       `oncebox config show`, docs/config.md\n"
           "  --db FILE            database file (default: $ONCEBOX_DB)\n"
           "  --log-level LEVEL    error, warn, info (default) or debug\n"
           "  --log-format FMT     text (default) or json: one object a line\n"
@@ -65,6 +70,9 @@ static void usage(FILE* out) {
           "                       first half of the reserve, besides the\n"
           "                       built-in PaymentCaptured and ChargeOrder\n"
           "                       ($ONCEBOX_CRITICAL_TYPES)\n"
+          "  --busy-timeout MS, --retention D, --gc-interval D, --gc-batch N,\n"
+          "  --poll-interval MS, --max-body-bytes SIZE  engine settings\n"
+          "                       (D: seconds, or with ms, s, m, h, d)\n"
           "  --version            print the version\n"
           "  -h, --help           this help; COMMAND --help for a command\n"
           "\n"
@@ -73,16 +81,6 @@ static void usage(FILE* out) {
           "(or missing, for a command that only reads);\n"
           "5 run --until-idle stopped with work left that waits for a peer;\n"
           "6 enqueue refused for space (the cap's reserve or a full disk).\n");
-}
-
-static int parse_level(const char* s, ob_log_level_t* out) {
-  static const char* names[] = {"error", "warn", "info", "debug"};
-  for (int i = 0; i < 4; i++)
-    if (strcmp(s, names[i]) == 0) {
-      *out = (ob_log_level_t)i;
-      return 0;
-    }
-  return -1;
 }
 
 /* A closed standard descriptor would be handed out by the next open(): the
@@ -109,57 +107,26 @@ static void refuse_core_dumps(void) {
   (void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
 
-/* --NAME SIZE or --NAME=SIZE: 1 if a is that option (value parsed into
-** *out, -2 after printing why when bad), else 0. */
-static int size_option(const char* a, const char* next, const char* name,
-                       long long* out, int* i) {
-  size_t n = strlen(name);
-  const char* v;
-  if (strcmp(a, name) == 0) {
-    v = next;
-    if (v != NULL) (*i)++;
-  } else if (strncmp(a, name, n) == 0 && a[n] == '=') {
-    v = a + n + 1;
-  } else {
-    return 0;
-  }
-  *out = v ? ob__cli_parse_size(v) : -1;
-  if (*out < 0) {
-    fprintf(stderr, "oncebox: %s needs a size such as 64M or 1048576%s%s\n",
-            name, v ? ", not " : "", v ? v : "");
-    *out = -2;
-  }
-  return 1;
+/* `config check FILE` validates FILE alone: an installed file with a fault
+** must not stop a package from checking its replacement. */
+static int checks_a_named_file(int argc, char** argv, int i) {
+  return i + 2 < argc && strcmp(argv[i], "config") == 0 &&
+         strcmp(argv[i + 1], "check") == 0;
 }
 
-/* The space settings from the environment: a terminal's service and its
-** scripts share one environment file, so every process on the database
-** holds to the same cap. */
-static int space_from_env(cli_t* cli) {
-  const char* v;
-  cli->reserve_db_bytes = -1;
-  if ((v = getenv("ONCEBOX_MAX_DB_BYTES")) != NULL && v[0] != '\0' &&
-      (cli->max_db_bytes = ob__cli_parse_size(v)) < 0) {
-    fprintf(stderr, "oncebox: ONCEBOX_MAX_DB_BYTES needs a size such as "
-            "64M, not %s\n", v);
-    return -1;
-  }
-  if ((v = getenv("ONCEBOX_RESERVE_DB_BYTES")) != NULL && v[0] != '\0' &&
-      (cli->reserve_db_bytes = ob__cli_parse_size(v)) < 0) {
-    fprintf(stderr, "oncebox: ONCEBOX_RESERVE_DB_BYTES needs a size such "
-            "as 1M, not %s\n", v);
-    return -1;
-  }
-  cli->critical_types = getenv("ONCEBOX_CRITICAL_TYPES");
-  if (cli->critical_types != NULL && cli->critical_types[0] == '\0')
-    cli->critical_types = NULL;
-  return 0;
+static int dispatch(cli_t* cli, int argc, char** argv, int i) {
+  for (size_t c = 0; c < sizeof commands / sizeof commands[0]; c++)
+    if (strcmp(argv[i], commands[c].name) == 0)
+      return commands[c].fn(cli, argc - i, argv + i);
+  fprintf(stderr, "oncebox: unknown command '%s'\n", argv[i]);
+  usage(stderr);
+  return EXIT_USAGE;
 }
 
 int ob_cli_main(int argc, char** argv,
                 int (*register_fn)(ob_engine_t* e, void* arg), void* arg) {
   cli_t cli;
-  int i = 1;
+  int i = 1, rc;
 
   refuse_core_dumps();
 
@@ -167,82 +134,55 @@ int ob_cli_main(int argc, char** argv,
   cli.register_fn = register_fn;
   cli.register_arg = arg;
   cli.stdin_closed = (reopen_closed_std_fds() & 1u) != 0;
-  cli.db_path = getenv("ONCEBOX_DB");
-  cli.log_level = OB_LOG_INFO;
-  if (space_from_env(&cli) < 0) return EXIT_USAGE;
-  {
-    const char* v = getenv("ONCEBOX_LOG_FORMAT");
-    if (v != NULL && v[0] != '\0' &&
-        (cli.log_format = ob__cli_parse_log_format(v)) < 0) {
-      fprintf(stderr, "oncebox: ONCEBOX_LOG_FORMAT is '%s': text or json\n",
-              v);
-      return EXIT_USAGE;
-    }
+  if (ob__cli_cfg_init(&cli) < 0) {
+    fprintf(stderr, "oncebox: out of memory\n");
+    return EXIT_FAIL;
   }
   while (i < argc && argv[i][0] == '-') {
     const char* a = argv[i];
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       usage(stdout);
+      ob__cli_cfg_free(&cli);
       return EXIT_OK;
     } else if (strcmp(a, "--version") == 0) {
       printf("oncebox %s\n", ob_version());
+      ob__cli_cfg_free(&cli);
       return EXIT_OK;
-    } else if (strcmp(a, "--db") == 0 && i + 1 < argc) {
-      cli.db_path = argv[++i];
-    } else if (strncmp(a, "--db=", 5) == 0) {
-      cli.db_path = a + 5;
-    } else if (strcmp(a, "--log-level") == 0 && i + 1 < argc) {
-      if (parse_level(argv[++i], &cli.log_level) != 0) {
-        fprintf(stderr, "oncebox: unknown log level '%s'\n", argv[i]);
-        return EXIT_USAGE;
-      }
-    } else if ((strcmp(a, "--log-format") == 0 && i + 1 < argc) ||
-               strncmp(a, "--log-format=", 13) == 0) {
-      const char* v = a[12] == '=' ? a + 13 : argv[++i];
-      if ((cli.log_format = ob__cli_parse_log_format(v)) < 0) {
-        fprintf(stderr, "oncebox: unknown log format '%s' (text or json)\n", v);
-        return EXIT_USAGE;
-      }
-    } else if (strcmp(a, "--db") == 0 || strcmp(a, "--log-level") == 0 ||
-               strcmp(a, "--log-format") == 0) {
+    } else if (strcmp(a, "--config") == 0 && i + 1 < argc) {
+      cli.config_path = argv[++i];
+    } else if (strncmp(a, "--config=", 9) == 0) {
+      cli.config_path = a + 9;
+    } else if (strcmp(a, "--config") == 0) {
       fprintf(stderr, "oncebox: option '%s' needs a value\n", a);
+      ob__cli_cfg_free(&cli);
       return EXIT_USAGE;
-    } else if (strcmp(a, "--unsafe-sync-normal") == 0) {
-      cli.sync_normal = 1;
-    } else if (size_option(a, i + 1 < argc ? argv[i + 1] : NULL,
-                           "--max-db-bytes", &cli.max_db_bytes, &i) ||
-               size_option(a, i + 1 < argc ? argv[i + 1] : NULL,
-                           "--reserve-db-bytes", &cli.reserve_db_bytes,
-                           &i)) {
-      if (cli.max_db_bytes < 0 || cli.reserve_db_bytes < -1) return EXIT_USAGE;
-    } else if (strcmp(a, "--critical-types") == 0 && i + 1 < argc) {
-      cli.critical_types = argv[++i];
-    } else if (strncmp(a, "--critical-types=", 17) == 0) {
-      cli.critical_types = a + 17;
+    } else if ((rc = ob__cli_global_option(&cli, argc, argv, &i)) != 0) {
+      if (rc < 0) {
+        ob__cli_cfg_free(&cli);
+        return EXIT_USAGE;
+      }
     } else {
       fprintf(stderr, "oncebox: unknown option '%s'\n", a);
       usage(stderr);
+      ob__cli_cfg_free(&cli);
       return EXIT_USAGE;
     }
     i++;
   }
-  /* Before any command logs. The config file's log_format (another
-  ** change) sets cli.log_format too; whoever sets it last must call this. */
-  ob__cli_set_log_format(cli.log_format);
-  if (cli.max_db_bytes > 0 && cli.reserve_db_bytes > cli.max_db_bytes / 2) {
-    fprintf(stderr, "oncebox: the reserve (%lld bytes) must be at most half "
-            "of the size cap (%lld bytes)\n", cli.reserve_db_bytes,
-            cli.max_db_bytes);
-    return EXIT_USAGE;
-  }
   if (i >= argc) {
     usage(stderr);
+    ob__cli_cfg_free(&cli);
     return EXIT_USAGE;
   }
-  for (size_t c = 0; c < sizeof commands / sizeof commands[0]; c++)
-    if (strcmp(argv[i], commands[c].name) == 0)
-      return commands[c].fn(&cli, argc - i, argv + i);
-  fprintf(stderr, "oncebox: unknown command '%s'\n", argv[i]);
-  usage(stderr);
-  return EXIT_USAGE;
+  /* Before any command: a bad file is a usage error and nothing is done. */
+  if (ob__cli_cfg_load(&cli, !checks_a_named_file(argc, argv, i)) < 0) {
+    ob__cli_cfg_free(&cli);
+    return EXIT_USAGE;
+  }
+  /* Before any command logs: the format is settled (flag, environment,
+  ** file, default) only now. */
+  ob__cli_set_log_format(cli.log_format);
+  rc = dispatch(&cli, argc, argv, i);
+  ob__cli_cfg_free(&cli);
+  return rc;
 }

@@ -35,8 +35,10 @@ int ob__cli_metrics_option(cli_metrics_t* m, cli_t* cli, int c,
   long long v;
   switch (c) {
     case CLI_OPT_METRICS_LISTEN:
-      cli->metrics_listen = arg;
-      return 1;
+      /* The flag of metrics.listen (cli_config.c): over the environment
+      ** and the config file; cli->metrics_listen is set from it. */
+      return ob__cli_cfg_flag(cli, CFG_METRICS_LISTEN, arg, "--metrics-listen",
+                              cmd) < 0 ? -1 : 1;
     case CLI_OPT_METRICS_ALLOW_REMOTE:
       m->opts.allow_remote = 1;
       return 1;

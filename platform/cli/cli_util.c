@@ -206,12 +206,21 @@ const char ob__cli_sqs_allow_http_help[] =
     "                        travel in clear. Without it http:// is refused\n"
     "                        (exit 2)\n";
 
+void ob__cli_sync_from_config(const cli_t* cli, cli_sync_t* s) {
+  s->outbox_queue_url = ob__cli_cfg_str(cli, CFG_RELAY_QUEUE_URL);
+  s->source = ob__cli_cfg_str(cli, CFG_RELAY_SOURCE);
+  s->ordered = (int)ob__cli_cfg_int(cli, CFG_RELAY_ORDERED);
+  /* From the environment, the library reads ONCEBOX_SQS_ALLOW_HTTP itself
+  ** (and names it in its warning); the CLI passes only a flag or the file. */
+  s->sqs_allow_http = ob__cli_cfg_from_env(cli, CFG_SQS_ALLOW_HTTP)
+                          ? 0
+                          : (int)ob__cli_cfg_int(cli, CFG_SQS_ALLOW_HTTP);
+}
+
 int ob__cli_enable_relay(ob_engine_t* e, cli_sync_t* s) {
   ob_relay_options_t o;
   char err[CLI_ERRLEN];
   int rc;
-  if (s->outbox_queue_url == NULL) s->outbox_queue_url = getenv("ONCEBOX_OUTBOX_QUEUE_URL");
-  if (s->source == NULL) s->source = getenv("ONCEBOX_SOURCE");
   if (s->outbox_queue_url == NULL || s->outbox_queue_url[0] == '\0') return 0;
   ob_relay_options_init(&o);
   o.queue_url = s->outbox_queue_url;
@@ -232,17 +241,14 @@ int ob__cli_enable_consumer(ob_engine_t* e, const char* url, int prefetch,
                             int failures_to_sqs) {
   ob_consumer_options_t o;
   char err[CLI_ERRLEN];
-  const char* env;
   int rc;
-  if (url == NULL) url = getenv("ONCEBOX_CONSUME_QUEUE_URL");
   if (url == NULL || url[0] == '\0') return 0;
   ob_consumer_options_init(&o);
   o.queue_url = url;
   if (prefetch > 0) o.prefetch = prefetch;
   o.visibility_timeout_s = visibility_s;
   o.allow_http = sqs_allow_http;
-  env = getenv("ONCEBOX_FAILURES_TO_SQS");
-  o.failures_to_sqs = failures_to_sqs || (env != NULL && strcmp(env, "1") == 0);
+  o.failures_to_sqs = failures_to_sqs;
   /* --until-idle ends on an empty receive: a short poll says so sooner. */
   if (until_idle) o.wait_seconds = 2;
   rc = ob_consumer_enable(e, &o, err, sizeof err);
@@ -339,6 +345,7 @@ static ob_engine_t* open_with(cli_t* cli, int batch, int no_handling,
   o.db_path = cli->db_path;
   o.log_record = ob__cli_log_record;
   o.log_level = cli->log_level;
+  ob__cli_cfg_options(cli, &o);
   if (batch > 0) o.batch_size = batch;
   o.no_handling = no_handling;
   if (cli->sync_normal) o.synchronous = OB_SYNC_NORMAL;
@@ -356,6 +363,11 @@ static ob_engine_t* open_with(cli_t* cli, int batch, int no_handling,
     fprintf(stderr, "oncebox: %s\n", ob_strerror(rc));
     ob_close(e);
     *exit_code = EXIT_FAIL;
+    return NULL;
+  }
+  if (ob__cli_cfg_apply_retry(cli, e) < 0) {
+    ob_close(e);
+    *exit_code = EXIT_USAGE;
     return NULL;
   }
   if (cli->critical_types != NULL &&

@@ -48,62 +48,64 @@ const char ob__cli_provider_help[] =
     "                            \"Bearer sk_live_...\"; never logged or "
     "stored\n";
 
-int ob__cli_provider_option(cli_provider_t* p, int c, const char* arg,
+int ob__cli_provider_option(cli_t* cli, int c, const char* arg,
                             const char* cmd) {
   switch (c) {
-    case CLI_OPT_PROVIDER_URL: p->url = arg; return 1;
-    case CLI_OPT_PROVIDER_ALLOW_HTTP: p->allow_http = 1; return 1;
-    case CLI_OPT_PROVIDER_NO_IDEMPOTENCY: p->no_idempotency = 1; return 1;
-    case CLI_OPT_PROVIDER_NO_LOOKUP: p->no_lookup = 1; return 1;
-    case CLI_OPT_PROVIDER_TIMEOUT:
-      p->timeout_ms = ob__cli_parse_count(arg);
-      if (p->timeout_ms < 1 || p->timeout_ms > 600000) {
+    case CLI_OPT_PROVIDER_URL:
+      return ob__cli_cfg_flag(cli, CFG_PROVIDER_URL, arg, "", cmd) < 0 ? -1 : 1;
+    case CLI_OPT_PROVIDER_ALLOW_HTTP:
+      return ob__cli_cfg_flag(cli, CFG_PROVIDER_ALLOW_HTTP, "true", "", cmd) < 0
+                 ? -1 : 1;
+    case CLI_OPT_PROVIDER_NO_IDEMPOTENCY:
+      return ob__cli_cfg_flag(cli, CFG_PROVIDER_IDEMPOTENCY, "false", "", cmd) < 0
+                 ? -1 : 1;
+    case CLI_OPT_PROVIDER_NO_LOOKUP:
+      return ob__cli_cfg_flag(cli, CFG_PROVIDER_LOOKUP, "false", "", cmd) < 0
+                 ? -1 : 1;
+    case CLI_OPT_PROVIDER_TIMEOUT: {
+      long long ms = ob__cli_parse_count(arg);
+      if (ms < 1 || ms > 600000 ||
+          ob__cli_cfg_flag(cli, CFG_PROVIDER_TIMEOUT, arg, "", cmd) < 0) {
         fprintf(stderr, "oncebox %s: --provider-timeout wants milliseconds "
                 "1..600000\n", cmd);
         return -1;
       }
       return 1;
-    case CLI_OPT_PROVIDER_REFERENCE_LOOKUP: p->reference_lookup = arg; return 1;
-    case CLI_OPT_PROVIDER_KEY_RETENTION:
-      p->key_retention_ms = ob__cli_parse_duration_ms(arg);
-      if (p->key_retention_ms < 0 ||
-          (p->key_retention_ms > 0 && p->key_retention_ms < 3600000)) {
+    }
+    case CLI_OPT_PROVIDER_REFERENCE_LOOKUP:
+      return ob__cli_cfg_flag(cli, CFG_PROVIDER_REFERENCE_LOOKUP, arg, "", cmd) < 0
+                 ? -1 : 1;
+    case CLI_OPT_PROVIDER_KEY_RETENTION: {
+      long long ms = ob__cli_parse_duration_ms(arg);
+      if (ms < 0 || (ms > 0 && ms < 3600000) ||
+          ob__cli_cfg_flag(cli, CFG_PROVIDER_KEY_RETENTION, arg, "", cmd) < 0) {
         fprintf(stderr, "oncebox %s: --provider-key-retention wants 0 or a "
                 "duration of at least 1h, such as 24h or 31d\n", cmd);
         return -1;
       }
-      p->key_retention_set = 1;
       return 1;
+    }
     default: return 0;
   }
 }
 
-static void provider_env(cli_provider_t* p) {
-  if (p->reference_lookup == NULL) {
-    const char* v = getenv("ONCEBOX_PROVIDER_REFERENCE_LOOKUP");
-    p->reference_lookup = v != NULL && v[0] != '\0' ? v : NULL;
-  }
-  if (!p->key_retention_set) {
-    const char* v = getenv("ONCEBOX_PROVIDER_KEY_RETENTION");
-    if (v != NULL && v[0] != '\0') {
-      p->key_retention_ms = ob__cli_parse_duration_ms(v);
-      p->key_retention_set = p->key_retention_ms >= 0 ? 1 : -1;
-    }
-  }
-  if (p->url == NULL) p->url = getenv("ONCEBOX_PROVIDER_URL");
-  if (p->authorization == NULL) {
-    /* Empty: none, as an unset variable. */
-    const char* v = getenv("ONCEBOX_PROVIDER_AUTHORIZATION");
-    p->authorization = v != NULL && v[0] != '\0' ? v : NULL;
-  }
-  if (!p->allow_http) {
-    const char* v = getenv("ONCEBOX_PROVIDER_ALLOW_HTTP");
-    p->allow_http = v != NULL && strcmp(v, "1") == 0;
-  }
+void ob__cli_provider_from_config(const cli_t* cli, cli_provider_t* p) {
+  const char* v = getenv("ONCEBOX_PROVIDER_AUTHORIZATION");
+  memset(p, 0, sizeof *p);
+  p->url = ob__cli_cfg_str(cli, CFG_PROVIDER_URL);
+  p->allow_http = (int)ob__cli_cfg_int(cli, CFG_PROVIDER_ALLOW_HTTP);
+  p->no_idempotency = !ob__cli_cfg_int(cli, CFG_PROVIDER_IDEMPOTENCY);
+  p->no_lookup = !ob__cli_cfg_int(cli, CFG_PROVIDER_LOOKUP);
+  p->timeout_ms = ob__cli_cfg_int(cli, CFG_PROVIDER_TIMEOUT);
+  p->key_retention_ms = ob__cli_cfg_int(cli, CFG_PROVIDER_KEY_RETENTION);
+  p->key_retention_set = 1;
+  p->reference_lookup = ob__cli_cfg_str(cli, CFG_PROVIDER_REFERENCE_LOOKUP);
+  /* The one secret: the environment only, never a flag or the file. Empty:
+  ** none, as an unset variable. */
+  p->authorization = v != NULL && v[0] != '\0' ? v : NULL;
 }
 
 int ob__cli_provider_configured(cli_provider_t* p) {
-  provider_env(p);
   return p->url != NULL && p->url[0] != '\0';
 }
 
@@ -113,11 +115,6 @@ int ob__cli_enable_provider(ob_engine_t* e, cli_provider_t* p, const char* cmd) 
   int rc;
 
   if (!ob__cli_provider_configured(p)) return 0;
-  if (p->key_retention_set < 0) {
-    fprintf(stderr, "oncebox %s: ONCEBOX_PROVIDER_KEY_RETENTION wants 0 or "
-            "a duration such as 24h or 31d\n", cmd);
-    return EXIT_USAGE;
-  }
   if (strncasecmp(p->url, "http://", 7) == 0 && !p->allow_http) {
     fprintf(stderr, "oncebox %s: the provider URL is plain http://: refused; "
             "use https://, or pass --provider-allow-http (or set "
@@ -696,7 +693,7 @@ int ob__cmd_effects(cli_t* cli, int argc, char** argv) {
   argc--;
   argv++;
   while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-    int p = ob__cli_provider_option(&prov, c, optarg, "effects");
+    int p = ob__cli_provider_option(cli, c, optarg, "effects");
     if (p < 0) return EXIT_USAGE;
     if (p > 0) {
       have_provider = 1;
@@ -751,6 +748,7 @@ int ob__cmd_effects(cli_t* cli, int argc, char** argv) {
               "provider options\n");
       return EXIT_USAGE;
     }
+    ob__cli_provider_from_config(cli, &prov);
     return effects_reconcile(cli, &prov, argv + optind, argc - optind,
                              timeout_s);
   }

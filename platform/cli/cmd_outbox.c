@@ -245,10 +245,15 @@ int ob__cmd_outbox(cli_t* cli, int argc, char** argv) {
           return EXIT_USAGE;
         }
         break;
-      case 'q': sync.outbox_queue_url = optarg; break;
-      case 's': sync.source = optarg; break;
-      case 'o': sync.ordered = 1; break;
-      case CLI_OPT_SQS_ALLOW_HTTP: sync.sqs_allow_http = 1; break;
+      /* The settings' flags (cli_config.c): flag > env > file > default. */
+      case 'q':
+        (void)ob__cli_cfg_flag(cli, CFG_RELAY_QUEUE_URL, optarg, "", NULL);
+        break;
+      case 's': (void)ob__cli_cfg_flag(cli, CFG_RELAY_SOURCE, optarg, "", NULL); break;
+      case 'o': (void)ob__cli_cfg_flag(cli, CFG_RELAY_ORDERED, "true", "", NULL); break;
+      case CLI_OPT_SQS_ALLOW_HTTP:
+        (void)ob__cli_cfg_flag(cli, CFG_SQS_ALLOW_HTTP, "true", "", NULL);
+        break;
       case 'h': outbox_usage(stdout); return EXIT_OK;
       default: outbox_usage(stderr); return EXIT_USAGE;
     }
@@ -257,6 +262,7 @@ int ob__cmd_outbox(cli_t* cli, int argc, char** argv) {
     fprintf(stderr, "oncebox outbox: unexpected argument '%s'\n", argv[optind]);
     return EXIT_USAGE;
   }
+  ob__cli_sync_from_config(cli, &sync);
   if (strcmp(sub, "drain") == 0) return outbox_drain(cli, &sync, until_empty, timeout_s);
   if (strcmp(sub, "show") != 0 && strcmp(sub, "retry-parked") != 0) {
     fprintf(stderr, "oncebox outbox: unknown subcommand '%s'\n", sub);

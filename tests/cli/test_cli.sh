@@ -215,7 +215,7 @@ contains "stats json unfenced" out '"unfencedSuccesses":'
 # The size cap: suffixes, the reserve's bounds, exit 6 and the stats line.
 CAP="$T/cap.db"
 check "max-db-bytes bad suffix" 2 $OB_EMULATOR "$OB" --db "$CAP" --max-db-bytes 64X init
-contains "max-db-bytes bad suffix reason" err "needs a size such as 64M"
+contains "max-db-bytes bad suffix reason" err "expects a size such as 64M"
 check "max-db-bytes env bad" 2 env ONCEBOX_MAX_DB_BYTES=lots $OB_EMULATOR "$OB" --db "$CAP" init
 contains "max-db-bytes env reason" err "ONCEBOX_MAX_DB_BYTES"
 check "reserve over half the cap" 2 $OB_EMULATOR "$OB" --db "$CAP" --max-db-bytes 1M --reserve-db-bytes 600K init

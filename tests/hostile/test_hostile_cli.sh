@@ -443,7 +443,7 @@ arg "init extra" 2 "unexpected argument 'extra'" "" --db "$C" init extra
 arg "unknown command" 2 "unknown command 'frobnicate'" "" --db "$C" frobnicate
 arg "empty command" 2 "unknown command ''" "" --db "$C" ""
 arg "unknown global option" 2 "unknown option '--frob'" "" --frob --db "$C" stats
-arg "--log-level loud" 2 "unknown log level 'loud'" "" --log-level loud --db "$C" stats
+arg "--log-level loud" 2 "--log-level expects one of error, warn, info, debug, not 'loud'" "" --log-level loud --db "$C" stats
 arg "--log-level with no value" 2 "needs a value" "" --db "$C" --log-level
 arg "--db with no value" 2 "needs a value" "" --db
 arg "--db ''" 2 "no database: pass --db FILE or set ONCEBOX_DB" "" --db "" stats
