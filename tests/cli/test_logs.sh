@@ -113,7 +113,7 @@ if grep -q '^{' "$T/text-over-env.err" || ! grep -q '^stopped: ' "$T/text-over-e
 else pass=$((pass + 1)); fi
 check bad-flag 2 "${ENV[@]}" $OB_EMULATOR "$OB" --log-format xml --db "$DB" stats
 check bad-env 2 "${ENV[@]}" ONCEBOX_LOG_FORMAT=yaml $OB_EMULATOR "$OB" --db "$DB" stats
-grep -q "ONCEBOX_LOG_FORMAT is 'yaml'" "$T/bad-env.err" && pass=$((pass + 1)) ||
+grep -q "ONCEBOX_LOG_FORMAT expects one of text, json, not 'yaml'" "$T/bad-env.err" && pass=$((pass + 1)) ||
   { fail=$((fail + 1)); echo "FAIL bad ONCEBOX_LOG_FORMAT not named"; }
 
 # ---- a relay that cannot reach SQS: each probe fails the same way ----------
