@@ -81,6 +81,12 @@ static const setting_t settings[CFG_N] = {
        CFG_MAX_BODY_BYTES),
      "ONCEBOX_MAX_BODY_BYTES", "--max-body-bytes", "--max-body-bytes", 0, 0,
      "1M"},
+    {"engine",
+     K("wal_checkpoint_pages", OB_CFG_INT, 1, 1000000,
+       CFG_WAL_CHECKPOINT_PAGES),
+     "ONCEBOX_WAL_CHECKPOINT_PAGES", NULL, NULL, 0, 0, "8000"},
+    {"engine", K("wal_size_limit", OB_CFG_SIZE, 0, BIG, CFG_WAL_SIZE_LIMIT),
+     "ONCEBOX_WAL_SIZE_LIMIT", NULL, NULL, 0, 0, "16M"},
 
     {"log", KE("level", levels, CFG_LOG_LEVEL), "ONCEBOX_LOG_LEVEL",
      "--log-level", "--log-level", 0, 0, "info"},
@@ -146,6 +152,21 @@ static const setting_t settings[CFG_N] = {
 
     {"metrics", K("listen", OB_CFG_STRING, 0, 0, CFG_METRICS_LISTEN),
      "ONCEBOX_METRICS_LISTEN", "run --metrics-listen", NULL, 0, 0, NULL},
+    {"metrics", K("allow_remote", OB_CFG_BOOL, 0, 0, CFG_METRICS_ALLOW_REMOTE),
+     "ONCEBOX_METRICS_ALLOW_REMOTE", "run --metrics-allow-remote", NULL, 0, 0,
+     "false"},
+    {"metrics", K("refresh", OB_CFG_DURATION, 100, BIG, CFG_METRICS_REFRESH),
+     "ONCEBOX_METRICS_REFRESH", "run --metrics-refresh", NULL, 0, 1000, "5s"},
+    {"metrics",
+     K("health_relay_failing", OB_CFG_DURATION, 0, BIG,
+       CFG_HEALTH_RELAY_FAILING),
+     "ONCEBOX_HEALTH_RELAY_FAILING", "run/health --health-relay-failing", NULL,
+     0, 1000, "5m"},
+    {"metrics",
+     K("health_effects_unknown", OB_CFG_INT, 0, 1000000000,
+       CFG_HEALTH_EFFECTS_UNKNOWN),
+     "ONCEBOX_HEALTH_EFFECTS_UNKNOWN", "run/health --health-effects-unknown",
+     NULL, 0, 0, "0"},
 };
 
 enum { L_FLAG, L_ENV, L_FILE, NLAYERS };
@@ -584,6 +605,8 @@ void ob__cli_cfg_options(const cli_t* cli, ob_options_t* o) {
   o->gc_batch = (int)ob__cli_cfg_int(cli, CFG_GC_BATCH);
   o->poll_interval_ms = (int)ob__cli_cfg_int(cli, CFG_POLL_INTERVAL);
   o->max_body_bytes = (size_t)ob__cli_cfg_int(cli, CFG_MAX_BODY_BYTES);
+  o->wal_checkpoint_pages = (int)ob__cli_cfg_int(cli, CFG_WAL_CHECKPOINT_PAGES);
+  o->wal_size_limit_bytes = ob__cli_cfg_int(cli, CFG_WAL_SIZE_LIMIT);
   default_policy(cli, &o->retry);
 }
 

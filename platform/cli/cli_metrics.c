@@ -32,54 +32,46 @@ void ob__cli_metrics_init(cli_metrics_t* m) {
 
 int ob__cli_metrics_option(cli_metrics_t* m, cli_t* cli, int c,
                            const char* arg, const char* cmd) {
-  long long v;
+  /* Each flag is its setting's flag layer (cli_config.c): over the
+  ** environment and the config file, checked by the table's rules. */
+  (void)m;
   switch (c) {
     case CLI_OPT_METRICS_LISTEN:
-      /* The flag of metrics.listen (cli_config.c): over the environment
-      ** and the config file; cli->metrics_listen is set from it. */
       return ob__cli_cfg_flag(cli, CFG_METRICS_LISTEN, arg, "--metrics-listen",
                               cmd) < 0 ? -1 : 1;
     case CLI_OPT_METRICS_ALLOW_REMOTE:
-      m->opts.allow_remote = 1;
-      return 1;
+      return ob__cli_cfg_flag(cli, CFG_METRICS_ALLOW_REMOTE, "true",
+                              "--metrics-allow-remote", cmd) < 0 ? -1 : 1;
     case CLI_OPT_METRICS_REFRESH:
-      v = ob__cli_parse_duration_ms(arg);
-      if (v < 100) {
-        fprintf(stderr, "oncebox %s: --metrics-refresh wants a duration of "
-                "at least 100ms, such as 5s, not %s\n", cmd, arg);
-        return -1;
-      }
-      m->opts.stats_refresh_ms = v;
-      return 1;
+      return ob__cli_cfg_flag(cli, CFG_METRICS_REFRESH, arg,
+                              "--metrics-refresh", cmd) < 0 ? -1 : 1;
     case CLI_OPT_HEALTH_RELAY_FAILING:
-      v = ob__cli_parse_duration_ms(arg);
-      if (v < 0) {
-        fprintf(stderr, "oncebox %s: --health-relay-failing wants a duration "
-                "such as 5m (0: off), not %s\n", cmd, arg);
-        return -1;
-      }
-      m->opts.relay_failing_ms = v;
-      return 1;
+      return ob__cli_cfg_flag(cli, CFG_HEALTH_RELAY_FAILING, arg,
+                              "--health-relay-failing", cmd) < 0 ? -1 : 1;
     case CLI_OPT_HEALTH_EFFECTS_UNKNOWN:
-      v = ob__cli_parse_count(arg);
-      if (v < 0 || v > 1000000000) {
-        fprintf(stderr, "oncebox %s: --health-effects-unknown wants a count, "
-                "not %s\n", cmd, arg);
-        return -1;
-      }
-      m->opts.effects_unknown_max = (int)v;
-      return 1;
+      return ob__cli_cfg_flag(cli, CFG_HEALTH_EFFECTS_UNKNOWN, arg,
+                              "--health-effects-unknown", cmd) < 0 ? -1 : 1;
     default:
       return 0;
   }
 }
 
+/* The options from the settings (flag > environment > file > default). */
+static void metrics_from_settings(cli_metrics_t* m, const cli_t* cli) {
+  m->opts.allow_remote = (int)ob__cli_cfg_int(cli, CFG_METRICS_ALLOW_REMOTE);
+  m->opts.stats_refresh_ms = ob__cli_cfg_int(cli, CFG_METRICS_REFRESH);
+  m->opts.relay_failing_ms = ob__cli_cfg_int(cli, CFG_HEALTH_RELAY_FAILING);
+  m->opts.effects_unknown_max =
+      (int)ob__cli_cfg_int(cli, CFG_HEALTH_EFFECTS_UNKNOWN);
+}
+
 int ob__cli_enable_metrics(ob_engine_t* e, cli_t* cli, cli_metrics_t* m) {
   char err[CLI_ERRLEN];
-  const char* listen = cli->metrics_listen;
+  /* Read now: run's own flag may have set it after the globals. */
+  const char* listen = ob__cli_cfg_str(cli, CFG_METRICS_LISTEN);
   int rc;
-  if (listen == NULL) listen = getenv("ONCEBOX_METRICS_LISTEN");
-  if (listen == NULL || listen[0] == '\0') return 0;
+  if (listen == NULL) return 0;
+  metrics_from_settings(m, cli);
   m->opts.listen = listen;
   rc = ob_metrics_enable(e, &m->opts, err, sizeof err);
   if (rc < 0) {
@@ -156,6 +148,7 @@ int ob__cmd_health(cli_t* cli, int argc, char** argv) {
     fprintf(stderr, "oncebox health: unexpected argument '%s'\n", argv[optind]);
     return EXIT_USAGE;
   }
+  metrics_from_settings(&m, cli);
   e = ob__cli_open_existing(cli, &code);
   if (e == NULL) return code;
   memset(&r, 0, sizeof r);
