@@ -350,7 +350,15 @@ cp "$EX" "$T/example.conf"; chmod 600 "$T/example.conf"
 check "example file valid" 0 $OB_EMULATOR "$OB" config check "$T/example.conf"
 sed 's/^#\(\[retry\.\|[a-z_]* = \)/\1/' "$EX" >"$T/example-all.conf"
 chmod 600 "$T/example-all.conf"
-equals "example: every key uncommented" "$(grep -c '^[a-z_]* = ' "$T/example-all.conf")" 37
+equals "example: every key uncommented" "$(grep -c '^[a-z_]* = ' "$T/example-all.conf")" 43
+# Every setting config show lists is in the example, under its section.
+missing_keys=$($OB_EMULATOR "$OB" config show 2>/dev/null | sed -n 's/^\([a-z_]*\)\.\([a-z_]*\) *= .*/\1 \2/p' |
+  while read -r sec key; do
+    [ "$key" = authorization ] && continue
+    awk -v s="[$sec]" -v k="$key = " '$0 == s {in_s = 1; next} /^\[/ {in_s = 0}
+      in_s && index($0, k) == 1 {found = 1} END {exit !found}' "$T/example-all.conf" || echo "$sec.$key"
+  done)
+equals "example: every setting of config show" "$missing_keys" ""
 check "example file valid uncommented" 0 $OB_EMULATOR "$OB" config check "$T/example-all.conf"
 check "config bad subcommand" 2 $OB_EMULATOR "$OB" config frobnicate
 check "config --help" 0 $OB_EMULATOR "$OB" config --help
