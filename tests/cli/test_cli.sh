@@ -405,5 +405,32 @@ check "json: health" 0 $OB_EMULATOR "$OB" --db "$DK" health --json
 json_lines "json: health" 1
 contains "json: health ok" out '"status":"ok"'
 
+# vacuum: an older database's 4 KiB pages become the 2 KiB pages of new
+# ones (docs/decisions/0017); refused while another connection is open.
+if command -v sqlite3 >/dev/null; then
+  OLD="$T/old-pages.db"
+  sqlite3 "$OLD" 'PRAGMA page_size=4096; PRAGMA journal_mode=WAL; CREATE TABLE t(x); DROP TABLE t;' >/dev/null
+  check "vacuum: init an old file" 0 $OB_EMULATOR "$OB" --db "$OLD" init
+  check "vacuum: enqueue" 0 $OB_EMULATOR "$OB" --db "$OLD" enqueue --type PaymentCaptured --id "$E1" --body "$P1"
+  check "vacuum: run" 0 $OB_EMULATOR "$OB" --db "$OLD" run --until-idle
+  equals "vacuum: 4096 before" "$(sqlite3 "$OLD" 'PRAGMA page_size')" 4096
+  sqlite3 "$OLD" '.timeout 100' 'BEGIN; SELECT count(*) FROM queue;' '.shell sleep 2' >/dev/null 2>&1 &
+  holder=$!
+  sleep 0.5
+  check "vacuum: refused while another connection is open" 1 $OB_EMULATOR "$OB" --db "$OLD" vacuum
+  contains "vacuum: says why" err "another connection has the database open"
+  wait "$holder"
+  equals "vacuum: nothing changed" "$(sqlite3 "$OLD" 'PRAGMA page_size')" 4096
+  check "vacuum" 0 $OB_EMULATOR "$OB" --db "$OLD" vacuum
+  contains "vacuum: says so" out "page size 4096 -> 2048"
+  equals "vacuum: 2048 after" "$(sqlite3 "$OLD" 'PRAGMA page_size')" 2048
+  equals "vacuum: still WAL" "$(sqlite3 "$OLD" 'PRAGMA journal_mode')" wal
+  check "vacuum: check after" 0 $OB_EMULATOR "$OB" --db "$OLD" check
+  equals "vacuum: the payout kept" "$(sqlite3 "$OLD" 'SELECT count(*) FROM merchant_payout')" 1
+  check "vacuum again: nothing to do" 0 $OB_EMULATOR "$OB" --db "$OLD" vacuum
+  contains "vacuum again says so" out "already: nothing to do"
+  check "vacuum bad size" 2 $OB_EMULATOR "$OB" --db "$OLD" vacuum --page-size 3000
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
