@@ -8,48 +8,8 @@ set -u
 OB=${1:?usage: test_cli.sh PATH/TO/oncebox}
 T=$(mktemp -d "${TMPDIR:-/tmp}/oncebox-cli-XXXXXX")
 trap 'rm -rf "$T"' EXIT
+. "$(dirname "$0")/lib.sh"
 DB="$T/t.db"
-pass=0
-fail=0
-
-check() {  # check NAME EXPECTED_EXIT COMMAND...
-  local name=$1 want=$2
-  shift 2
-  "$@" >"$T/out" 2>"$T/err"
-  local got=$?
-  if [ "$got" = "$want" ]; then
-    pass=$((pass + 1))
-  else
-    fail=$((fail + 1))
-    echo "FAIL $name: exit $got, want $want"
-    sed 's/^/  out: /' "$T/out" | head -20
-    sed 's/^/  err: /' "$T/err" | head -20
-  fi
-}
-
-contains() {  # contains NAME FILE TEXT
-  if grep -qF -- "$3" "$T/$2"; then
-    pass=$((pass + 1))
-  else
-    fail=$((fail + 1))
-    echo "FAIL $1: $2 lacks '$3'"
-    sed 's/^/  /' "$T/$2" | head -20
-  fi
-}
-
-lacks() {  # lacks NAME FILE TEXT
-  if grep -qF -- "$3" "$T/$2"; then
-    fail=$((fail + 1))
-    echo "FAIL $1: $2 has '$3'"
-  else
-    pass=$((pass + 1))
-  fi
-}
-
-equals() {  # equals NAME GOT WANT
-  if [ "$2" = "$3" ]; then pass=$((pass + 1)); else
-    fail=$((fail + 1)); echo "FAIL $1: got '$2', want '$3'"; fi
-}
 
 P1='{"paymentId":"5c4080b1-b5d2-4e91-8de8-ec0e119d7647","merchantId":"3727331a-b533-4c6e-a0f8-48532237307b","amountInMinorUnits":12500,"currency":"EUR"}'
 E1=0190b6d8-3ae7-7ca2-a653-6ff2d5a6f230
@@ -432,5 +392,4 @@ if command -v sqlite3 >/dev/null; then
   check "vacuum bad size" 2 $OB_EMULATOR "$OB" --db "$OLD" vacuum --page-size 3000
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+report

@@ -14,50 +14,9 @@ OB=${1:?usage: test_config.sh PATH/TO/oncebox PATH/TO/ob-cli-embedder}
 EMB=${2:?usage: test_config.sh PATH/TO/oncebox PATH/TO/ob-cli-embedder}
 T=$(mktemp -d "${TMPDIR:-/tmp}/oncebox-config-XXXXXX")
 trap 'rm -rf "$T"' EXIT
-pass=0
-fail=0
+. "$(dirname "$0")/lib.sh"
 # Only what each case sets: none of the caller's ONCEBOX_* settings.
 for v in $(env | grep -o '^ONCEBOX_[A-Z_]*'); do unset "$v"; done
-
-check() {  # check NAME EXPECTED_EXIT COMMAND...
-  local name=$1 want=$2
-  shift 2
-  "$@" >"$T/out" 2>"$T/err"
-  local got=$?
-  if [ "$got" = "$want" ]; then
-    pass=$((pass + 1))
-  else
-    fail=$((fail + 1))
-    echo "FAIL $name: exit $got, want $want"
-    sed 's/^/  out: /' "$T/out" | head -20
-    sed 's/^/  err: /' "$T/err" | head -20
-  fi
-}
-
-contains() {  # contains NAME FILE TEXT
-  if grep -qF -- "$3" "$2"; then
-    pass=$((pass + 1))
-  else
-    fail=$((fail + 1))
-    echo "FAIL $1: $2 lacks '$3'"
-    sed 's/^/  /' "$2" | head -60
-  fi
-}
-
-lacks() {  # lacks NAME FILE TEXT
-  if grep -qF -- "$3" "$2"; then
-    fail=$((fail + 1))
-    echo "FAIL $1: $2 has '$3'"
-    sed 's/^/  /' "$2" | head -20
-  else
-    pass=$((pass + 1))
-  fi
-}
-
-equals() {  # equals NAME GOT WANT
-  if [ "$2" = "$3" ]; then pass=$((pass + 1)); else
-    fail=$((fail + 1)); echo "FAIL $1: got '$2', want '$3'"; fi
-}
 
 absent() {  # absent NAME PATH
   if [ -e "$2" ]; then fail=$((fail + 1)); echo "FAIL $1: $2 exists"
@@ -400,5 +359,4 @@ else
   echo "SKIP retry policy: no sqlite3"
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+report

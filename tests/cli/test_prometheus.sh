@@ -11,48 +11,8 @@ set -u
 OB=${1:?usage: test_prometheus.sh PATH/TO/oncebox}
 T=$(mktemp -d "${TMPDIR:-/tmp}/oncebox-prom-XXXXXX")
 trap 'rm -rf "$T"' EXIT
+. "$(dirname "$0")/lib.sh"
 DB="$T/t.db"
-pass=0
-fail=0
-
-check() {  # check NAME EXPECTED_EXIT COMMAND...
-  local name=$1 want=$2
-  shift 2
-  "$@" >"$T/out" 2>"$T/err"
-  local got=$?
-  if [ "$got" = "$want" ]; then
-    pass=$((pass + 1))
-  else
-    fail=$((fail + 1))
-    echo "FAIL $name: exit $got, want $want"
-    sed 's/^/  out: /' "$T/out" | head -20
-    sed 's/^/  err: /' "$T/err" | head -20
-  fi
-}
-
-contains() {  # contains NAME FILE TEXT
-  if grep -qF -- "$3" "$2"; then
-    pass=$((pass + 1))
-  else
-    fail=$((fail + 1))
-    echo "FAIL $1: $2 lacks '$3'"
-    sed 's/^/  /' "$2" | head -80
-  fi
-}
-
-lacks() {  # lacks NAME FILE TEXT
-  if grep -qF -- "$3" "$2"; then
-    fail=$((fail + 1))
-    echo "FAIL $1: $2 has '$3'"
-  else
-    pass=$((pass + 1))
-  fi
-}
-
-equals() {  # equals NAME GOT WANT
-  if [ "$2" = "$3" ]; then pass=$((pass + 1)); else
-    fail=$((fail + 1)); echo "FAIL $1: got '$2', want '$3'"; fi
-}
 
 value() {  # value FILE 'SERIES' -> its sample value
   awk -v s="$2" '$1 == s { print $2 }' "$1"
@@ -213,5 +173,4 @@ if [ "$(id -u)" != 0 ]; then
   chmod 755 "$T/ro"
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+report
