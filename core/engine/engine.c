@@ -573,7 +573,7 @@ static int settle_failure(ob_engine_t* e, const ob__queue_row_t* r,
                          e->opts.clock, &delay) == OB__RETRY_AGAIN) {
       res->retried++;
       lr.event = "message_retry_scheduled";
-      lr.outcome = "retry";
+      lr.outcome = "retried";
       ob__logr(e, &lr, "message %s (%s): retry %d in %lld ms: %s",
                r->message_id, r->type, r->attempts + 1, (long long)delay,
                reason);
@@ -677,7 +677,7 @@ static int process_row_tx(ob_engine_t* e, const ob__queue_row_t* r,
                                       done ? "message_handled"
                                            : "message_duplicate",
                                       r, done ? tx : NULL, 0, took);
-      lr.outcome = done ? "handled" : "duplicate";
+      lr.outcome = done ? "done" : "duplicate";
       if (done)
         ob__logr(e, &lr, "message %s (%s) handled in %lld ms", r->message_id,
                  r->type, (long long)took);

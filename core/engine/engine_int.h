@@ -193,6 +193,9 @@ int ob__space_may_handle(ob_engine_t* e);
 ** expired records, then published events, oldest first, then a WAL
 ** checkpoint. At most once a second. Returns the rows deleted, or < 0. */
 int64_t ob__space_heal(ob_engine_t* e);
+/* ob__space_heal after progress that freed rows to give back (the relay
+** published): not held to the once-a-second limit. */
+int64_t ob__space_heal_progress(ob_engine_t* e);
 /* A write failed with OB_ENOSPC: heal at the next chance. */
 void ob__space_note_full(ob_engine_t* e);
 /* The level (OB__SPACE_*) and the bytes in use now. */

@@ -131,6 +131,11 @@ static int64_t heal(ob_engine_t* e) {
   return freed;
 }
 
+int64_t ob__space_heal_progress(ob_engine_t* e) {
+  e->last_heal_ms = 0;
+  return ob__space_heal(e);
+}
+
 int64_t ob__space_heal(ob_engine_t* e) {
   int level;
   if (e->db.in_tx) return 0;

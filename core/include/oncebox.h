@@ -216,7 +216,9 @@ typedef struct ob_log_record_s {
   const char* type;        /* its message type */
   const char* queue;       /* its local queue */
   const char* consumer;    /* the handler's consumer name */
-  const char* outcome;     /* "handled", "duplicate", "retry", "failed" ... */
+  const char* outcome;     /* "done", "duplicate", "waiting", "retried", or
+                           ** a failure's error class ("no_handler" ...):
+                           ** the words of ob_outcome_name */
   int64_t duration_ms;     /* handling time of message_handled; -1: none */
   int error;               /* an OB_E* code (ob_err_name), 0: none */
   unsigned repeated;       /* > 0: a summary of this many limited records */

@@ -93,7 +93,7 @@ enq --type NoSuchType --id "$NOH" --body '{}'
 enq --type PaymentCaptured --id "$BAD" --body '{"note":"a \"quoted\"\\ value"}'
 check run-debug 0 "${ENV[@]}" $OB_EMULATOR "$OB" --log-format json --log-level debug --db "$DB" run --until-idle
 logs run-debug \
-  "len(ev('message_handled', level='debug', component='engine', message_id='$OK', type='PaymentCaptured', queue='default', outcome='handled')) == 1" \
+  "len(ev('message_handled', level='debug', component='engine', message_id='$OK', type='PaymentCaptured', queue='default', outcome='done')) == 1" \
   "all(isinstance(r.get('duration_ms'), int) and r['duration_ms'] >= 0 and r.get('consumer') for r in ev('message_handled'))" \
   "len(ev('message_duplicate', level='debug', message_id='$OK', outcome='duplicate')) == 1" \
   "len(ev('message_failed', level='warn', message_id='$NOH', type='NoSuchType', error='OB_ENOHANDLER', outcome='no_handler')) == 1" \

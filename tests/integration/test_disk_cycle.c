@@ -526,9 +526,15 @@ static void wait_until(const char* what, int timeout_s, const char* bin,
   for (;;) {
     cJSON* s = cli_stats(bin, db);
     int ok = done(s);
+    if (!ok && time(NULL) > end) {
+      char* t = cJSON_PrintUnformatted(s);
+      fprintf(stderr, "last stats: %s\n", t ? t : "?");
+      free(t);
+      cJSON_Delete(s);
+      fail_msg("not within %d s: %s", timeout_s, what);
+    }
     cJSON_Delete(s);
     if (ok) return;
-    if (time(NULL) > end) fail_msg("not within %d s: %s", timeout_s, what);
     usleep(200 * 1000);
   }
 }

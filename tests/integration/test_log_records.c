@@ -120,7 +120,7 @@ static void test_message_records(void** state) {
   assert_string_equal(r->type, "Stock");
   assert_string_equal(r->queue, "default");
   assert_string_equal(r->consumer, "reserve-v1");
-  assert_string_equal(r->outcome, "handled");
+  assert_string_equal(r->outcome, "done");
   assert_int_equal(r->duration_ms, 25);  /* the fake clock's 25 ms */
   assert_int_equal(r->error, 0);
 
@@ -133,7 +133,7 @@ static void test_message_records(void** state) {
   r = find(&s, "message_retry_scheduled", b);
   assert_non_null(r);
   assert_int_equal(r->level, OB_LOG_WARN);
-  assert_string_equal(r->outcome, "retry");
+  assert_string_equal(r->outcome, "retried");
   assert_string_equal(r->consumer, "reserve-v1");
   assert_int_equal(r->error, OB_EHANDLER);
   assert_int_equal(r->duration_ms, 25);

@@ -123,6 +123,19 @@ static double metric(const char* text, const char* sample) {
   return -1;
 }
 
+/* Every program started, so that one a failed assertion left running is
+** killed at the end (teardown_all) instead of outliving the test. */
+#define MAX_CHILDREN 32
+static pid_t g_children[MAX_CHILDREN];
+static int g_nchildren;
+
+static void kill_children(void) {
+  for (int i = 0; i < g_nchildren; i++)
+    if (g_children[i] > 0 && kill(g_children[i], SIGKILL) == 0)
+      (void)waitpid(g_children[i], NULL, 0);
+  g_nchildren = 0;
+}
+
 /* `oncebox ARGS` in the background, stderr into errpath. */
 static pid_t start_oncebox(const char* args, const char* errpath) {
   char cmd[8192];
@@ -136,6 +149,7 @@ static pid_t start_oncebox(const char* args, const char* errpath) {
     execl("/bin/sh", "sh", "-c", cmd, (char*)NULL);
     _exit(127);
   }
+  if (g_nchildren < MAX_CHILDREN) g_children[g_nchildren++] = pid;
   return pid;
 }
 
@@ -155,6 +169,8 @@ static int stop_oncebox(pid_t pid) {
   int st = 0;
   kill(pid, SIGTERM);
   waitpid(pid, &st, 0);
+  for (int i = 0; i < g_nchildren; i++)
+    if (g_children[i] == pid) g_children[i] = 0;
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
@@ -675,6 +691,7 @@ static void test_disk_full(void** state) {
 
 static int teardown_all(void** state) {
   (void)state;
+  kill_children();
   if (g_srv_up) sq_server_stop(&g_srv);
   return 0;
 }
