@@ -32,7 +32,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 all_targets=(http_response http_url sqs_response sigv4 json_check
              payment_captured uuid charge_order cloudevent aws_config
-             ndjson_envelope uri_ref)
+             ndjson_envelope uri_ref config)
 
 # Known open bugs, tolerated so that a run keeps looking for new ones. Each
 # has its crasher kept in crashers/<target>/ with its replay test DISABLED
@@ -311,6 +311,29 @@ cat >"$work/dict/aws_config.dict" <<'EOF'
 "\x0a"
 "\x00"
 EOF
+cat >"$work/dict/config.dict" <<'EOF'
+"["
+"]"
+"="
+"#"
+"\""
+"\\"
+"\x0a"
+"[engine]"
+"[database]"
+"[retry.orders]"
+"[metrics]"
+"batch_size"
+"max_retries"
+"listen"
+"true"
+"false"
+"16M"
+"5s"
+"250ms"
+"9223372036854775807"
+"authorization"
+EOF
 cat >"$work/dict/uri_ref.dict" <<'EOF'
 "://"
 "//"
@@ -353,6 +376,7 @@ max_len() {
     sigv4|json_check) echo 4096 ;;
     http_url) echo 512 ;;
     uri_ref) echo 1024 ;;
+    config) echo 8192 ;;
     uuid) echo 64 ;;
   esac
 }
