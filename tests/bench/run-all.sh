@@ -55,7 +55,9 @@ fi
 # ---- build ---------------------------------------------------------------
 say "build (Release) in $build"
 cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" -j"$(nproc)" --target oncebox ob-bench-engine \
+# oncebox-cli is the program ($build/oncebox, which footprint and scrape
+# run); the target named oncebox is the library.
+cmake --build "$build" -j"$(nproc)" --target oncebox oncebox-cli ob-bench-engine \
   ob-bench-relay ob-bench-sweep ob-bench-latency ob-bench-peers \
   ob-bench-footprint >/dev/null
 mkdir -p "$res"
@@ -136,7 +138,6 @@ if want footprint; then
 fi
 if want scrape; then
   say "scrape: a run scraped every 100 ms against one not scraped"
-  cmake --build "$build" -j"$(nproc)" --target oncebox-cli >/dev/null
   if [ "$quick" = 1 ]; then scrape_args=(20000 1); else scrape_args=(100000 3); fi
   bash "$src/tests/bench/scrape.sh" "$build/oncebox" "${scrape_args[@]}" 100 \
     | tee "$res/scrape.txt"
