@@ -6,7 +6,9 @@
 # Not part of CI: the benchmarks are run by hand.
 #   - Symfony Messenger with its Doctrine transport, from Debian:
 #     php-cli, php-sqlite3, php-symfony-messenger,
-#     php-symfony-doctrine-messenger (DBAL 3 comes with it);
+#     php-symfony-doctrine-messenger and php-doctrine-dbal (DBAL 3: the
+#     transport needs it and Debian does not pull it in; without it the peer
+#     died on a missing Doctrine/DBAL/autoload.php);
 #   - plainjob and better-sqlite3 (pinned in package.json / the lock file),
 #     from npm. better-sqlite3 12 needs Node >= 20; its prebuilt binary is
 #     downloaded from outside the registry, which these machines cannot
@@ -16,6 +18,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
 pkgs=(php-cli php-sqlite3 php-symfony-messenger php-symfony-doctrine-messenger
+      php-doctrine-dbal
       build-essential python3 strace)
 missing=()
 for p in "${pkgs[@]}"; do
