@@ -290,7 +290,7 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
   ob_counters_t cnt;
   char sqs_left[512];
   ob_engine_t* e;
-  ob_stats_t before, after;
+  ob_stats_t after;
   ob_payout_stats_t pay_before, pay_after;
   ob_charge_stats_t charge_before, charge_after;
   cli_sync_t sync;
@@ -454,8 +454,6 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
     ob_close(e);
     return EXIT_FAIL;
   }
-  memset(&before, 0, sizeof before);
-  ob_stats(e, &before);
   ob_payout_stats(e, &pay_before);   /* zeroed if it fails */
   ob_charge_stats(e, &charge_before);
   rc = ob_run(e, until_idle ? OB_RUN_UNTIL_IDLE : OB_RUN_FOREVER, 1);
