@@ -13,6 +13,7 @@
 #include "core/util/prometheus.h"
 #include "core/util/utc_time.h"
 #include "platform/cli/cli.h"
+#include "platform/metrics/figures.h"
 
 static int has_flag(int argc, char** argv, const char* flag) {
   for (int i = 1; i < argc; i++)
@@ -28,39 +29,6 @@ static int only_flags(int argc, char** argv, const char* cmd,
     return 0;
   }
   return 1;
-}
-
-/* A module's statistics: 1 when read, 0 when the database has no table of
-** that module (nothing to print), -1 after an error (reported). */
-static int module_stats(ob_engine_t* e, int rc) {
-  if (rc == OB_ENOTFOUND) return 0;
-  if (rc < 0) {
-    fprintf(stderr, "oncebox stats: %s\n", ob_errmsg(e));
-    return -1;
-  }
-  return 1;
-}
-
-/* Every figure of one stats report, from one read transaction. */
-typedef struct {
-  ob_engine_t* e;
-  ob_stats_t s;
-  ob_payout_stats_t ps;
-  ob_charge_stats_t cs;
-  int has_pay, has_charge;
-} stats_read_t;
-
-static int read_stats(ob_tx_t* tx, void* arg) {
-  stats_read_t* r = arg;
-  (void)tx;
-  if (ob_stats(r->e, &r->s) < 0) {
-    fprintf(stderr, "oncebox stats: %s\n", ob_errmsg(r->e));
-    return 1;
-  }
-  if ((r->has_pay = module_stats(r->e, ob_payout_stats(r->e, &r->ps))) < 0 ||
-      (r->has_charge = module_stats(r->e, ob_charge_stats(r->e, &r->cs))) < 0)
-    return 1;  /* reported */
-  return 0;
 }
 
 /* Write data to path atomically for a reader polling it (node_exporter's
@@ -145,7 +113,7 @@ fail:
 
 int ob__cmd_stats(cli_t* cli, int argc, char** argv) {
   ob_engine_t* e;
-  stats_read_t r;
+  ob__figures_t r;
   ob_stats_t s;
   ob_payout_stats_t ps;
   ob_charge_stats_t cs;
@@ -201,12 +169,10 @@ int ob__cmd_stats(cli_t* cli, int argc, char** argv) {
   }
   e = ob__cli_open_existing(cli, &code);
   if (e == NULL) return code;
-  memset(&r, 0, sizeof r);
-  r.e = e;
   /* One snapshot: the modules' figures agree with the engine's. */
-  rc = ob_read(e, read_stats, &r);
-  if (rc != 0) {
-    if (rc < 0) fprintf(stderr, "oncebox stats: %s\n", ob_errmsg(e));
+  rc = ob__figures_read(e, &r);
+  if (rc < 0) {
+    fprintf(stderr, "oncebox stats: %s\n", ob_errmsg(e));
     ob_close(e);
     return EXIT_FAIL;
   }

@@ -17,8 +17,7 @@
 #include "core/util/errbuf.h"
 #include "core/util/health.h"
 #include "core/util/prometheus.h"
-#include "oncebox_charge.h"
-#include "oncebox_payout.h"
+#include "platform/metrics/figures.h"
 
 #undef OB__LOG_COMPONENT
 #define OB__LOG_COMPONENT "metrics"
@@ -28,10 +27,7 @@
 #define CONN_TIMEOUT_MS 5000 /* a client that sends nothing is dropped */
 
 typedef struct snapshot_s {
-  ob_stats_t s;
-  ob_payout_stats_t ps;
-  ob_charge_stats_t cs;
-  int has_pay, has_charge;
+  ob__figures_t fig;
   int64_t read_at_ms;    /* wall clock of the read; 0: none yet */
   uint64_t read_mono;    /* uv_now of the read */
 } snapshot_t;
@@ -66,38 +62,23 @@ typedef struct conn_s {
 
 /* ---- the figures ---------------------------------------------------------- */
 
-/* -1 on error, 0 when the module's table is absent, 1 when read. */
-static int module_rc(int rc) {
-  return rc == 0 ? 1 : rc == OB_ENOTFOUND ? 0 : -1;
-}
-
-static int read_snapshot(ob_tx_t* tx, void* arg) {
-  server_t* srv = arg;
-  snapshot_t* n = &srv->snap;
-  (void)tx;
-  if (ob_stats(srv->e, &n->s) < 0) return 1;
-  if ((n->has_pay = module_rc(ob_payout_stats(srv->e, &n->ps))) < 0 ||
-      (n->has_charge = module_rc(ob_charge_stats(srv->e, &n->cs))) < 0)
-    return 1;
-  return 0;
-}
-
 /* Refresh the database figures when they are older than stats_refresh_ms:
 ** the counters are always fresh, the table counts at most that often. 0,
 ** or -1 when no figures could ever be read. */
 static int refresh(server_t* srv) {
   uint64_t now = uv_now(srv->loop);
-  snapshot_t keep = srv->snap;
+  ob__figures_t fig;
   const ob_clock_t* clk = ob__engine_clock(srv->e);
   if (srv->snap.read_at_ms != 0 &&
       now - srv->snap.read_mono < (uint64_t)srv->opts.stats_refresh_ms)
     return 0;
-  if (ob__engine_in_tx(srv->e) || ob_read(srv->e, read_snapshot, srv) != 0) {
-    srv->snap = keep;  /* the last good figures, with their own time */
+  if (ob__engine_in_tx(srv->e) || ob__figures_read(srv->e, &fig) < 0) {
+    /* The last good figures stay, with their own time. */
     ob__log(srv->e, OB_LOG_WARN, "metrics: cannot read the figures: %s",
             ob_errmsg(srv->e));
-    return keep.read_at_ms != 0 ? 0 : -1;
+    return srv->snap.read_at_ms != 0 ? 0 : -1;
   }
+  srv->snap.fig = fig;
   srv->snap.read_at_ms = clk->now_ms(clk->ctx);
   srv->snap.read_mono = now;
   return 0;
@@ -107,7 +88,7 @@ static void health_input(server_t* srv, const ob_counters_t* c,
                          ob__health_input_t* in) {
   const ob_clock_t* clk = ob__engine_clock(srv->e);
   memset(in, 0, sizeof *in);
-  in->stats = &srv->snap.s;
+  in->stats = &srv->snap.fig.s;
   in->counters = c;
   in->write_probe = -1;
   in->now_ms = clk->now_ms(clk->ctx);
@@ -187,9 +168,9 @@ static void serve_metrics(conn_t* c, int head_only) {
   }
   (void)ob_counters(srv->e, &cnt);
   memset(&in, 0, sizeof in);
-  in.stats = &srv->snap.s;
-  in.payout = srv->snap.has_pay ? &srv->snap.ps : NULL;
-  in.charge = srv->snap.has_charge ? &srv->snap.cs : NULL;
+  in.stats = &srv->snap.fig.s;
+  in.payout = srv->snap.fig.has_pay ? &srv->snap.fig.ps : NULL;
+  in.charge = srv->snap.fig.has_charge ? &srv->snap.fig.cs : NULL;
   in.version = ob_version();
   in.now_ms = srv->snap.read_at_ms;
   in.counters = &cnt;

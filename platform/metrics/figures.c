@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* One report's figures in one read transaction (platform/metrics/figures.h). */
+#include "platform/metrics/figures.h"
+
+#include <string.h>
+
+typedef struct read_s {
+  ob_engine_t* e;
+  ob__figures_t* f;
+  int rc;
+} read_t;
+
+/* 1 when read, 0 when the module's table is absent, < 0 on an error. */
+static int module_rc(int rc) {
+  return rc == 0 ? 1 : rc == OB_ENOTFOUND ? 0 : rc;
+}
+
+static int read_all(ob_tx_t* tx, void* arg) {
+  read_t* r = arg;
+  (void)tx;
+  if ((r->rc = ob_stats(r->e, &r->f->s)) < 0 ||
+      (r->rc = r->f->has_pay = module_rc(ob_payout_stats(r->e, &r->f->ps))) <
+          0 ||
+      (r->rc = r->f->has_charge =
+           module_rc(ob_charge_stats(r->e, &r->f->cs))) < 0)
+    return 1;
+  return 0;
+}
+
+int ob__figures_read(ob_engine_t* e, ob__figures_t* f) {
+  read_t r;
+  int rc;
+  memset(f, 0, sizeof *f);
+  r.e = e;
+  r.f = f;
+  r.rc = 0;
+  rc = ob_read(e, read_all, &r);
+  if (rc == 1) return r.rc < 0 ? r.rc : OB_EDB;
+  return rc;
+}
