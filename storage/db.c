@@ -196,6 +196,25 @@ int ob__db_set_wal_policy(ob__db_t* db, int checkpoint_pages,
   return ob__db_exec_fixed(db, sql);
 }
 
+/* On a new file, journal_mode=WAL upgrades a read lock to a write lock to
+** write the header. When another process is doing the same (two terminals'
+** services started at once), SQLite answers SQLITE_BUSY at once instead of
+** calling the busy handler: waiting while holding the read lock could
+** deadlock. Only a retry of the whole statement, which drops the read lock
+** in between, honours the caller's busy timeout. */
+static int switch_to_wal(ob__db_t* db, int busy_timeout_ms, char* mode,
+                         size_t n) {
+  int waited_ms = 0;
+  for (;;) {
+    int rc = pragma_text(db, "PRAGMA journal_mode=WAL", mode, n);
+    int step_ms;
+    if (rc != OB_EBUSY || waited_ms >= busy_timeout_ms) return rc;
+    step_ms = waited_ms < 10 ? 1 : 10;
+    sqlite3_sleep(step_ms);
+    waited_ms += step_ms;
+  }
+}
+
 int ob__db_open(ob__db_t* db, const char* path, ob_sync_t sync,
                 int busy_timeout_ms, int64_t max_bytes) {
   return ob__db_open_ext(db, path, sync, busy_timeout_ms, max_bytes, NULL);
@@ -237,7 +256,7 @@ int ob__db_open_ext(ob__db_t* db, const char* path, ob_sync_t sync,
   ** and it must come before WAL, which fixes the size. */
   rc = ob__db_exec_fixed(db, "PRAGMA page_size=" OB__NEW_PAGE_SIZE_STR);
   if (rc < 0) goto fail;
-  rc = pragma_text(db, "PRAGMA journal_mode=WAL", mode, sizeof mode);
+  rc = switch_to_wal(db, busy_timeout_ms, mode, sizeof mode);
   if (rc < 0) goto fail;
   if (strcmp(mode, "wal") != 0) {
     rc = ob__db_seterr(db, OB_EWAL,

@@ -296,14 +296,29 @@ static const char* const migrations[] = {
 _Static_assert(MIGRATION_COUNT == OB__SCHEMA_VERSION,
                "one migration per schema version");
 
-static int read_int_pragma(ob__db_t* db, const char* sql, int* out) {
+/* The file's identity in ONE statement, so in one read snapshot: read one
+** by one, another process's first migration could commit in between, and
+** "no version, no application id" next to its 13 new tables looks exactly
+** like another application's database. */
+static int read_identity(ob__db_t* db, int* version, int* app_id,
+                         int* tables) {
+  static const char sql[] =
+      "SELECT (SELECT user_version FROM pragma_user_version),"
+      " (SELECT application_id FROM pragma_application_id),"
+      " (SELECT count(*) FROM sqlite_schema WHERE type='table')";
   sqlite3_stmt* st = NULL;
-  int rc = sqlite3_prepare_v2(db->db, sql, -1, &st, NULL);
-  if (rc != SQLITE_OK) return ob__db_fail(db, rc, sql);
+  int rc;
+  *version = *app_id = *tables = 0;
+  rc = sqlite3_prepare_v2(db->db, sql, -1, &st, NULL);
+  if (rc != SQLITE_OK) return ob__db_fail(db, rc, "read the file's identity");
   rc = sqlite3_step(st);
-  *out = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+  if (rc == SQLITE_ROW) {
+    *version = sqlite3_column_int(st, 0);
+    *app_id = sqlite3_column_int(st, 1);
+    *tables = sqlite3_column_int(st, 2);
+  }
   sqlite3_finalize(st);
-  return (rc == SQLITE_ROW || rc == SQLITE_DONE) ? 0 : ob__db_fail(db, rc, sql);
+  return rc == SQLITE_ROW ? 0 : ob__db_fail(db, rc, "read the file's identity");
 }
 
 /* Refuse a database oncebox must not touch: written by a newer oncebox, or
@@ -311,30 +326,22 @@ static int read_int_pragma(ob__db_t* db, const char* sql, int* out) {
 ** own in a file without ours). Reads only. */
 static int check_ownership(ob__db_t* db, int* version, int* app_id,
                            int adopt) {
-  int rc = read_int_pragma(db, "PRAGMA user_version", version);
+  int tables = 0;
+  int rc = read_identity(db, version, app_id, &tables);
   if (rc < 0) return rc;
   if (*version > OB__SCHEMA_VERSION)
     return ob__db_seterr(db, OB_EVERSION,
                          "database schema version %d is newer than this "
                          "oncebox (%s) understands (%d); upgrade oncebox",
                          *version, OB_VERSION_STRING, OB__SCHEMA_VERSION);
-  rc = read_int_pragma(db, "PRAGMA application_id", app_id);
-  if (rc < 0) return rc;
   if (*app_id != 0 && *app_id != OB__APPLICATION_ID)
     return ob__db_seterr(db, OB_ECORRUPT,
                          "database belongs to another application "
                          "(application_id 0x%08x)", (unsigned)*app_id);
-  if (*version == 0 && *app_id == 0) {
-    int tables;
-    rc = read_int_pragma(db,
-                         "SELECT count(*) FROM sqlite_schema WHERE type='table'",
-                         &tables);
-    if (rc < 0) return rc;
-    if (tables > 0 && !adopt)
-      return ob__db_seterr(db, OB_ECORRUPT,
-                           "database already has %d tables and is not an "
-                           "oncebox database", tables);
-  }
+  if (*version == 0 && *app_id == 0 && tables > 0 && !adopt)
+    return ob__db_seterr(db, OB_ECORRUPT,
+                         "database already has %d tables and is not an "
+                         "oncebox database", tables);
   return 0;
 }
 
