@@ -2,7 +2,7 @@
 /* ob-bench-engine: oncebox against the raw SQLite limit (docs/performance.md,
 ** "Handling against the raw SQLite limit").
 **
-**   ob-bench-engine [-n N] [-g N] [-b B] [-r R] [-s SEED]
+**   ob-bench-engine [-n N] [-g N] [-b B] [-r R] [-s SEED] [-d S]
 **
 ** Four variants, each in a fresh process (re-executed from /proc/self/exe,
 ** so its peak RSS is its own), on a fresh database in $TMPDIR or /tmp, WAL
@@ -17,6 +17,13 @@
 ** The same N PaymentCaptured messages (seeded) feed both. Enqueueing is NOT
 ** part of the handling figure; it is timed on its own (1000 messages per
 ** transaction for both) and an end-to-end figure adds the two.
+**
+** The disk's limit is measured in the same run, once per round between the
+** variants (tests/bench/disk_limit.c, about S seconds per loop): 4 KiB
+** write+fdatasync per second, and bytes per second in 1 MiB
+** write+fdatasync chunks. At batch 1 each variant's commits per second are
+** set against the first; at batch B its messages per second against the
+** second divided by its bytes per message.
 **
 ** fsyncs are counted by a VFS shim registered as the default VFS: it wraps
 ** "unix" and counts xSync calls (each is one fdatasync, plus one directory
@@ -39,6 +46,7 @@
 #include "oncebox.h"
 #include "oncebox_payout.h"
 #include "tests/bench/bench_common.h"
+#include "tests/bench/disk_limit.h"
 #include "tests/support/payment_gen.h"
 
 
@@ -250,6 +258,7 @@ static void usage(FILE* f) {
           "  -b B     messages per transaction with group commit (100)\n"
           "  -r R     runs of each variant, medians reported (3)\n"
           "  -s SEED  message generator seed (20261130)\n"
+          "  -d S     seconds of each disk-limit loop per round (1)\n"
           "The databases go to $TMPDIR or /tmp; use a real disk, not tmpfs.\n");
 }
 
@@ -261,22 +270,24 @@ int main(int argc, char** argv) {
   char dir[4096];
   sample_t samples[NVARIANTS][64];
   summary_t sum[NVARIANTS];
+  double disk_s = 1.0, fsync_rate[64], bandwidth[64], fsync_med, bw_med;
 
   if (argc >= 2 && strcmp(argv[1], "--child") == 0)
     return child_main(argc, argv);
-  while ((c = getopt(argc, argv, "n:g:b:r:s:h")) != -1) {
+  while ((c = getopt(argc, argv, "n:g:b:r:s:d:h")) != -1) {
     switch (c) {
       case 'n': n1 = strtoll(optarg, NULL, 10); break;
       case 'g': n2 = strtoll(optarg, NULL, 10); break;
       case 'b': group = atoi(optarg); break;
       case 'r': reps = atoi(optarg); break;
       case 's': seed = strtoull(optarg, NULL, 10); break;
+      case 'd': disk_s = atof(optarg); break;
       case 'h': usage(stdout); return 0;
       default: usage(stderr); return 2;
     }
   }
   if (n1 < 1 || n2 < 1 || group < 2 || group > 10000 || reps < 1 ||
-      reps > 64) {
+      reps > 64 || !(disk_s > 0 && disk_s <= 60)) {
     usage(stderr);
     return 2;
   }
@@ -300,6 +311,7 @@ int main(int argc, char** argv) {
   /* Interleave the variants run by run, alternating which goes first, so
   ** a noisy neighbour hurts both sides alike. */
   for (int r = 0; r < reps; r++) {
+    bc_disk_limit_t lim;
     for (int k = 0; k < NVARIANTS; k++) {
       int v = r % 2 ? (k ^ 1) : k;
       int grp = variants[v].group;
@@ -308,10 +320,21 @@ int main(int argc, char** argv) {
         rmdir(dir);
         return 1;
       }
+      /* The disk between the one-per-transaction and the group runs. */
+      if (k == 1) {
+        if (bc_disk_limit(dir, disk_s, &lim) < 0) {
+          rmdir(dir);
+          return 1;
+        }
+        fsync_rate[r] = lim.fsyncs_per_s;
+        bandwidth[r] = lim.bytes_per_s;
+      }
     }
   }
   rmdir(dir);
   for (int v = 0; v < NVARIANTS; v++) summarize(samples[v], reps, &sum[v]);
+  fsync_med = bc_median(fsync_rate, reps);
+  bw_med = bc_median(bandwidth, reps);
 
   printf("\nhandling (dedup claim + payout + outbox row + ack, enqueue NOT "
          "timed)\n");
@@ -354,6 +377,26 @@ int main(int argc, char** argv) {
     printf("  %-34s %10s %10.2f\n", "    ratio (b)/(a)", "",
            sum[2 * g + 1].e2e_rate / sum[2 * g].e2e_rate);
   }
+  printf("\nagainst the disk (measured in the same run: %.0f 4 KiB "
+         "write+fdatasync/s, %.1f MiB/s in 1 MiB write+fdatasync chunks)\n",
+         fsync_med, bw_med / 1048576.0);
+  printf("  %-34s %10s %10s %10s\n", "variant", "msg/s", "limit", "of limit");
+  for (int v = 0; v < NVARIANTS; v++) {
+    const summary_t* s = &sum[v];
+    /* batch 1: one commit per message, each at least one flush; batch B:
+    ** the bytes each message costs, at the disk's durable bandwidth. */
+    double limit = variants[v].group
+                       ? bw_med / (s->kib_per_msg * 1024.0)
+                       : fsync_med;
+    char l[64];
+    snprintf(l, sizeof l, "%s, %s %d", variants[v].label,
+             variants[v].raw ? "msg/tx" : "batch_size",
+             variants[v].group ? group : 1);
+    printf("  %-34s %10.0f %10.0f %10.2f\n", l, s->rate, limit,
+           s->rate / limit);
+  }
+  printf("  limit at batch 1: commits/s = fsyncs/s; at batch %d: MiB/s / "
+         "(KiB/msg)\n", group);
   printf("\nfsyncs: xSync calls through a counting VFS shim over \"unix\" "
          "(fdatasync each);\nKiB/msg: bytes through xWrite while handling "
          "(WAL frames, checkpoint writes);\npeak RSS: ru_maxrss of the "
