@@ -49,6 +49,7 @@ static int s_read(sqlite3_file* f, void* b, int n, sqlite3_int64 off) {
 }
 static int s_write(sqlite3_file* f, const void* b, int n, sqlite3_int64 off) {
   bc_io.written += n;
+  if (((shim_file_t*)f)->kind == 2) bc_io.wal_written += n;
   return FWD(f)->xWrite(REAL(f), b, n, off);
 }
 static int s_truncate(sqlite3_file* f, sqlite3_int64 size) {

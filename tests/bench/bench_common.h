@@ -17,6 +17,7 @@ typedef struct bc_io_counts_s {
   int64_t db_syncs;      /* xSync on the database file (checkpoints) */
   int64_t other_syncs;   /* anything else (journals, ...) */
   int64_t written;       /* bytes through xWrite, every file */
+  int64_t wal_written;   /* of which to a -wal file */
 } bc_io_counts_t;
 
 extern bc_io_counts_t bc_io;

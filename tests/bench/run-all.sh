@@ -8,7 +8,7 @@
 #   tests/bench/run-all.sh [--quick] [--no-install] [--only PARTS]
 #
 #   PARTS   comma-separated, in this order by default:
-#           engine,sweep,latency,peers,relay,footprint,scrape,plot,tables
+#           engine,growth,sweep,latency,peers,relay,footprint,scrape,plot,tables
 #   --quick small sizes, one run each: checks that everything works (a
 #           minute or two); the figures are NOT fit for the docs
 #   --no-install  do not install the peers, gnuplot or strace
@@ -27,7 +27,7 @@ res=$build/results
 bin=$build/tests/bench
 quick=0
 install=1
-only="engine,sweep,latency,peers,relay,footprint,scrape,plot,tables"
+only="engine,growth,sweep,latency,peers,relay,footprint,scrape,plot,tables"
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
@@ -58,7 +58,7 @@ cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 # oncebox-cli is the program ($build/oncebox, which footprint and scrape
 # run); the target named oncebox is the library.
 cmake --build "$build" -j"$(nproc)" --target oncebox oncebox-cli ob-bench-engine \
-  ob-bench-relay ob-bench-sweep ob-bench-latency ob-bench-peers \
+  ob-bench-relay ob-bench-growth ob-bench-sweep ob-bench-latency ob-bench-peers \
   ob-bench-footprint >/dev/null
 mkdir -p "$res"
 
@@ -80,11 +80,13 @@ tmp_base=${TMPDIR:-/tmp}
 cat "$res/machine.csv"
 
 if [ "$quick" = 1 ]; then
-  engine_args=(-n 300 -g 3000 -r 1); sweep_args=(-m 0.2 -r 1)
+  engine_args=(-n 300 -g 3000 -r 1 -d 0.2); growth_args=(-H 1000,5000 -n 1000 -r 1)
+  sweep_args=(-m 0.2 -r 1)
   latency_args=(-t 2); peers_args=(-n 300 -r 1 -S)
   relay_args=(-n 500 -r 1 -w 100); fp_args=(-n 1000 -f 200 -i 5 -k 5)
 else
-  engine_args=(-n 2000 -g 20000 -r 3); sweep_args=(-r 3)
+  engine_args=(-n 2000 -g 20000 -r 3); growth_args=(-r 3)
+  sweep_args=(-r 3)
   latency_args=(-t 5); peers_args=(-n 2000 -r 3 -S)
   relay_args=(-n 2000 -r 3); fp_args=(-n 5000 -i "${OB_BENCH_IDLE_S:-60}" -k 21)
 fi
@@ -104,6 +106,10 @@ if want engine; then
        }
        BEGIN { print "variant,messages,msg_per_s,fsync_per_msg,kib_per_msg,peak_rss_mib" }' \
     "$res/engine.txt" > "$res/engine.csv"
+fi
+if want growth; then
+  say "growth: the cost of each new message on 10k, 100k and 500k rows of history"
+  "$bin/ob-bench-growth" "${growth_args[@]}" | tee "$res/growth.txt"
 fi
 if want sweep; then
   say "sweep: batch size x durability"
