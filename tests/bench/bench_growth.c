@@ -47,7 +47,7 @@
 typedef struct result_s {
   int ok;
   int64_t n;
-  double handle_s, cpu_s;
+  double handle_s, cpu_s, sys_s;
   int64_t xwrite_bytes, wal_bytes, kernel_bytes;
 } result_t;
 
@@ -63,11 +63,12 @@ static int accept_all(void* arg, const ob_event_t* ev) {
   return 0;
 }
 
-static double cpu_now_s(void) {
+/* user + system seconds so far; *sys the system part. */
+static double cpu_now_s(double* sys) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-         (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+  *sys = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+  return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + *sys;
 }
 
 static void open_engine(ob_engine_t** e, const char* path, ob_sync_t sync,
@@ -144,7 +145,7 @@ static int child_main(int argc, char** argv) {
   ob_stats_t st;
   int64_t n;
   int batch, fd, rc;
-  double t0, c0;
+  double t0, c0, s0, s1;
   if (argc != 8) return 2;
   n = strtoll(argv[4], NULL, 10);
   batch = atoi(argv[5]);
@@ -158,11 +159,12 @@ static int child_main(int argc, char** argv) {
     die_ob(e, rc, "enqueue");
   memset(&bc_io, 0, sizeof bc_io);
   if (bc_proc_io(0, &io0) < 0) return 1;
-  c0 = cpu_now_s();
+  c0 = cpu_now_s(&s0);
   t0 = bc_mono_s();
   res.n = handle_all(e);
   res.handle_s = bc_mono_s() - t0;
-  res.cpu_s = cpu_now_s() - c0;
+  res.cpu_s = cpu_now_s(&s1) - c0;
+  res.sys_s = s1 - s0;
   if (bc_proc_io(0, &io1) < 0) return 1;
   res.xwrite_bytes = bc_io.written;
   res.wal_bytes = bc_io.wal_written;
@@ -292,16 +294,16 @@ int main(int argc, char** argv) {
       if (run_one(tmpl[i], rundb, n, batch, seed, &res[i][r]) < 0) return 1;
     }
 
-  printf("\n  %-10s %8s %15s %7s %10s %8s %10s %9s %7s\n", "history",
+  printf("\n  %-10s %8s %15s %7s %10s %8s %10s %9s %7s %8s\n", "history",
          "msg/s", "(min-max)", "ratio", "KiB/msg", "of which", "KiB/msg",
-         "CPU", "ratio");
-  printf("  %-10s %8s %15s %7s %10s %8s %10s %9s %7s\n", "rows", "", "", "",
-         "SQLite", "WAL", "kernel", "us/msg", "");
+         "CPU", "ratio", "system");
+  printf("  %-10s %8s %15s %7s %10s %8s %10s %9s %7s %8s\n", "rows", "", "",
+         "", "SQLite", "WAL", "kernel", "us/msg", "", "us/msg");
   {
     double rate0 = 0, cpu0 = 0;
     for (int i = 0; i < nsizes; i++) {
       double rate[MAX_REPS], xw[MAX_REPS], ww[MAX_REPS], kw[MAX_REPS];
-      double cpu[MAX_REPS];
+      double cpu[MAX_REPS], sys[MAX_REPS];
       double mr, mc;
       char range[40];
       for (int r = 0; r < reps; r++) {
@@ -311,6 +313,7 @@ int main(int argc, char** argv) {
         ww[r] = (double)x->wal_bytes / 1024.0 / (double)x->n;
         kw[r] = (double)x->kernel_bytes / 1024.0 / (double)x->n;
         cpu[r] = x->cpu_s * 1e6 / (double)x->n;
+        sys[r] = x->sys_s * 1e6 / (double)x->n;
       }
       mr = bc_median(rate, reps);
       snprintf(range, sizeof range, "(%.0f-%.0f)", rate[0], rate[reps - 1]);
@@ -320,9 +323,10 @@ int main(int argc, char** argv) {
         cpu0 = mc;
       }
       printf("  %-10" PRId64 " %8.0f %15s %7.2f %10.1f %8.1f %10.1f %9.1f "
-             "%7.2f\n",
+             "%7.2f %8.1f\n",
              sizes[i], mr, range, mr / rate0, bc_median(xw, reps),
-             bc_median(ww, reps), bc_median(kw, reps), mc, mc / cpu0);
+             bc_median(ww, reps), bc_median(kw, reps), mc, mc / cpu0,
+             bc_median(sys, reps));
     }
   }
   printf("\nratio: to the first history size of the same run (rate, then CPU "
