@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/statfs.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -308,6 +310,47 @@ void bc_remove_db(const char* path) {
     snprintf(p, sizeof p, "%s%s", path, sfx[i]);
     unlink(p);
   }
+}
+
+int bc_run_child(const char* name, const char* const* args, void* out,
+                 size_t len, struct rusage* ru, int* status, const char* what) {
+  const char* argv[32];
+  char sfd[16];
+  int fds[2], n = 0, st = -1;
+  pid_t pid;
+  ssize_t got;
+  struct rusage unused;
+
+  argv[n++] = name;
+  argv[n++] = "--child";
+  while (*args != NULL && n < 30) argv[n++] = *args++;
+  if (*args != NULL || pipe(fds) != 0) return -1;
+  snprintf(sfd, sizeof sfd, "%d", fds[1]);
+  argv[n++] = sfd;
+  argv[n] = NULL;
+  fflush(stdout);
+  pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return -1;
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    execv("/proc/self/exe", (char* const*)argv);
+    _exit(127);
+  }
+  close(fds[1]);
+  memset(out, 0, len);
+  got = read(fds[0], out, len);
+  close(fds[0]);
+  if (wait4(pid, &st, 0, ru ? ru : &unused) != pid) return -1;
+  if (status) *status = st;
+  if (got != (ssize_t)len || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    fprintf(stderr, "bench: %s failed (status 0x%x)\n", what, st);
+    return -1;
+  }
+  return 0;
 }
 
 int bc_is_tmpfs(const char* path) {

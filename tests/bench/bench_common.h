@@ -114,6 +114,19 @@ int bc_copy_file(const char* from, const char* to);
 void bc_point_aws_at(int port, const char* ca, const char* akid,
                      const char* secret, const char* region);
 
+/* ---- a variant in its own process ------------------------------------------ */
+
+struct rusage;
+
+/* Runs this program again (/proc/self/exe, a fresh image: the peak RSS is
+** the variant's alone) as {name, "--child", args..., FD}, args ending with
+** NULL and FD the write end of a pipe on which the child writes exactly
+** len bytes of result into out. Waits for it; its rusage goes to *ru (may
+** be NULL) and its wait status to *status. 0 if it sent len bytes and
+** exited 0, -1 otherwise (a message on stderr names `what`). */
+int bc_run_child(const char* name, const char* const* args, void* out,
+                 size_t len, struct rusage* ru, int* status, const char* what);
+
 /* 1 if path is on tmpfs (fsync costs nothing there). */
 int bc_is_tmpfs(const char* path);
 

@@ -151,7 +151,7 @@ typedef struct sample_s {
 } sample_t;
 
 static int child_main(int argc, char** argv) {
-  /* --child VARIANT N BATCH SEED FD DIR */
+  /* --child VARIANT N BATCH SEED DIR FD */
   result_t res;
   char path[4096];
   int v, fd, batch;
@@ -162,8 +162,8 @@ static int child_main(int argc, char** argv) {
   n = strtoll(argv[3], NULL, 10);
   batch = atoi(argv[4]);
   seed = strtoull(argv[5], NULL, 10);
-  fd = atoi(argv[6]);
-  snprintf(path, sizeof path, "%s/bench-%d.db", argv[7], v);
+  fd = atoi(argv[7]);
+  snprintf(path, sizeof path, "%s/bench-%d.db", argv[6], v);
   memset(&res, 0, sizeof res);
   bc_shim_register();
   if (variants[v].raw) run_raw(path, n, batch, seed, &res);
@@ -180,43 +180,25 @@ static void remove_db(const char* dir, int v) {
 
 static int run_variant(int v, int64_t n, int batch, uint64_t seed,
                        const char* dir, sample_t* out) {
-  int fds[2], status;
-  pid_t pid;
   struct rusage ru;
-  char sv[16], sn[32], sb[16], ss[32], sfd[16];
-  ssize_t got;
+  char sv[16], sn[32], sb[16], ss[32], what[32];
+  const char* args[] = {sv, sn, sb, ss, dir, NULL};
+  int status, rc;
 
-  if (pipe(fds) != 0) return -1;
   snprintf(sv, sizeof sv, "%d", v);
   snprintf(sn, sizeof sn, "%" PRId64, n);
   snprintf(sb, sizeof sb, "%d", batch);
   snprintf(ss, sizeof ss, "%" PRIu64, seed);
-  snprintf(sfd, sizeof sfd, "%d", fds[1]);
-  fflush(stdout);
-  pid = fork();
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    close(fds[0]);
-    /* A fresh image: the peak RSS is this variant's alone. */
-    execl("/proc/self/exe", "ob-bench-engine", "--child", sv, sn, sb, ss, sfd,
-          dir, (char*)NULL);
-    _exit(127);
-  }
-  close(fds[1]);
+  snprintf(what, sizeof what, "variant %d", v);
   memset(out, 0, sizeof *out);
-  got = read(fds[0], &out->r, sizeof out->r);
-  close(fds[0]);
-  if (wait4(pid, &status, 0, &ru) != pid) return -1;
+  rc = bc_run_child("ob-bench-engine", args, &out->r, sizeof out->r, &ru,
+                    &status, what);
   remove_db(dir, v);
   out->maxrss_kib = ru.ru_maxrss;
-  if (got != (ssize_t)sizeof out->r || !WIFEXITED(status) ||
-      WEXITSTATUS(status) != 0) {
-    fprintf(stderr, "bench: variant %d failed (status 0x%x)%s\n", v, status,
-            got == (ssize_t)sizeof out->r && !out->r.ok
-                ? ": wrong counts after handling" : "");
-    return -1;
-  }
-  return 0;
+  if (rc == 0) return 0;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 3)
+    fprintf(stderr, "bench: variant %d: wrong counts after handling\n", v);
+  return -1;
 }
 
 typedef struct summary_s {

@@ -179,35 +179,14 @@ static int child_main(int argc, char** argv) {
 
 static int run_one(const char* tmpl, const char* rundb, int64_t n, int batch,
                    uint64_t seed, result_t* out) {
-  int fds[2], status;
-  pid_t pid;
-  char sn[32], sb[16], ss[32], sfd[16];
-  ssize_t got;
-  if (pipe(fds) != 0) return -1;
+  char sn[32], sb[16], ss[32], what[4300];
+  const char* args[] = {tmpl, rundb, sn, sb, ss, NULL};
   snprintf(sn, sizeof sn, "%" PRId64, n);
   snprintf(sb, sizeof sb, "%d", batch);
   snprintf(ss, sizeof ss, "%" PRIu64, seed);
-  snprintf(sfd, sizeof sfd, "%d", fds[1]);
-  fflush(stdout);
-  pid = fork();
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    close(fds[0]);
-    execl("/proc/self/exe", "ob-bench-growth", "--child", tmpl, rundb, sn, sb,
-          ss, sfd, (char*)NULL);
-    _exit(127);
-  }
-  close(fds[1]);
-  memset(out, 0, sizeof *out);
-  got = read(fds[0], out, sizeof *out);
-  close(fds[0]);
-  if (waitpid(pid, &status, 0) != pid) return -1;
-  if (got != (ssize_t)sizeof *out || !WIFEXITED(status) ||
-      WEXITSTATUS(status) != 0) {
-    fprintf(stderr, "bench: run on %s failed (status 0x%x)\n", tmpl, status);
-    return -1;
-  }
-  return 0;
+  snprintf(what, sizeof what, "run on %s", tmpl);
+  return bc_run_child("ob-bench-growth", args, out, sizeof *out, NULL, NULL,
+                      what);
 }
 
 static void usage(FILE* f) {

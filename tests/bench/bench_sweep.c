@@ -105,19 +105,19 @@ static void run_oncebox(const char* path, int64_t n, int batch, int sync,
 }
 
 static int child_main(char** argv) {
-  /* --child IMPL SYNC BATCH N SEED FD PATH */
+  /* --child IMPL SYNC BATCH N SEED PATH FD */
   result_t res;
   int raw = atoi(argv[2]), sync = atoi(argv[3]), batch = atoi(argv[4]);
   int64_t n = strtoll(argv[5], NULL, 10);
   uint64_t seed = strtoull(argv[6], NULL, 10);
-  int fd = atoi(argv[7]);
+  int fd = atoi(argv[8]);
   memset(&res, 0, sizeof res);
   bc_shim_register();
   if (raw) {
     bc_raw_result_t r;
     /* The kernel's write_bytes is not split between enqueue and handling
     ** here: only SQLite's own counts are reported for (a). */
-    bc_run_raw(argv[8], n, batch, sync, seed, &r);
+    bc_run_raw(argv[7], n, batch, sync, seed, &r);
     res.ok = r.ok;
     res.n = r.n;
     res.commits = r.commits;
@@ -126,7 +126,7 @@ static int child_main(char** argv) {
     res.kernel_write_bytes = -1;
     res.wchar = -1;
   } else {
-    run_oncebox(argv[8], n, batch, sync, seed, &res);
+    run_oncebox(argv[7], n, batch, sync, seed, &res);
   }
   if (write(fd, &res, sizeof res) != (ssize_t)sizeof res) return 1;
   return res.ok ? 0 : 3;
@@ -141,43 +141,26 @@ typedef struct sample_s {
 
 static int run_point(int raw, int sync, int batch, int64_t n, uint64_t seed,
                      const char* dir, sample_t* out) {
-  int fds[2], status;
-  pid_t pid;
   struct rusage ru;
-  char a[7][32], path[4200];
-  ssize_t got;
+  char a[5][32], path[4200], what[64];
+  const char* args[] = {a[0], a[1], a[2], a[3], a[4], path, NULL};
+  int rc;
 
   snprintf(path, sizeof path, "%s/sweep.db", dir);
   bc_remove_db(path);
-  if (pipe(fds) != 0) return -1;
   snprintf(a[0], 32, "%d", raw);
   snprintf(a[1], 32, "%d", sync);
   snprintf(a[2], 32, "%d", batch);
   snprintf(a[3], 32, "%" PRId64, n);
   snprintf(a[4], 32, "%" PRIu64, seed);
-  snprintf(a[5], 32, "%d", fds[1]);
-  fflush(stdout);
-  if ((pid = fork()) < 0) return -1;
-  if (pid == 0) {
-    close(fds[0]);
-    execl("/proc/self/exe", "ob-bench-sweep", "--child", a[0], a[1], a[2],
-          a[3], a[4], a[5], path, (char*)NULL);
-    _exit(127);
-  }
-  close(fds[1]);
+  snprintf(what, sizeof what, "%s sync=%d batch=%d", raw ? "raw" : "oncebox",
+           sync, batch);
   memset(out, 0, sizeof *out);
-  got = read(fds[0], &out->r, sizeof out->r);
-  close(fds[0]);
-  if (wait4(pid, &status, 0, &ru) != pid) return -1;
+  rc = bc_run_child("ob-bench-sweep", args, &out->r, sizeof out->r, &ru, NULL,
+                    what);
   bc_remove_db(path);
   out->maxrss_kib = ru.ru_maxrss;
-  if (got != (ssize_t)sizeof out->r || !WIFEXITED(status) ||
-      WEXITSTATUS(status) != 0) {
-    fprintf(stderr, "bench: %s sync=%d batch=%d failed (status 0x%x)\n",
-            raw ? "raw" : "oncebox", sync, batch, status);
-    return -1;
-  }
-  return 0;
+  return rc;
 }
 
 static int parse_list(const char* s, int* out, int max) {
