@@ -7,29 +7,45 @@
 int ob__processed_claim(ob__db_t* db, const char* consumer,
                         const char* message_id, int64_t source_ref,
                         const char* legacy_id, int64_t now) {
-  int rc, claimed;
-  /* Never check-then-insert: the key decides, atomically. The NOT EXISTS
-  ** is the record of schema 9 or earlier (source_ref -1) of this id, which
-  ** stands for any source; with ?5 NULL it matches nothing. */
-  sqlite3_stmt* st = ob__db_stmt(
+  int rc;
+  sqlite3_stmt* st;
+  /* A record of schema 9 or earlier (source_ref -1) of this id stands for
+  ** any source. Probing first is no check-then-insert race: the handling
+  ** transaction holds the write lock. Only files that still hold such
+  ** records pass legacy_id. */
+  if (legacy_id != NULL) {
+    st = ob__db_stmt(db, OB__P_LEGACY_PROBE,
+                     "SELECT 1 FROM processed_message WHERE consumer_name = ?1"
+                     " AND message_id = ?2 AND source_ref = -1");
+    if (st == NULL) return db->last_err;
+    sqlite3_bind_text(st, 1, consumer, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, legacy_id, -1, SQLITE_STATIC);
+    rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    if (rc == SQLITE_ROW) return 0;
+    if (rc != SQLITE_DONE) return ob__db_fail(db, rc, "dedup claim");
+  }
+  /* The key decides, atomically. No RETURNING and no INSERT ... SELECT
+  ** from the same table: in SQLite each of those buffers its rows in an
+  ** ephemeral b-tree, opened and begun for every message (about 12% of a
+  ** batch's instructions, measured with callgrind). sqlite3_changes() says
+  ** the same thing: 1 if this statement inserted the row, 0 on a conflict
+  ** (processed_message has no triggers to add to it). */
+  st = ob__db_stmt(
       db, OB__P_CLAIM,
       "INSERT INTO processed_message(consumer_name, message_id, source_ref,"
-      " processed_at) SELECT ?1, ?2, ?3, ?4 WHERE NOT EXISTS (SELECT 1 FROM"
-      " processed_message WHERE consumer_name = ?1 AND message_id = ?5 AND"
-      " source_ref = -1) ON CONFLICT DO NOTHING RETURNING 1");
+      " processed_at) VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING");
   if (st == NULL) return db->last_err;
   sqlite3_bind_text(st, 1, consumer, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 2, message_id, -1, SQLITE_STATIC);
   sqlite3_bind_int64(st, 3, source_ref);
   sqlite3_bind_int64(st, 4, now);
-  if (legacy_id) sqlite3_bind_text(st, 5, legacy_id, -1, SQLITE_STATIC);
   rc = sqlite3_step(st);
-  claimed = rc == SQLITE_ROW;
-  if (rc == SQLITE_ROW) rc = sqlite3_step(st);
   sqlite3_reset(st);
   sqlite3_clear_bindings(st);
   if (rc != SQLITE_DONE) return ob__db_fail(db, rc, "dedup claim");
-  return claimed;
+  return sqlite3_changes(db->db) == 1;
 }
 
 int ob__processed_has_legacy(ob__db_t* db, int* has) {

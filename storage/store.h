@@ -32,6 +32,7 @@ typedef enum {
   OB__Q_NEXT_DUE,
   OB__Q_COUNT_ALL,
   OB__P_CLAIM,
+  OB__P_LEGACY_PROBE,
   OB__P_SOURCE_FIND,
   OB__P_SOURCE_ADD,
   OB__O_INSERT,

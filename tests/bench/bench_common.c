@@ -377,12 +377,15 @@ static sqlite3_stmt* prep(sqlite3* db, const char* sql) {
   return st;
 }
 
+/* 1 if the statement returned a row or changed exactly one (an insert that
+** did not conflict: the engine reads sqlite3_changes(), not RETURNING,
+** whose ephemeral b-tree costs more than the insert). */
 static int step_once(sqlite3* db, sqlite3_stmt* st, const char* what) {
   int rc = sqlite3_step(st), row = rc == SQLITE_ROW;
   if (row) rc = sqlite3_step(st);
   if (rc != SQLITE_DONE) die_sql(db, what);
   sqlite3_reset(st);
-  return row;
+  return row || sqlite3_changes(db) == 1;
 }
 
 static void uuid7(uint64_t* s, uint64_t* seq, char out[OB_UUID_BUFLEN]) {
@@ -447,11 +450,11 @@ void bc_run_raw(const char* path, int64_t n, int batch, int synchronous,
   ** the look for schema-9 records a fresh database does not have). */
   claim = prep(db, "INSERT INTO processed_message(consumer_name, message_id,"
                    " source_ref, processed_at) VALUES (?1, ?2, 0, ?3)"
-                   " ON CONFLICT DO NOTHING RETURNING 1");
+                   " ON CONFLICT DO NOTHING");
   pay = prep(db, "INSERT INTO merchant_payout(id, source_payment_id,"
                  " merchant_id, amount_minor, currency, source_event_id,"
                  " created_at) VALUES (?1,?2,?3,?4,?5,?6,?7)"
-                 " ON CONFLICT(source_payment_id) DO NOTHING RETURNING 1");
+                 " ON CONFLICT(source_payment_id) DO NOTHING");
   out = prep(db, "INSERT INTO outbox_event(id, causation_id, event_type,"
                  " aggregate_id, payload, created_at, next_attempt_at)"
                  " VALUES (?1,?2,?3,?4,?5,?6,?6)");

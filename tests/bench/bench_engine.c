@@ -9,7 +9,7 @@
 ** and synchronous=FULL:
 **   (a) raw SQLite: the engine's statements hand-written with prepared
 **       statements: BEGIN IMMEDIATE; SELECT the next queue row(s); per row
-**       INSERT processed_message .. ON CONFLICT DO NOTHING RETURNING, INSERT
+**       INSERT processed_message .. ON CONFLICT DO NOTHING (sqlite3_changes()), INSERT
 **       merchant_payout, INSERT outbox_event, DELETE the queue row; COMMIT.
 **       One message per transaction, then B (100) per transaction.
 **   (b) oncebox through its public API: ob_enqueue_many up front, then an
