@@ -284,7 +284,7 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
       CLI_SQS_LONG_OPTIONS,
       CLI_METRICS_LONG_OPTIONS,
       {NULL, 0, NULL, 0}};
-  int c, p, code, rc, until_idle = 0;
+  int c, p, code, rc, rc2, until_idle = 0;
   long long n;
   cli_metrics_t metrics;
   ob_counters_t cnt;
@@ -463,8 +463,25 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
     ob_close(e);
     return EXIT_FAIL;
   }
-  if (ob_stats(e, &after) == 0 && ob_payout_stats(e, &pay_after) == 0 &&
-      ob_charge_stats(e, &charge_after) == 0) {
+  if ((rc2 = ob_stats(e, &after)) < 0 ||
+      (rc2 = ob_payout_stats(e, &pay_after)) < 0 ||
+      (rc2 = ob_charge_stats(e, &charge_after)) < 0) {
+    /* The stop line always goes out: the counters are in memory, only the
+    ** tables' figures are missing, and the reason says why. */
+    int64_t handled[OB_OUTCOME_COUNT];
+    (void)ob_counters(e, &cnt);
+    for (int k = 0; k < OB_OUTCOME_COUNT; k++)
+      handled[k] = cnt.handled[OB_INPUT_QUEUE][k] + cnt.handled[OB_INPUT_SQS][k];
+    ob__cli_note(OB_LOG_WARN, "run_stopped",
+                 "stopped: %lld handled, %lld duplicates; the tables could "
+                 "not be read for the rest: %s: %s",
+                 (long long)(handled[OB_OUTCOME_DONE] +
+                             handled[OB_OUTCOME_RETRIED] +
+                             handled[OB_OUTCOME_FAILED] +
+                             handled[OB_OUTCOME_WAITING]),
+                 (long long)handled[OB_OUTCOME_DUPLICATE], ob_strerror(rc2),
+                 ob_errmsg(e));
+  } else {
     int64_t handled[OB_OUTCOME_COUNT];
     (void)ob_counters(e, &cnt);
     for (int k = 0; k < OB_OUTCOME_COUNT; k++)
