@@ -288,6 +288,7 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
   long long n;
   cli_metrics_t metrics;
   ob_counters_t cnt;
+  int64_t handled[OB_OUTCOME_COUNT], handled_total;
   char sqs_left[512];
   ob_engine_t* e;
   ob_stats_t after;
@@ -463,29 +464,23 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
     ob_close(e);
     return EXIT_FAIL;
   }
+  (void)ob_counters(e, &cnt);
+  for (int k = 0; k < OB_OUTCOME_COUNT; k++)
+    handled[k] = cnt.handled[OB_INPUT_QUEUE][k] + cnt.handled[OB_INPUT_SQS][k];
+  handled_total = handled[OB_OUTCOME_DONE] + handled[OB_OUTCOME_RETRIED] +
+                  handled[OB_OUTCOME_FAILED] + handled[OB_OUTCOME_WAITING];
   if ((rc2 = ob_stats(e, &after)) < 0 ||
       (rc2 = ob_payout_stats(e, &pay_after)) < 0 ||
       (rc2 = ob_charge_stats(e, &charge_after)) < 0) {
     /* The stop line always goes out: the counters are in memory, only the
     ** tables' figures are missing, and the reason says why. */
-    int64_t handled[OB_OUTCOME_COUNT];
-    (void)ob_counters(e, &cnt);
-    for (int k = 0; k < OB_OUTCOME_COUNT; k++)
-      handled[k] = cnt.handled[OB_INPUT_QUEUE][k] + cnt.handled[OB_INPUT_SQS][k];
     ob__cli_note(OB_LOG_WARN, "run_stopped",
                  "stopped: %lld handled, %lld duplicates; the tables could "
                  "not be read for the rest: %s: %s",
-                 (long long)(handled[OB_OUTCOME_DONE] +
-                             handled[OB_OUTCOME_RETRIED] +
-                             handled[OB_OUTCOME_FAILED] +
-                             handled[OB_OUTCOME_WAITING]),
+                 (long long)handled_total,
                  (long long)handled[OB_OUTCOME_DUPLICATE], ob_strerror(rc2),
                  ob_errmsg(e));
   } else {
-    int64_t handled[OB_OUTCOME_COUNT];
-    (void)ob_counters(e, &cnt);
-    for (int k = 0; k < OB_OUTCOME_COUNT; k++)
-      handled[k] = cnt.handled[OB_INPUT_QUEUE][k] + cnt.handled[OB_INPUT_SQS][k];
     /* The words of docs/operations.md, "One vocabulary": handled, then
     ** duplicates, as oncebox_handled_total and oncebox_duplicates_total. */
     ob__cli_note(OB_LOG_INFO, "run_stopped",
@@ -493,8 +488,7 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
             "%lld waiting), %lld duplicates; %lld payouts, %lld charges, "
             "%lld in the failure store, %lld still queued, %lld effect(s) "
             "open",
-            (long long)(handled[OB_OUTCOME_DONE] + handled[OB_OUTCOME_RETRIED] +
-                        handled[OB_OUTCOME_FAILED] + handled[OB_OUTCOME_WAITING]),
+            (long long)handled_total,
             (long long)handled[OB_OUTCOME_DONE],
             (long long)handled[OB_OUTCOME_RETRIED],
             (long long)handled[OB_OUTCOME_FAILED],
