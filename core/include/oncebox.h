@@ -669,9 +669,12 @@ typedef enum {
 /*
 ** Run the engine on its own libuv loop until the mode says stop. With
 ** handle_signals, SIGTERM and SIGINT stop claiming, let the message in hand
-** finish (commit or roll back) and return 0; a second signal kills the
-** process at once (its open transaction is rolled back by SQLite on the
-** next open). Returns 0 on a clean stop, OB_RUN_STALLED when an until-idle
+** finish (commit or roll back) and return 0; a second signal a second or
+** more after the first kills the process at once (its open transaction is
+** rolled back by SQLite on the next open). Signals within that second are
+** the same request: GNU timeout and process-group kills deliver one twice.
+** After a signal the handler stays installed until the process ends, so a
+** later signal during the caller's own clean-up still ends it. Returns 0 on a clean stop, OB_RUN_STALLED when an until-idle
 ** run stopped with work left that nothing can progress right now (outbox
 ** rows while SQS can't be reached, an SQS queue that can't be reached,
 ** messages waiting for effects whose provider can't be reached or whose

@@ -408,7 +408,7 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
                "SQS or a provider that can't be reached, or SQS messages\n"
                "someone else still holds.\n"
                "SIGTERM/SIGINT: finish the message in hand, exit 0; a second\n"
-               "signal exits at once.\n"
+               "signal a second or more later exits at once.\n"
                "Under systemd (Type=notify, NOTIFY_SOCKET set) it sends READY=1\n"
                "once the loop handles, WATCHDOG=1 every half of WATCHDOG_USEC\n"
                "and STOPPING=1 on the way out.\n"

@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <uv.h>
 
 #include "core/engine/engine_host.h"
@@ -427,16 +428,36 @@ static void close_sync(ob_engine_t* e) {
   while (ob__engine_runner(e) != NULL) uv_run(loop, UV_RUN_NOWAIT);
 }
 
-/* First SIGTERM/SIGINT: ask the loop to stop after the message in hand, and
-** restore the default action so a second signal ends the process at once
-** (SQLite rolls the open transaction back on the next open). Only
-** async-signal-safe calls here. */
+/* First SIGTERM/SIGINT: ask the loop to stop after the message in hand. A
+** later one ends the process at once (SQLite rolls the open transaction
+** back on the next open), but only from OB__SIGNAL_REPEAT_MS after the
+** first: GNU timeout signals the child and then its whole process group,
+** and `kill PID; kill -- -PGID` does the same, so one request often arrives
+** twice within microseconds to milliseconds. Taking that echo for a second
+** request lost the clean stop under load. Only async-signal-safe calls
+** here (clock_gettime, signal, raise); SIGTERM and SIGINT are both blocked
+** while it runs, so the first time is written once, by one handler. */
+#define OB__SIGNAL_REPEAT_MS 1000
+
+static volatile sig_atomic_t signal_seen;
+static struct timespec signal_first;
+
 static void on_signal(int sig) {
   ob__runner_t* r = signal_target;
-  (void)sig;
-  if (r != NULL) ob_stop(r->e);  /* a flag and uv_async_send: both safe */
-  signal(SIGTERM, SIG_DFL);
-  signal(SIGINT, SIG_DFL);
+  struct timespec now;
+  if (!signal_seen) {
+    signal_seen = 1;
+    (void)clock_gettime(CLOCK_MONOTONIC, &signal_first);
+    if (r != NULL) ob_stop(r->e);  /* a flag and uv_async_send: both safe */
+    return;
+  }
+  if (clock_gettime(CLOCK_MONOTONIC, &now) == 0 &&
+      (now.tv_sec - signal_first.tv_sec) * 1000 +
+              (now.tv_nsec - signal_first.tv_nsec) / 1000000 <
+          OB__SIGNAL_REPEAT_MS)
+    return;  /* the same request, delivered twice */
+  signal(sig, SIG_DFL);
+  raise(sig);  /* pending until this handler returns, then fatal */
 }
 
 int ob_run(ob_engine_t* e, ob_run_mode_t mode, int handle_signals) {
@@ -458,21 +479,29 @@ int ob_run(ob_engine_t* e, ob_run_mode_t mode, int handle_signals) {
   r = ob__engine_runner(e);
   r->mode = mode;
   if (handle_signals) {
-    struct sigaction sa;
+    struct sigaction sa, old;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SIGTERM);
+    sigaddset(&sa.sa_mask, SIGINT);
+    signal_seen = 0;
     signal_target = r;
-    sigaction(SIGTERM, &sa, &saved_term);
-    sigaction(SIGINT, &sa, &saved_int);
+    /* A run after a signalled one finds our handler still in place: what
+    ** to restore is still what the caller had before. */
+    sigaction(SIGTERM, &sa, &old);
+    if (old.sa_handler != on_signal) saved_term = old;
+    sigaction(SIGINT, &sa, &old);
+    if (old.sa_handler != on_signal) saved_int = old;
   }
   uv_run(&loop, UV_RUN_DEFAULT);
   rc = 0;
   if (handle_signals) {
     signal_target = NULL;
-    /* Leave the default action after a signal arrived: a second one must
-    ** still end the process at once during the close below. */
-    if (!ob__engine_stopping(e)) {
+    /* Keep the handler after a signal arrived: a later one must still end
+    ** the process at once during the close below and the caller's own
+    ** clean-up (the CLI's stop line), an echo of the first must not. */
+    if (!signal_seen) {
       sigaction(SIGTERM, &saved_term, NULL);
       sigaction(SIGINT, &saved_int, NULL);
     }
