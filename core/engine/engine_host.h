@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "oncebox.h"
+#include "core/util/recent.h"
 
 struct uv_loop_s;
 
@@ -47,6 +48,13 @@ void ob__engine_new_id(ob_engine_t* e, char out[OB_UUID_BUFLEN]);
 int ob__engine_proxy_noted(ob_engine_t* e);
 /* The database path given to ob_open. */
 const char* ob__engine_db_path(const ob_engine_t* e);
+/* Count give-ups and retries over the last period_ms from now on (health's
+** count rules); a second call starts again with the new period. */
+void ob__engine_recent_enable(ob_engine_t* e, int64_t period_ms);
+/* Count n of kind (OB__RECENT_*) now; nothing until enabled. */
+void ob__engine_recent_add(ob_engine_t* e, int kind, int64_t n);
+/* How many of kind in the period ending now; 0 until enabled. */
+int64_t ob__engine_recent_sum(const ob_engine_t* e, int kind);
 /* 1 once ob_stop was called (or a signal arrived) and until ob_attach. */
 int ob__engine_stopping(const ob_engine_t* e);
 /* 1 while a handler's transaction is open: no driver may start another. */

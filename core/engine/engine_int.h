@@ -10,6 +10,7 @@
 #include "core/engine/engine_host.h"
 #include "core/util/clock_jump.h"
 #include "core/util/log_limit.h"
+#include "core/util/recent.h"
 #include "core/util/uuid.h"
 #include "oncebox.h"
 #include "core/util/trace_context.h"
@@ -95,6 +96,10 @@ struct ob_engine_s {
   ob__log_limit_t log_limit;  /* repeated identical errors (ob__logr) */
   /* Process counters (core/engine/counters.c): memory only. */
   ob_counters_t counters;
+  /* Give-ups and retries of the last period, for health; counted once
+  ** ob__engine_recent_enable set a period (the metrics listener). */
+  int recent_on;
+  ob__recent_t recent;
 };
 
 /* Count a committed batch's outcomes (input: OB_INPUT_*). */

@@ -1556,6 +1556,16 @@ typedef struct ob_metrics_options_s {
   int64_t write_error_ms;      /* a handling write failing and none
                                ** committed since, for longer: 0 (at once) */
   int effects_unknown_max;     /* more effects in state unknown: 0 */
+  /* The count rules, over the last period_ms (Fluent Bit's HC_Period,
+  ** HC_Errors_Count and HC_Retry_Failure_Count): unhealthy while more
+  ** than failed_max messages were given up on in it (moved to the failure
+  ** store, or outbox events parked), or more than retried_max handling
+  ** attempts were rescheduled. Counted in memory from ob_metrics_enable
+  ** on, to within a sixtieth of the period. A period of 0 turns both off,
+  ** a negative maximum its own rule. */
+  int64_t period_ms;           /* 60000 */
+  int failed_max;              /* 5 */
+  int retried_max;             /* 5 */
 } ob_metrics_options_t;
 
 /* Fill o with the defaults above (listen NULL). This function can't fail. */

@@ -46,6 +46,12 @@ void ob__health_eval(const ob__health_input_t* in, ob__health_t* out) {
     out->reasons |= OB__HEALTH_RELAY_FAILING;
   if (in->stats->effects_unknown > in->effects_unknown_max)
     out->reasons |= OB__HEALTH_EFFECTS_UNKNOWN;
+  if (in->period_ms > 0 && in->failed_max >= 0 &&
+      in->failed_in_period > in->failed_max)
+    out->reasons |= OB__HEALTH_FAILURES;
+  if (in->period_ms > 0 && in->retried_max >= 0 &&
+      in->retried_in_period > in->retried_max)
+    out->reasons |= OB__HEALTH_RETRIES;
 }
 
 const char* ob__health_reason_name(unsigned bit) {
@@ -54,6 +60,8 @@ const char* ob__health_reason_name(unsigned bit) {
     case OB__HEALTH_DISK_RESERVE: return "disk_reserve";
     case OB__HEALTH_RELAY_FAILING: return "relay_failing";
     case OB__HEALTH_EFFECTS_UNKNOWN: return "effects_unknown";
+    case OB__HEALTH_FAILURES: return "failures";
+    case OB__HEALTH_RETRIES: return "retries";
     default: return "";
   }
 }
@@ -66,7 +74,7 @@ char* ob__health_json(const ob__health_input_t* in, const ob__health_t* h) {
   size_t rn = 0, cap = 1024;
   char* out;
   int n;
-  for (unsigned bit = 1; bit <= OB__HEALTH_EFFECTS_UNKNOWN; bit <<= 1) {
+  for (unsigned bit = 1; bit <= OB__HEALTH_LAST; bit <<= 1) {
     if (!(h->reasons & bit)) continue;
     n = snprintf(reasons + rn, sizeof reasons - rn, "%s\"%s\"",
                  rn ? "," : "", ob__health_reason_name(bit));
@@ -82,7 +90,10 @@ char* ob__health_json(const ob__health_input_t* in, const ob__health_t* h) {
                "\"relay_failing_seconds\":%" PRId64 ","
                "\"outbox_oldest_age_seconds\":%" PRId64 ","
                "\"effects_unknown\":%" PRId64 ","
-               "\"failed_messages\":%" PRId64 "},"
+               "\"failed_messages\":%" PRId64 ","
+               "\"period_seconds\":%" PRId64 ","
+               "\"failed_in_period\":%" PRId64 ","
+               "\"retried_in_period\":%" PRId64 "},"
                "\"time\":\"%s\"}\n",
                h->reasons ? "unhealthy" : "ok", reasons,
                in->write_probe == 0 ? ob_err_name(in->write_probe_error)
@@ -92,7 +103,9 @@ char* ob__health_json(const ob__health_input_t* in, const ob__health_t* h) {
                s ? s->space_level : 0, s ? s->relay_online : -1,
                h->relay_failing_for_ms / 1000,
                s ? s->outbox_oldest_unpublished_age_ms / 1000 : 0,
-               s ? s->effects_unknown : 0, s ? s->failed : 0, when);
+               s ? s->effects_unknown : 0, s ? s->failed : 0,
+               in->period_ms / 1000, in->failed_in_period,
+               in->retried_in_period, when);
   if (n < 0 || (size_t)n >= cap) {
     free(out);
     return NULL;

@@ -16,7 +16,10 @@ enum {
   OB__HEALTH_DB_NOT_WRITABLE = 1 << 0,  /* "db_not_writable" */
   OB__HEALTH_DISK_RESERVE = 1 << 1,     /* "disk_reserve" */
   OB__HEALTH_RELAY_FAILING = 1 << 2,    /* "relay_failing" */
-  OB__HEALTH_EFFECTS_UNKNOWN = 1 << 3   /* "effects_unknown" */
+  OB__HEALTH_EFFECTS_UNKNOWN = 1 << 3,  /* "effects_unknown" */
+  OB__HEALTH_FAILURES = 1 << 4,         /* "failures" */
+  OB__HEALTH_RETRIES = 1 << 5,          /* "retries" */
+  OB__HEALTH_LAST = OB__HEALTH_RETRIES
 };
 
 typedef struct ob__health_input_s {
@@ -29,6 +32,12 @@ typedef struct ob__health_input_s {
   int64_t relay_failing_ms;        /* ob_metrics_options_t's thresholds */
   int64_t write_error_ms;
   int effects_unknown_max;
+  /* The count rules (a running engine only; period_ms 0: off). */
+  int64_t period_ms;
+  int failed_max;                  /* negative: this rule off */
+  int retried_max;
+  int64_t failed_in_period;        /* given up on in the last period */
+  int64_t retried_in_period;       /* rescheduled in the last period */
 } ob__health_input_t;
 
 typedef struct ob__health_s {
@@ -46,7 +55,10 @@ typedef struct ob__health_s {
 **     at least relay_failing_ms, or the relay's last record says offline or
 **     an error while the oldest unpublished event is at least that old;
 **   effects_unknown: more effects in state unknown than effects_unknown_max
-**     (money whose outcome no one knows yet). */
+**     (money whose outcome no one knows yet);
+**   failures / retries (period_ms > 0, maximum >= 0): more messages given
+**     up on, or more attempts rescheduled, in the last period than the
+**     maximum. */
 void ob__health_eval(const ob__health_input_t* in, ob__health_t* out);
 
 /* The reason's JSON name for one bit, "" for another value. */

@@ -187,6 +187,9 @@ int ob__cli_enable_provider(ob_engine_t* e, cli_provider_t* p, const char* cmd);
 #define CLI_OPT_METRICS_REFRESH 0x132
 #define CLI_OPT_HEALTH_RELAY_FAILING 0x133
 #define CLI_OPT_HEALTH_EFFECTS_UNKNOWN 0x134
+#define CLI_OPT_HEALTH_PERIOD 0x135
+#define CLI_OPT_HEALTH_FAILED 0x136
+#define CLI_OPT_HEALTH_RETRIED 0x137
 #define CLI_HEALTH_LONG_OPTIONS                                              \
   {"health-relay-failing", required_argument, NULL,                          \
    CLI_OPT_HEALTH_RELAY_FAILING},                                            \
@@ -196,6 +199,9 @@ int ob__cli_enable_provider(ob_engine_t* e, cli_provider_t* p, const char* cmd);
   {"metrics-listen", required_argument, NULL, CLI_OPT_METRICS_LISTEN},       \
   {"metrics-allow-remote", no_argument, NULL, CLI_OPT_METRICS_ALLOW_REMOTE}, \
   {"metrics-refresh", required_argument, NULL, CLI_OPT_METRICS_REFRESH},     \
+  {"health-period", required_argument, NULL, CLI_OPT_HEALTH_PERIOD},         \
+  {"health-failed", required_argument, NULL, CLI_OPT_HEALTH_FAILED},         \
+  {"health-retried", required_argument, NULL, CLI_OPT_HEALTH_RETRIED},       \
   CLI_HEALTH_LONG_OPTIONS
 
 typedef struct cli_metrics_s {
@@ -294,6 +300,7 @@ typedef enum {
   CFG_PROVIDER_REFERENCE_LOOKUP,
   CFG_METRICS_LISTEN, CFG_METRICS_ALLOW_REMOTE, CFG_METRICS_REFRESH,
   CFG_HEALTH_RELAY_FAILING, CFG_HEALTH_EFFECTS_UNKNOWN,
+  CFG_HEALTH_PERIOD, CFG_HEALTH_FAILED, CFG_HEALTH_RETRIED,
   CFG_N
 } cli_cfg_id_t;
 

@@ -167,6 +167,13 @@ static const setting_t settings[CFG_N] = {
        CFG_HEALTH_EFFECTS_UNKNOWN),
      "ONCEBOX_HEALTH_EFFECTS_UNKNOWN", "run/health --health-effects-unknown",
      NULL, 0, 0, "0"},
+    {"metrics", K("health_period", OB_CFG_DURATION, 0, BIG, CFG_HEALTH_PERIOD),
+     "ONCEBOX_HEALTH_PERIOD", "run --health-period", NULL, 0, 1000, "1m"},
+    {"metrics", K("health_failed", OB_CFG_INT, -1, 1000000000, CFG_HEALTH_FAILED),
+     "ONCEBOX_HEALTH_FAILED", "run --health-failed", NULL, 0, 0, "5"},
+    {"metrics",
+     K("health_retried", OB_CFG_INT, -1, 1000000000, CFG_HEALTH_RETRIED),
+     "ONCEBOX_HEALTH_RETRIED", "run --health-retried", NULL, 0, 0, "5"},
 };
 
 enum { L_FLAG, L_ENV, L_FILE, NLAYERS };

@@ -23,7 +23,14 @@ const char ob__cli_metrics_help[] =
     "  --metrics-allow-remote  allow a non-loopback address (0.0.0.0, a LAN\n"
     "                       address): anyone who reaches it reads the figures\n"
     "  --metrics-refresh DURATION  re-read the database's figures at most this\n"
-    "                       often (default 5s; counters are always fresh)\n";
+    "                       often (default 5s; counters are always fresh)\n"
+    "  --health-period DURATION  the period of the two count rules below\n"
+    "                       (default 1m; 0 turns both off)\n"
+    "  --health-failed N    more messages given up on in the period (to the\n"
+    "                       failure store, or outbox events parked) than N is\n"
+    "                       unhealthy (default 5; -1 turns the rule off)\n"
+    "  --health-retried N   more handling attempts rescheduled in the period\n"
+    "                       than N is unhealthy (default 5; -1: off)\n";
 
 void ob__cli_metrics_init(cli_metrics_t* m) {
   memset(m, 0, sizeof m[0]);
@@ -51,6 +58,15 @@ int ob__cli_metrics_option(cli_metrics_t* m, cli_t* cli, int c,
     case CLI_OPT_HEALTH_EFFECTS_UNKNOWN:
       return ob__cli_cfg_flag(cli, CFG_HEALTH_EFFECTS_UNKNOWN, arg,
                               "--health-effects-unknown", cmd) < 0 ? -1 : 1;
+    case CLI_OPT_HEALTH_PERIOD:
+      return ob__cli_cfg_flag(cli, CFG_HEALTH_PERIOD, arg, "--health-period",
+                              cmd) < 0 ? -1 : 1;
+    case CLI_OPT_HEALTH_FAILED:
+      return ob__cli_cfg_flag(cli, CFG_HEALTH_FAILED, arg, "--health-failed",
+                              cmd) < 0 ? -1 : 1;
+    case CLI_OPT_HEALTH_RETRIED:
+      return ob__cli_cfg_flag(cli, CFG_HEALTH_RETRIED, arg, "--health-retried",
+                              cmd) < 0 ? -1 : 1;
     default:
       return 0;
   }
@@ -63,6 +79,9 @@ static void metrics_from_settings(cli_metrics_t* m, const cli_t* cli) {
   m->opts.relay_failing_ms = ob__cli_cfg_int(cli, CFG_HEALTH_RELAY_FAILING);
   m->opts.effects_unknown_max =
       (int)ob__cli_cfg_int(cli, CFG_HEALTH_EFFECTS_UNKNOWN);
+  m->opts.period_ms = ob__cli_cfg_int(cli, CFG_HEALTH_PERIOD);
+  m->opts.failed_max = (int)ob__cli_cfg_int(cli, CFG_HEALTH_FAILED);
+  m->opts.retried_max = (int)ob__cli_cfg_int(cli, CFG_HEALTH_RETRIED);
 }
 
 int ob__cli_enable_metrics(ob_engine_t* e, cli_t* cli, cli_metrics_t* m) {
@@ -183,7 +202,7 @@ int ob__cmd_health(cli_t* cli, int argc, char** argv) {
     printf("ok\n");
   } else {
     printf("unhealthy:");
-    for (unsigned bit = 1; bit <= OB__HEALTH_EFFECTS_UNKNOWN; bit <<= 1)
+    for (unsigned bit = 1; bit <= OB__HEALTH_LAST; bit <<= 1)
       if (h.reasons & bit) printf(" %s", ob__health_reason_name(bit));
     printf("\n");
   }

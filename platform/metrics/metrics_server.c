@@ -95,6 +95,11 @@ static void health_input(server_t* srv, const ob_counters_t* c,
   in->relay_failing_ms = srv->opts.relay_failing_ms;
   in->write_error_ms = srv->opts.write_error_ms;
   in->effects_unknown_max = srv->opts.effects_unknown_max;
+  in->period_ms = srv->opts.period_ms;
+  in->failed_max = srv->opts.failed_max;
+  in->retried_max = srv->opts.retried_max;
+  in->failed_in_period = ob__engine_recent_sum(srv->e, OB__RECENT_FAILED);
+  in->retried_in_period = ob__engine_recent_sum(srv->e, OB__RECENT_RETRIED);
 }
 
 /* ---- HTTP ----------------------------------------------------------------- */
@@ -384,6 +389,9 @@ void ob_metrics_options_init(ob_metrics_options_t* o) {
   o->relay_failing_ms = 300000;
   o->write_error_ms = 0;
   o->effects_unknown_max = 0;
+  o->period_ms = 60000;
+  o->failed_max = 5;
+  o->retried_max = 5;
 }
 
 /* "HOST:PORT" / "[V6]:PORT", numeric. 0, or -1 with the reason. */
@@ -453,10 +461,10 @@ int ob_metrics_enable(ob_engine_t* e, const ob_metrics_options_t* o,
     return ob__errbuf_set(errbuf, errlen, OB_ESTATE,
                           "metrics: enable before attaching");
   if (o->stats_refresh_ms < 100 || o->relay_failing_ms < 0 ||
-      o->write_error_ms < 0 || o->effects_unknown_max < 0)
+      o->write_error_ms < 0 || o->effects_unknown_max < 0 || o->period_ms < 0)
     return ob__errbuf_set(errbuf, errlen, OB_EINVAL,
                           "metrics: stats_refresh_ms must be at least 100 and "
-                          "the health thresholds non-negative");
+                          "the health thresholds and period non-negative");
   srv = calloc(1, sizeof *srv);
   if (srv == NULL) return OB_ENOMEM;
   srv->opts = *o;
@@ -484,5 +492,6 @@ int ob_metrics_enable(ob_engine_t* e, const ob_metrics_options_t* o,
   c.destroy = srv_destroy;
   rc = ob__engine_add_component(e, &c);
   if (rc < 0) free(srv);
+  else if (o->period_ms > 0) ob__engine_recent_enable(e, o->period_ms);
   return rc;
 }

@@ -127,6 +127,7 @@ static void settle(relay_t* r, const int* ok, const char* const* error,
   r->parked += out.parked;
   ob__engine_counters(ENGINE(r))->relay_events_published += out.published;
   ob__engine_counters(ENGINE(r))->relay_events_parked += out.parked;
+  ob__engine_recent_add(ENGINE(r), OB__RECENT_FAILED, out.parked);
 }
 
 /* Count one request's result (ob_counters_t). */

@@ -14,7 +14,9 @@
 **   - effects_unknown: a payment provider that holds its answers past the
 **     client's timeout (fence/provider_sim.mjs, "slow" mode), then answers.
 **   - db_not_writable: the disk (a 4 MiB tmpfs, root only) filling under a
-**     running engine, then space freed.
+**     running engine, then space freed;
+**   - failures: more messages moved to the failure store within the
+**     period than allowed, then the period passing.
 ** The HTTP client here is a plain socket: what the listener must accept
 ** from any scraper is one GET with a Host header.
 ** Parts that need node (fauxqs, the provider simulator) skip with a reason
@@ -312,8 +314,11 @@ static void test_hostile_and_disk_reserve(void** state) {
           "'%s' >/dev/null 2>&1", g_oncebox, db, ndjson);
   full = rc == 6 || rc == 3;
   assert_true(full);
+  /* The fillers' failures are the means here, not the reason under test:
+  ** the count rule (test_failures_in_period) is off. */
   snprintf(args, sizeof args, "--db '%s' --max-db-bytes 512K run "
-           "--metrics-listen 127.0.0.1:%d --metrics-refresh 100ms", db, port);
+           "--metrics-listen 127.0.0.1:%d --metrics-refresh 100ms "
+           "--health-failed -1", db, port);
   pid = start_oncebox(args, errp);
   assert_int_equal(wait_health(port, 503, 15000, &body), 503);
   assert_non_null(strstr(body, "\"reasons\":[\"disk_reserve\"]"));
@@ -602,6 +607,44 @@ static void test_effect_unknown(void** state) {
   ts_rmdir(dir);
 }
 
+/* ---- messages given up on in a period: failures ------------------------ */
+
+/* Three payments without a paymentId go to the failure store at once: more
+** than --health-failed 2 within --health-period 3s is unhealthy
+** ("failures", with the count), and once the period has passed with no
+** new failure it is 200 again, the same run still going. */
+static void test_failures_in_period(void** state) {
+  char args[6000], id[40], *dir, *db, *body = NULL;
+  int port;
+  pid_t pid;
+  (void)state;
+  dir = ts_mkdtemp("metrics_failures");
+  db = ts_path(dir, "f.db");
+  for (int i = 0; i < 3; i++) {
+    uuid_n(id, i, 9);
+    assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' enqueue --type "
+                        "PaymentCaptured --id %s --body '{\"amount\":1}' "
+                        ">/dev/null", g_oncebox, db, id), 0);
+  }
+  port = free_port();
+  snprintf(args, sizeof args, "--db '%s' run --metrics-listen 127.0.0.1:%d "
+           "--metrics-refresh 100ms --health-period 3s --health-failed 2 "
+           "--health-retried -1", db, port);
+  pid = start_oncebox(args, "/dev/null");
+  assert_int_equal(wait_health(port, 503, 10000, &body), 503);
+  assert_non_null(strstr(body, "\"reasons\":[\"failures\"]"));
+  assert_non_null(strstr(body, "\"period_seconds\":3,\"failed_in_period\":3,"));
+  /* The one-shot command has no period to count in: the figures only. */
+  assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' health >/dev/null",
+                      g_oncebox, db), 0);
+  assert_int_equal(wait_health(port, 200, 10000, &body), 200);
+  assert_non_null(strstr(body, "\"failed_in_period\":0,"));
+  assert_int_equal(stop_oncebox(pid), 0);
+  free(body);
+  free(db);
+  ts_rmdir(dir);
+}
+
 /* ---- a full disk: db_not_writable -------------------------------------- */
 
 /* A small tmpfs in a mount namespace of this process (children inherit
@@ -705,6 +748,7 @@ int main(void) {
       cmocka_unit_test(test_scrape_during_run),
       cmocka_unit_test(test_relay_failing),
       cmocka_unit_test(test_effect_unknown),
+      cmocka_unit_test(test_failures_in_period),
       cmocka_unit_test(test_disk_full),  /* last: it enters a mount namespace */
   };
   signal(SIGPIPE, SIG_IGN);

@@ -41,6 +41,7 @@ static void test_defaults_are_the_library_s(void** state) {
   ob_options_t lib, ours;
   ob_consumer_options_t co;
   ob_provider_options_t po;
+  ob_metrics_options_t mo;
   (void)state;
   fresh(&cli);
   ob_options_init(&lib);
@@ -75,6 +76,16 @@ static void test_defaults_are_the_library_s(void** state) {
                    po.key_retention_ms);
   assert_int_equal(ob__cli_cfg_int(&cli, CFG_PROVIDER_IDEMPOTENCY),
                    po.idempotency_keys);
+  ob_metrics_options_init(&mo);
+  assert_int_equal(ob__cli_cfg_int(&cli, CFG_METRICS_REFRESH),
+                   mo.stats_refresh_ms);
+  assert_int_equal(ob__cli_cfg_int(&cli, CFG_HEALTH_RELAY_FAILING),
+                   mo.relay_failing_ms);
+  assert_int_equal(ob__cli_cfg_int(&cli, CFG_HEALTH_EFFECTS_UNKNOWN),
+                   mo.effects_unknown_max);
+  assert_int_equal(ob__cli_cfg_int(&cli, CFG_HEALTH_PERIOD), mo.period_ms);
+  assert_int_equal(ob__cli_cfg_int(&cli, CFG_HEALTH_FAILED), mo.failed_max);
+  assert_int_equal(ob__cli_cfg_int(&cli, CFG_HEALTH_RETRIED), mo.retried_max);
   for (int id = 0; id < CFG_N; id++) assert_int_equal(ob__cli_cfg_given(&cli, id), 0);
   ob__cli_cfg_free(&cli);
 }

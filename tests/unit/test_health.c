@@ -74,6 +74,38 @@ static void test_effects_unknown(void** state) {
   assert_int_equal(verdict(&f), 0);
 }
 
+/* The count rules: more than the maximum in the period, each on its own,
+** off with a period of 0 or a negative maximum; the body says how many. */
+static void test_failures_and_retries_in_period(void** state) {
+  fixture_t f;
+  ob__health_t h;
+  char* j;
+  (void)state;
+  setup_in(&f, 1);
+  f.in.period_ms = 60000;
+  f.in.failed_max = 5;
+  f.in.retried_max = 5;
+  f.in.failed_in_period = 5;
+  f.in.retried_in_period = 5;
+  assert_int_equal(verdict(&f), 0);
+  f.in.failed_in_period = 6;
+  assert_int_equal(verdict(&f), OB__HEALTH_FAILURES);
+  f.in.retried_in_period = 6;
+  assert_int_equal(verdict(&f), OB__HEALTH_FAILURES | OB__HEALTH_RETRIES);
+  ob__health_eval(&f.in, &h);
+  j = ob__health_json(&f.in, &h);
+  assert_non_null(j);
+  assert_non_null(strstr(j, "\"reasons\":[\"failures\",\"retries\"]"));
+  assert_non_null(strstr(j, "\"period_seconds\":60,\"failed_in_period\":6,"
+                            "\"retried_in_period\":6}"));
+  free(j);
+  f.in.failed_max = -1;
+  assert_int_equal(verdict(&f), OB__HEALTH_RETRIES);
+  f.in.failed_max = 0;
+  f.in.period_ms = 0;
+  assert_int_equal(verdict(&f), 0);
+}
+
 static void test_write_errors(void** state) {
   fixture_t f;
   ob__health_t h;
@@ -179,6 +211,7 @@ int main(void) {
       cmocka_unit_test(test_healthy),
       cmocka_unit_test(test_disk_reserve),
       cmocka_unit_test(test_effects_unknown),
+      cmocka_unit_test(test_failures_and_retries_in_period),
       cmocka_unit_test(test_write_errors),
       cmocka_unit_test(test_relay_counters),
       cmocka_unit_test(test_relay_record),
