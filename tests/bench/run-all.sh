@@ -129,12 +129,14 @@ fi
 if want relay; then
   say "relay: against the AWS SDK for JavaScript"
   "$bin/ob-bench-relay" "${relay_args[@]}" | tee "$res/relay.txt"
-  awk 'BEGIN { print "variant,events_per_s,peak_rss_mib" }
+  awk 'BEGIN { print "variant,events_per_s,req_per_event,cpu_us_per_event,process_cpu_us_per_event,server_cpu_us_per_event,peak_rss_mib" }
        /^  \((a|b|b.)\) / {
          line = $0; sub(/^  /, "", line)
          n = split(line, f, /  +/)
+         # f: label, events/s, (min-max), req/event, CPU us/event, process
+         # CPU, server CPU, RSS
          gsub(/ MiB/, "", f[n]); gsub(/,/, "", f[1])
-         printf "%s,%s,%s\n", f[1], f[2], f[n]
+         printf "%s,%s,%s,%s,%s,%s,%s\n", f[1], f[2], f[4], f[5], f[6], f[7], f[n]
        }' "$res/relay.txt" > "$res/relay.csv"
 fi
 if want footprint; then

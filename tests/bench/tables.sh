@@ -68,9 +68,9 @@ fi
 if [ -f "$r/relay.csv" ]; then
   echo "### Relay (ob-bench-relay)"
   echo
-  echo "| variant | events/s | peak RSS MiB |"
-  echo "|---|---:|---:|"
-  awk -F, 'NR > 1 { printf "| %s | %s | %s |\n", $1, $2, $3 }' "$r/relay.csv"
+  echo "| variant | events/s | requests / event | CPU us / event | process CPU us / event | server CPU us / event | peak RSS MiB |"
+  echo "|---|---:|---:|---:|---:|---:|---:|"
+  awk -F, 'NR > 1 { printf "| %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7 }' "$r/relay.csv"
   echo
 fi
 

@@ -37,12 +37,25 @@
 //                       mode: error (default) | reset | hang | lost-reply |
 //                             echo (an error echoing the request headers)
 //   POST /_test/clear                               drop queued faults
-//   GET  /_test/stats                               {"requests","sigBad",...}
+//   POST /_test/purge  {"QueueUrl"}                 PurgeQueue on the backend
+//                       (a benchmark frees the memory of a queue it has
+//                       checked)
+//   GET  /_test/stats                               {"requests","sigBad",...,
+//                       "queues": {QueueUrl: {"requests","byTarget",
+//                       "entries","notOk"}}}: per queue (the QueueUrl of the
+//                       JSON body; "-" if none), the SQS requests, the
+//                       entries of its SendMessageBatch requests, and the
+//                       answers that were not 2xx (signature refused, a
+//                       fault, the backend's error): what a benchmark reads
+//                       to count requests per event on the server side
 //   POST /_test/clock  {"advanceMs"}                fifo-rules only: move the
 //                       model's clock (visibility, delays, the 5-minute
 //                       deduplication interval); signatures keep real time
-// Everything listens on 127.0.0.1 only. Node core modules plus the two
-// npm packages pinned in tests/interop/package.json.
+// Everything listens on 127.0.0.1 only, with TCP_NODELAY on every
+// connection the terminator accepts or opens to the backend, so that Nagle's
+// algorithm delays no client's requests or replies (Node >= 18 sets it by
+// default on both; set here so it does not depend on that). Node core
+// modules plus the two npm packages pinned in tests/interop/package.json.
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
@@ -92,8 +105,24 @@ if (backend === 'fauxqs') {
 log(`FAUXQS ${fport}`);
 
 // ---- SigV4 verification ------------------------------------------------------
-const stats = { requests: 0, sigOk: 0, sigBad: 0, faults: 0, byTarget: {} };
+const stats = { requests: 0, sigOk: 0, sigBad: 0, faults: 0, byTarget: {}, queues: {} };
 const faults = [];
+
+// The per-queue record of one SQS request (see /_test/stats), counted.
+function countQueue(body, target) {
+  let url = '-';
+  let entries = 0;
+  try {
+    const j = JSON.parse(body.toString('utf8'));
+    if (typeof j.QueueUrl === 'string') url = j.QueueUrl;
+    if (target === 'AmazonSQS.SendMessageBatch' && Array.isArray(j.Entries)) entries = j.Entries.length;
+  } catch { /* not JSON: counted under "-" */ }
+  const q = stats.queues[url] ||= { requests: 0, byTarget: {}, entries: 0, notOk: 0 };
+  q.requests++;
+  q.byTarget[target] = (q.byTarget[target] || 0) + 1;
+  q.entries += entries;
+  return q;
+}
 
 function parseAuth(h) {
   const m = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/([^/]+)\/aws4_request, ?SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$/.exec(h || '');
@@ -156,6 +185,10 @@ function sqsError(res, status, code, message, query, extra = {}) {
   res.end(body);
 }
 
+// TCP_NODELAY on a connection to the backend (a reused keep-alive one too:
+// Node skips the call when it is already set).
+const noDelay = (s) => s.setNoDelay(true);
+
 // The backend's answer to one request: {statusCode, headers, body (Buffer)}.
 function upstream(req, body) {
   if (fifo) {
@@ -171,14 +204,16 @@ function upstream(req, body) {
       ur.on('data', (c) => chunks.push(c));
       ur.on('end', () => resolve({ statusCode: ur.statusCode, headers: ur.headers, body: Buffer.concat(chunks) }));
     });
+    up.on('socket', noDelay);
     up.on('error', reject);
     up.end(body);
   });
 }
 
-function forward(req, body, res, target, sig, loseReply) {
+function forward(req, body, res, target, sig, loseReply, q) {
   upstream(req, body).then((ur) => {
     const b = ur.body;
+    if (ur.statusCode >= 300) q.notOk++;
     if (loseReply) {   // applied by the backend, the reply never arrives
       log(`FAULT ${target} lost-reply ${ur.statusCode}`);
       req.socket.destroy();
@@ -193,7 +228,32 @@ function forward(req, body, res, target, sig, loseReply) {
     log(`REQ ${target} ${ur.statusCode} ${sig}`);
     res.writeHead(ur.statusCode, h);
     res.end(b);
-  }, (e) => { sqsError(res, 500, 'InternalFailure', String(e), null); });
+  }, (e) => { q.notOk++; sqsError(res, 500, 'InternalFailure', String(e), null); });
+}
+
+// A test route's SQS action, sent straight to the backend; its answer goes
+// to json(status, object).
+function backendAction(req, target, payload, json) {
+  const b = Buffer.from(JSON.stringify(payload));
+  if (fifo) {
+    fifo.dispatch(target, b, { baseUrl: `https://${req.headers.host}` })
+      .then((r) => json(r.status, JSON.parse(r.body)));
+    return;
+  }
+  // The way a signed client would reach fauxqs: the region comes from the
+  // Authorization scope (fauxqs reads nothing else from it).
+  const up = http.request({
+    host: '127.0.0.1', port: fport, method: 'POST', path: '/',
+    headers: { host: req.headers.host, 'content-type': 'application/x-amz-json-1.0',
+               'x-amz-target': target, 'content-length': b.length,
+               authorization: `AWS4-HMAC-SHA256 Credential=${accessKeyId}/20260101/${region}/sqs/aws4_request, SignedHeaders=host, Signature=${'0'.repeat(64)}` },
+  }, (ur) => {
+    const chunks = [];
+    ur.on('data', (c) => chunks.push(c));
+    ur.on('end', () => json(ur.statusCode, JSON.parse(Buffer.concat(chunks).toString() || '{}')));
+  });
+  up.on('socket', noDelay);
+  up.end(b);
 }
 
 function control(req, body, res) {
@@ -215,27 +275,13 @@ function control(req, body, res) {
     fifo.advance(Number(arg.advanceMs) || 0);
     return json(200, { now: fifo.clock() });
   }
-  if (req.url === '/_test/create' && fifo) {
-    const b = Buffer.from(JSON.stringify({ QueueName: arg.QueueName, Attributes: arg.Attributes || {} }));
-    fifo.dispatch('AmazonSQS.CreateQueue', b, { baseUrl: `https://${req.headers.host}` })
-      .then((r) => json(r.status, JSON.parse(r.body)));
+  if (req.url === '/_test/create') {
+    backendAction(req, 'AmazonSQS.CreateQueue',
+                  { QueueName: arg.QueueName, Attributes: arg.Attributes || {} }, json);
     return undefined;
   }
-  if (req.url === '/_test/create') {
-    // CreateQueue the way a signed client would reach it: the region comes
-    // from the Authorization scope (fauxqs reads nothing else from it).
-    const b = Buffer.from(JSON.stringify({ QueueName: arg.QueueName, Attributes: arg.Attributes || {} }));
-    const up = http.request({
-      host: '127.0.0.1', port: fport, method: 'POST', path: '/',
-      headers: { host: req.headers.host, 'content-type': 'application/x-amz-json-1.0',
-                 'x-amz-target': 'AmazonSQS.CreateQueue', 'content-length': b.length,
-                 authorization: `AWS4-HMAC-SHA256 Credential=${accessKeyId}/20260101/${region}/sqs/aws4_request, SignedHeaders=host, Signature=${'0'.repeat(64)}` },
-    }, (ur) => {
-      const chunks = [];
-      ur.on('data', (c) => chunks.push(c));
-      ur.on('end', () => json(ur.statusCode, JSON.parse(Buffer.concat(chunks).toString() || '{}')));
-    });
-    up.end(b);
+  if (req.url === '/_test/purge') {
+    backendAction(req, 'AmazonSQS.PurgeQueue', { QueueUrl: arg.QueueUrl }, json);
     return undefined;
   }
   return json(404, { error: 'no such test route' });
@@ -254,10 +300,12 @@ const tls = https.createServer({
     const target = req.headers['x-amz-target'] || '-';
     stats.requests++;
     stats.byTarget[target] = (stats.byTarget[target] || 0) + 1;
+    const q = countQueue(body, target);
     let bad;
     try { bad = await verify(req, body); } catch (e) { bad = [403, 'IncompleteSignature', String(e), 'bad']; }
     if (bad) {
       stats.sigBad++;
+      q.notOk++;
       const [status, code, message, tag] = bad;
       log(`REQ ${target} ${status} ${tag}`);
       sqsError(res, status, code, message, `${code};Sender`);
@@ -268,10 +316,11 @@ const tls = https.createServer({
     if (fi >= 0) {
       const f = faults.splice(fi, 1)[0];
       stats.faults++;
+      q.notOk++;
       const mode = f.mode || 'error';
       if (mode === 'reset') { log(`FAULT ${target} reset 0`); req.socket.destroy(); return; }
       if (mode === 'hang') { log(`FAULT ${target} hang 0`); return; }
-      if (mode === 'lost-reply') return forward(req, body, res, target, 'ok', true);
+      if (mode === 'lost-reply') return forward(req, body, res, target, 'ok', true, q);
       if (mode === 'echo') {
         // What some gateways and debugging proxies do: an error whose text
         // echoes the request's headers, credentials included, with a
@@ -290,9 +339,11 @@ const tls = https.createServer({
                f.message || 'Service is unavailable, try again', f.query || null, extra);
       return;
     }
-    forward(req, body, res, target, 'ok', false);
+    forward(req, body, res, target, 'ok', false, q);
   });
 });
+// The TCP socket under each TLS connection, before its handshake.
+tls.on('connection', noDelay);
 tls.listen(0, '127.0.0.1', () => log(`PORT ${tls.address().port}`));
 
 const stop = () => {
