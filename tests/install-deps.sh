@@ -12,13 +12,19 @@ pkgs=(build-essential g++ cmake pkg-config
       libcmocka-dev node-llhttp
       openssl socat faketime ca-certificates
       debhelper dpkg-dev lintian fakeroot groff-base man-db systemd
-      prometheus python3)
+      prometheus python3
+      libpq-dev postgresql-15)
 # (The Debian packaging: tests/packaging/deb.sh and test_deb.sh; groff-base
 # and man-db for the man_pages test; systemd for systemd-analyze and the
 # package's systemd-sysusers.) prometheus for promtool: tests/cli/
 # test_prometheus.sh checks `stats --prometheus` with `promtool check metrics`
 # (only promtool is used; the package brings the server and its web assets).
 # python3: tests/cli/test_logs.sh parses every log line with its json module.
+# libpq-dev and postgresql-15 (issue 20, docs/postgresql.md): libpq for the
+# build's PostgreSQL support (ONCEBOX_POSTGRESQL=AUTO finds it), and the
+# server programs the tests start in temporary directories (initdb, pg_ctl:
+# tests/support/pg_server.c). The package's own cluster is not used; as
+# root the tests run the server as the `postgres` user it creates.
 # More packages as arguments (tests/cross.sh: the cross compiler and the
 # target's :ARCH libraries).
 pkgs+=("$@")
