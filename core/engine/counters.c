@@ -34,24 +34,22 @@ void ob__counters_batch(ob_engine_t* e, int input, const ob_batch_result_t* r) {
   ob__engine_recent_add(e, OB__RECENT_RETRIED, r->retried);
 }
 
-/* The period's clock: the monotonic one where there is one, so a wall
-** clock set back or forward neither empties nor floods the window. */
-static int64_t period_now(const ob_engine_t* e) {
-  const ob_clock_t* k = e->opts.clock;
-  return k->monotonic_ms != NULL ? k->monotonic_ms(k->ctx) : k->now_ms(k->ctx);
-}
-
+/* The period runs on ob__engine_steady_ms: a wall clock set back or
+** forward neither empties nor floods the window. */
 void ob__engine_recent_enable(ob_engine_t* e, int64_t period_ms) {
   ob__recent_init(&e->recent, period_ms);
   e->recent_on = 1;
 }
 
 void ob__engine_recent_add(ob_engine_t* e, int kind, int64_t n) {
-  if (e->recent_on && n > 0) ob__recent_add(&e->recent, period_now(e), kind, n);
+  if (e->recent_on && n > 0)
+    ob__recent_add(&e->recent, ob__engine_steady_ms(e), kind, n);
 }
 
 int64_t ob__engine_recent_sum(const ob_engine_t* e, int kind) {
-  return e->recent_on ? ob__recent_sum(&e->recent, period_now(e), kind) : 0;
+  return e->recent_on
+             ? ob__recent_sum(&e->recent, ob__engine_steady_ms(e), kind)
+             : 0;
 }
 
 void ob__counters_write_error(ob_engine_t* e, int rc) {

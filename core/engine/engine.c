@@ -47,9 +47,7 @@ static void log_deliver(ob_engine_t* e, const ob_log_record_t* r) {
   if (e->opts.log != NULL) e->opts.log(e->opts.log_ctx, r->level, r->msg);
 }
 
-/* The limiter's time: the monotonic clock when there is one, so a wall
-** clock set back does not hold a window open. */
-static int64_t log_now(const ob_engine_t* e) {
+int64_t ob__engine_steady_ms(const ob_engine_t* e) {
   const ob_clock_t* c = e->opts.clock;
   return c->monotonic_ms ? c->monotonic_ms(c->ctx) : c->now_ms(c->ctx);
 }
@@ -75,7 +73,8 @@ static void log_v(ob_engine_t* e, ob_log_record_t* r, const char* fmt,
   char buf[1024];
   if (!ob__log_on(e, r->level)) return;
   if (r->event == NULL) r->event = "log";
-  if (!ob__log_limit_pass(&e->log_limit, r, log_now(e), log_summary, e))
+  if (!ob__log_limit_pass(&e->log_limit, r, ob__engine_steady_ms(e),
+                          log_summary, e))
     return;
   vsnprintf(buf, sizeof buf, fmt, ap);
   r->msg = buf;
@@ -635,14 +634,14 @@ static int process_row_tx(ob_engine_t* e, const ob__queue_row_t* r,
   int verdict, rc;
   /* The handling time is read only when a debug record may carry it. */
   int timed = ob__log_on(e, OB_LOG_DEBUG);
-  int64_t t0 = timed ? log_now(e) : 0, took = -1;
+  int64_t t0 = timed ? ob__engine_steady_ms(e) : 0, took = -1;
 
   res->claimed++;
   rc = ob__db_savepoint(&e->db);
   if (rc < 0) return rc;
   verdict = run_handlers(e, r, now, tx, &msg, ctx);
   if (verdict < 0) return verdict;
-  if (timed) took = log_now(e) - t0;
+  if (timed) took = ob__engine_steady_ms(e) - t0;
   if (verdict == ROW_WAIT) {
     /* Only the effect's claim and the wait commit: the handler's writes and
     ** the dedup record are undone, and it runs again with the outcome. */

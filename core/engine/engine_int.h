@@ -102,6 +102,11 @@ struct ob_engine_s {
   ob__recent_t recent;
 };
 
+/* The time of windows and limits (the log repeat limiter, health's count
+** rules): the clock's monotonic_ms when it has one, so a wall clock set
+** back or forward does not hold a window open or empty it; else now_ms. */
+int64_t ob__engine_steady_ms(const ob_engine_t* e);
+
 /* Count a committed batch's outcomes (input: OB_INPUT_*). */
 void ob__counters_batch(ob_engine_t* e, int input, const ob_batch_result_t* r);
 /* Count a handling transaction that could not begin or commit. */
