@@ -84,7 +84,15 @@ typedef struct ob__user_stmt_s {
   uint64_t last_used;
 } ob__user_stmt_t;
 
+struct ob__store_ops_s;
+struct ob__pg_s;
+
+/* One connection to the database, of either backend (docs/decisions/0018).
+** The fields from in_tx on are the backend-neutral state core/ may read;
+** db, stmt and user are the SQLite backend's, pg the PostgreSQL one's. */
 typedef struct ob__db_s {
+  const struct ob__store_ops_s* ops;  /* the backend; NULL: never opened */
+  struct ob__pg_s* pg;
   sqlite3* db;
   sqlite3_stmt* stmt[OB__STMT_COUNT];
   ob__user_stmt_t user[OB__USER_STMT_CACHE];
@@ -93,7 +101,7 @@ typedef struct ob__db_s {
   int savepoints;     /* open SAVEPOINT ob_msg: 0 or 1, inside in_tx only */
   int sync_full;      /* configured synchronous=FULL */
   int relaxed;        /* the open transaction runs at NORMAL */
-  int last_err;       /* code of the last ob__db_fail (ob__db_stmt's NULL) */
+  int last_err;       /* code of the last failed statement */
   int user_read_only; /* ob__user_exec refuses statements that write (ob_read) */
   char errmsg[OB__ERRMSG_LEN];
 } ob__db_t;
@@ -103,13 +111,24 @@ typedef struct ob__db_s {
 /* PRAGMA application_id: "OBX1". */
 #define OB__APPLICATION_ID 0x4f425831
 
-/* ---- db.c: open, pragmas, errors, transactions ------------------------- */
+/* ---- store.c and each backend's db.c: open, errors, transactions -------- */
+
+/* 1 if name is a PostgreSQL connection string: a postgresql:// or
+** postgres:// URI, or libpq's key=value form (an '=' before any '/'; a
+** file whose name has an '=' is named with a '/', as ./a=b.db). */
+int ob__db_name_is_postgresql(const char* name);
+/* 1 if the database is PostgreSQL (open), 0 if SQLite or closed. */
+int ob__db_is_postgresql(const ob__db_t* db);
 
 /*
-** Create the file 0600 if missing (via platform), open it, apply pragmas
-** (WAL verified, synchronous, busy_timeout, foreign_keys, trusted_schema
-** off, defensive), migrate. On failure everything is closed and errmsg says
-** why.
+** Open the database name names and migrate it. The name chooses the
+** backend (ob__db_name_is_postgresql): a file path is SQLite, which
+** creates the file 0600 if missing (via platform), opens it, applies the
+** pragmas (WAL verified, synchronous, busy_timeout, foreign_keys,
+** trusted_schema off, defensive); a PostgreSQL connection string connects
+** (storage/postgresql). A build without PostgreSQL refuses such a name with
+** OB_EINVAL and creates nothing. On failure everything is closed and
+** errmsg says why; errmsg never holds the connection string's password.
 */
 int ob__db_open(ob__db_t* db, const char* path, ob_sync_t sync,
                 int busy_timeout_ms, int64_t max_bytes);
@@ -142,21 +161,12 @@ int ob__db_open_ext(ob__db_t* db, const char* path, ob_sync_t sync,
 /* Finalize every statement and close. Safe on a zeroed or failed db. */
 void ob__db_close(ob__db_t* db);
 
-/* Map an SQLite result code to OB_E*, recording "what: detail" in errmsg.
-** Returns the OB_E* code (never 0 for rc != OK). */
-int ob__db_fail(ob__db_t* db, int rc, const char* what);
 /* printf-style errmsg with an explicit code; returns code. */
 int ob__db_seterr(ob__db_t* db, int code, const char* fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* The same with a va_list (for wrappers that take their own ...). */
 int ob__db_vseterr(ob__db_t* db, int code, const char* fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
-
-/* The cached statement for id, prepared from sql on first use (the SQL text
-** lives next to the code that runs it). Returned reset and unbound; the
-** caller resets it after use. NULL on error: errmsg set, and the code
-** (OB_ENOMEM, OB_EIO, ...) in db->last_err for the caller to return. */
-sqlite3_stmt* ob__db_stmt(ob__db_t* db, ob__stmt_id_t id, const char* sql);
 
 /* The observed clock (retention_clock, one row): *ms, or OB_ENOTFOUND when
 ** no engine has recorded it yet. */
@@ -188,13 +198,6 @@ void ob__db_rollback(ob__db_t* db);    /* no-op outside a transaction */
 int ob__db_savepoint(ob__db_t* db);    /* SAVEPOINT ob_msg */
 int ob__db_release(ob__db_t* db);      /* RELEASE ob_msg */
 int ob__db_rollback_to(ob__db_t* db);  /* ROLLBACK TO ob_msg; RELEASE ob_msg */
-
-/* Step a bound statement that returns no rows, then reset and clear its
-** bindings. Returns the number of rows changed or a negative code. */
-int ob__db_step_done(ob__db_t* db, sqlite3_stmt* st, const char* what);
-
-/* Run a fixed statement (no parameters), e.g. a PRAGMA. */
-int ob__db_exec_fixed(ob__db_t* db, const char* sql);
 
 /* ---- schema.c ----------------------------------------------------------- */
 
@@ -264,14 +267,6 @@ int ob__queue_group_busy(ob__db_t* db, const char* group_key);
 int ob__queue_claim_ready(ob__db_t* db, int64_t now, int max,
                           ob__queue_row_t* rows);
 void ob__queue_row_free(ob__queue_row_t* r);
-/* One row of a SELECT of id, queue_name, message_id, type, headers, body,
-** attempts, first_failed_at, created_at into r (copies). 0, or -1 when out
-** of memory. */
-int ob__queue_row_read(sqlite3_stmt* st, ob__queue_row_t* r);
-/* Step such a SELECT (bound, LIMIT <= max, the size of rows) into rows,
-** reset it. Returns the count or a negative code (rows read so far freed). */
-int ob__queue_rows_read(ob__db_t* db, sqlite3_stmt* st, ob__queue_row_t* rows,
-                        int max, const char* what);
 
 /* The ack: delete the row. */
 int ob__queue_delete(ob__db_t* db, int64_t rowid);
@@ -382,20 +377,6 @@ int ob__stats(ob__db_t* db, int64_t now, ob_stats_t* s);
 ** caller's read transaction (ob_check opens it, then runs the modules'
 ** checks in it). Returns the number of violations or a negative code. */
 int ob__check(ob__db_t* db, void (*cb)(void* arg, const char* v), void* arg);
-
-/* Helpers for the modules' statistics and checks (payout_store.c,
-** charge_store.c). One integer from sql (?1 bound to now if present) into
-** *out: 0 or a negative code. */
-int ob__stats_scalar(ob__db_t* db, const char* sql, int64_t now,
-                     int64_t* out);
-/* 1 if the table exists, 0 if not, or a negative code. */
-int ob__stats_table_exists(ob__db_t* db, const char* table);
-/* Run each query of sqls[0..n) (one row per violation, column 0 its text)
-** and report each row through cb (may be NULL). Returns the number of
-** violations, or a negative code at the first query that fails to
-** prepare or step (a check that cannot run is an error, never "ok"). */
-int ob__check_queries(ob__db_t* db, const char* const* sqls, size_t n,
-                      void (*cb)(void* arg, const char* v), void* arg);
 
 /* ---- space.c: the disk-full policy's reads and deletes ------------------- */
 

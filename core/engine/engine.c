@@ -737,7 +737,7 @@ static void recover_after(ob_engine_t* e, int rc) {
   } else if (rc == OB_ENOSPC) {
     ob__space_note_full(e);
     if (!e->db.in_tx)
-      (void)ob__db_exec_fixed(&e->db, "PRAGMA wal_checkpoint(TRUNCATE)");
+      (void)ob__space_checkpoint(&e->db, 1);
   }
   memcpy(e->db.errmsg, msg, sizeof msg);
 }

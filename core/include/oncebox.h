@@ -95,7 +95,8 @@ OB_EXTERN const char* ob_version(void);
   XX(EPROTO, -23, "the peer sent a malformed or unexpected response")        \
   XX(EAUTH, -24, "the peer refused the credentials or the signature")        \
   XX(EREMOTE, -25, "the remote service refused the request")                 \
-  XX(EUNAVAIL, -26, "the remote service is unavailable or throttling")
+  XX(EUNAVAIL, -26, "the remote service is unavailable or throttling")     \
+  XX(ENOTSUP, -27, "not supported by this database backend or build")
 
 typedef enum {
   OB_OK = 0,

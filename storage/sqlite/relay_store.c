@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "core/util/assert.h"
-#include "storage/store.h"
+#include "storage/sqlite/sqlite_store.h"
 
 static char* dup_text(sqlite3_stmt* st, int i, size_t* len) {
   const unsigned char* t = sqlite3_column_text(st, i);
@@ -117,7 +117,7 @@ static int claim_step(sqlite3_stmt* st, int max, ob__relay_row_t* rows,
   return rc;
 }
 
-int ob__relay_claim(ob__db_t* db, const char* token, int64_t now,
+int ob__sqlite_relay_claim(ob__db_t* db, const char* token, int64_t now,
                     int64_t lease_until, int max, int ordered,
                     const char* const* priority, int npriority,
                     ob__relay_row_t* rows) {
@@ -142,7 +142,7 @@ int ob__relay_claim(ob__db_t* db, const char* token, int64_t now,
 
   OB__ASSERT(npriority >= 0 && npriority <= OB__RELAY_MAX_PRIORITY);
   /* A lost claim only delays a row until its lease would have expired. */
-  rc = ob__db_begin_relaxed(db);
+  rc = ob__sqlite_db_begin_relaxed(db);
   if (rc < 0) return rc;
   rc = SQLITE_DONE;
   if (npriority > 0) {
@@ -154,7 +154,7 @@ int ob__relay_claim(ob__db_t* db, const char* token, int64_t now,
                      priority_sql[ordered ? 1 : 0]);
     if (st == NULL) {
       int code = db->last_err;
-      ob__db_rollback(db);
+      ob__sqlite_db_rollback(db);
       return code;
     }
     sqlite3_bind_int64(st, 1, now);
@@ -171,7 +171,7 @@ int ob__relay_claim(ob__db_t* db, const char* token, int64_t now,
     if (st == NULL) {
       int code = db->last_err;
       for (int i = 0; i < n; i++) ob__relay_row_free(&rows[i]);
-      ob__db_rollback(db);
+      ob__sqlite_db_rollback(db);
       return code;
     }
     sqlite3_bind_int64(st, 1, now);
@@ -182,10 +182,10 @@ int ob__relay_claim(ob__db_t* db, const char* token, int64_t now,
   if (rc != SQLITE_DONE) {
     for (int i = 0; i < n; i++) ob__relay_row_free(&rows[i]);
     rc = ob__db_fail(db, rc, "relay claim");
-    ob__db_rollback(db);
+    ob__sqlite_db_rollback(db);
     return rc;
   }
-  rc = ob__db_commit(db);
+  rc = ob__sqlite_db_commit(db);
   if (rc < 0) {
     for (int i = 0; i < n; i++) ob__relay_row_free(&rows[i]);
     return rc;
@@ -196,7 +196,7 @@ int ob__relay_claim(ob__db_t* db, const char* token, int64_t now,
   return n;
 }
 
-int ob__relay_mark_published(ob__db_t* db, const char* id, const char* token,
+int ob__sqlite_relay_mark_published(ob__db_t* db, const char* id, const char* token,
                              int64_t now) {
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__R_MARK_PUBLISHED,
@@ -210,7 +210,7 @@ int ob__relay_mark_published(ob__db_t* db, const char* id, const char* token,
   return ob__db_step_done(db, st, "relay mark published");
 }
 
-int ob__relay_mark_failed(ob__db_t* db, const char* id, const char* token,
+int ob__sqlite_relay_mark_failed(ob__db_t* db, const char* id, const char* token,
                           int64_t next_attempt_at, const char* error,
                           int park_after, int64_t now) {
   sqlite3_stmt* st = ob__db_stmt(
@@ -236,12 +236,12 @@ static int exec_own_tx(ob__db_t* db, const char* sql, const char* text,
                        int64_t value, const char* what) {
   sqlite3_stmt* st = NULL;
   int rc, n;
-  rc = ob__db_begin(db);
+  rc = ob__sqlite_db_begin(db);
   if (rc < 0) return rc;
   rc = sqlite3_prepare_v2(db->db, sql, -1, &st, NULL);
   if (rc != SQLITE_OK) {
     rc = ob__db_fail(db, rc, what);
-    ob__db_rollback(db);
+    ob__sqlite_db_rollback(db);
     return rc;
   }
   if (text) sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
@@ -249,14 +249,14 @@ static int exec_own_tx(ob__db_t* db, const char* sql, const char* text,
   n = ob__db_step_done(db, st, what);
   sqlite3_finalize(st);
   if (n < 0) {
-    ob__db_rollback(db);
+    ob__sqlite_db_rollback(db);
     return n;
   }
-  rc = ob__db_commit(db);
+  rc = ob__sqlite_db_commit(db);
   return rc < 0 ? rc : n;
 }
 
-int ob__relay_release(ob__db_t* db, const char* token) {
+int ob__sqlite_relay_release(ob__db_t* db, const char* token) {
   return exec_own_tx(db,
                      /* A claimed row was due: nothing of it waits. */
                      "UPDATE outbox_event SET claim_token = NULL,"
@@ -265,7 +265,7 @@ int ob__relay_release(ob__db_t* db, const char* token) {
                      token, 0, "relay release");
 }
 
-int ob__relay_retry_parked(ob__db_t* db, int64_t now) {
+int ob__sqlite_relay_retry_parked(ob__db_t* db, int64_t now) {
   return exec_own_tx(db,
                      "UPDATE outbox_event SET parked_at = NULL,"
                      " attempt_count = 0, next_attempt_at = ?1, clock_ref = NULL"
@@ -273,7 +273,7 @@ int ob__relay_retry_parked(ob__db_t* db, int64_t now) {
                      NULL, now, "outbox retry-parked");
 }
 
-int ob__relay_backlog(ob__db_t* db, int64_t* unpublished, int64_t* parked) {
+int ob__sqlite_relay_backlog(ob__db_t* db, int64_t* unpublished, int64_t* parked) {
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__R_BACKLOG,
       "SELECT count(*), count(parked_at) FROM outbox_event"
@@ -291,7 +291,7 @@ int ob__relay_backlog(ob__db_t* db, int64_t* unpublished, int64_t* parked) {
   return ob__db_fail(db, rc, "outbox backlog");
 }
 
-int ob__relay_pending(ob__db_t* db, int64_t now, int due_only) {
+int ob__sqlite_relay_pending(ob__db_t* db, int64_t now, int due_only) {
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__R_PENDING,
       "SELECT EXISTS (SELECT 1 FROM outbox_event WHERE published_at IS NULL"
@@ -310,7 +310,7 @@ int ob__relay_pending(ob__db_t* db, int64_t now, int due_only) {
   return ob__db_fail(db, rc, "outbox pending");
 }
 
-int ob__relay_next_due(ob__db_t* db, int64_t now, int ordered, int64_t* at) {
+int ob__sqlite_relay_next_due(ob__db_t* db, int64_t now, int ordered, int64_t* at) {
   static const char* const sql[2] = {
       "SELECT min(max(next_attempt_at, coalesce(claim_until, 0)))"
       " FROM outbox_event o WHERE published_at IS NULL AND parked_at IS NULL",
@@ -334,7 +334,7 @@ int ob__relay_next_due(ob__db_t* db, int64_t now, int ordered, int64_t* at) {
   return ob__db_fail(db, rc, "relay next due");
 }
 
-int ob__relay_status_set(ob__db_t* db, const char* name, int online,
+int ob__sqlite_relay_status_set(ob__db_t* db, const char* name, int online,
                          int64_t last_publish_at, const char* last_error,
                          int64_t now) {
   sqlite3_stmt* st = ob__db_stmt(
@@ -355,7 +355,7 @@ int ob__relay_status_set(ob__db_t* db, const char* name, int online,
   return rc < 0 ? rc : 0;
 }
 
-int ob__outbox_list(ob__db_t* db, int filter, size_t limit,
+int ob__sqlite_outbox_list(ob__db_t* db, int filter, size_t limit,
                     int (*cb)(void* arg, const ob_outbox_row_t* r), void* arg) {
   sqlite3_stmt* st = NULL;
   int rc, n = 0;

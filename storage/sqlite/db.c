@@ -9,20 +9,8 @@
 
 #include "core/util/assert.h"
 #include "core/util/errbuf.h"
-#include "storage/private_file.h"
-#include "storage/store.h"
-
-int ob__db_vseterr(ob__db_t* db, int code, const char* fmt, va_list ap) {
-  return ob__errbuf_vset(db->errmsg, sizeof db->errmsg, code, fmt, ap);
-}
-
-int ob__db_seterr(ob__db_t* db, int code, const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  ob__db_vseterr(db, code, fmt, ap);
-  va_end(ap);
-  return code;
-}
+#include "storage/sqlite/private_file.h"
+#include "storage/sqlite/sqlite_store.h"
 
 static int map_rc(int rc) {
   switch (rc & 0xff) {
@@ -123,7 +111,7 @@ static int apply_size_cap(ob__db_t* db, int64_t max_bytes) {
   return ob__db_exec_fixed(db, sql);
 }
 
-int ob__db_page_size(ob__db_t* db, int* out) {
+int ob__sqlite_db_page_size(ob__db_t* db, int* out) {
   char page[32];
   int rc = pragma_text(db, "PRAGMA page_size", page, sizeof page);
   if (rc < 0) return rc;
@@ -131,11 +119,11 @@ int ob__db_page_size(ob__db_t* db, int* out) {
   return 0;
 }
 
-int ob__db_repage(ob__db_t* db, int page_size, int64_t max_bytes) {
+int ob__sqlite_db_repage(ob__db_t* db, int page_size, int64_t max_bytes) {
   char sql[64], mode[32];
   int rc, old, back;
   if (db->in_tx) return ob__db_seterr(db, OB_ESTATE, "vacuum inside a transaction");
-  if ((rc = ob__db_page_size(db, &old)) < 0) return rc;
+  if ((rc = ob__sqlite_db_page_size(db, &old)) < 0) return rc;
   if (old == page_size) return 0;
   /* The copy at a smaller page size needs more pages than the cap allows
   ** in pages: lifted for the copy, set again from bytes after. */
@@ -187,7 +175,7 @@ static int open_failed(ob__db_t* db, int rc, const char* path) {
 }
 
 /* The pragmas take no bound parameter; both values are integers. */
-int ob__db_set_wal_policy(ob__db_t* db, int checkpoint_pages,
+int ob__sqlite_db_set_wal_policy(ob__db_t* db, int checkpoint_pages,
                           int64_t size_limit_bytes) {
   char sql[128];
   snprintf(sql, sizeof sql,
@@ -215,18 +203,14 @@ static int switch_to_wal(ob__db_t* db, int busy_timeout_ms, char* mode,
   }
 }
 
-int ob__db_open(ob__db_t* db, const char* path, ob_sync_t sync,
-                int busy_timeout_ms, int64_t max_bytes) {
-  return ob__db_open_ext(db, path, sync, busy_timeout_ms, max_bytes, NULL);
-}
-
-int ob__db_open_ext(ob__db_t* db, const char* path, ob_sync_t sync,
+int ob__sqlite_db_open_ext(ob__db_t* db, const char* path, ob_sync_t sync,
                     int busy_timeout_ms, int64_t max_bytes,
                     const struct ob__schema_ext_s* ext) {
   char mode[32];
   int rc;
 
   memset(db, 0, sizeof *db);
+  db->ops = &ob__sqlite_store_ops;
   rc = ob__fs_prepare_private_file(path, db->errmsg, sizeof db->errmsg);
   if (rc < 0) return rc;
 
@@ -248,7 +232,7 @@ int ob__db_open_ext(ob__db_t* db, const char* path, ob_sync_t sync,
   /* Read-only, before anything writes: a file that is not a database fails
   ** here, and another application's database is refused while it is still
   ** exactly as it was (journal_mode=WAL would rewrite its header). */
-  rc = ob__schema_identify(db, ext != NULL && ext->adopt);
+  rc = ob__sqlite_schema_identify(db, ext != NULL && ext->adopt);
   if (rc < 0) goto fail;
   /* A new file gets 2 KiB pages (docs/decisions/0017-pages-and-wal-for-
   ** flash.md): half the bytes per message of 4 KiB ones. On a file that
@@ -274,7 +258,7 @@ int ob__db_open_ext(ob__db_t* db, const char* path, ob_sync_t sync,
                          "PRAGMA foreign_keys=ON;"
                          "PRAGMA temp_store=MEMORY;");
   if (rc < 0) goto fail;
-  rc = ob__db_set_wal_policy(db, OB__WAL_CHECKPOINT_PAGES,
+  rc = ob__sqlite_db_set_wal_policy(db, OB__WAL_CHECKPOINT_PAGES,
                              OB__WAL_SIZE_LIMIT_BYTES);
   if (rc < 0) goto fail;
   rc = pragma_text(db, "PRAGMA foreign_keys", mode, sizeof mode);
@@ -283,7 +267,7 @@ int ob__db_open_ext(ob__db_t* db, const char* path, ob_sync_t sync,
     rc = ob__db_seterr(db, OB_EDB, "foreign_keys could not be enabled");
     goto fail;
   }
-  rc = ob__schema_migrate(db, ext);
+  rc = ob__sqlite_schema_migrate(db, ext);
   if (rc < 0) goto fail;
   if (max_bytes > 0 && (rc = apply_size_cap(db, max_bytes)) < 0) goto fail;
   return 0;
@@ -293,13 +277,13 @@ fail:
     /* Keep the message: close() must not clobber it. */
     char msg[OB__ERRMSG_LEN];
     memcpy(msg, db->errmsg, sizeof msg);
-    ob__db_close(db);
+    ob__sqlite_db_close(db);
     memcpy(db->errmsg, msg, sizeof msg);
   }
   return rc;
 }
 
-void ob__user_cache_clear(ob__db_t* db) {
+void ob__sqlite_user_cache_clear(ob__db_t* db) {
   for (int i = 0; i < OB__USER_STMT_CACHE; i++) {
     sqlite3_finalize(db->user[i].st);
     free(db->user[i].sql);
@@ -308,13 +292,13 @@ void ob__user_cache_clear(ob__db_t* db) {
   }
 }
 
-void ob__db_close(ob__db_t* db) {
+void ob__sqlite_db_close(ob__db_t* db) {
   if (db->db == NULL) return;
   for (int i = 0; i < OB__STMT_COUNT; i++) {
     sqlite3_finalize(db->stmt[i]);
     db->stmt[i] = NULL;
   }
-  ob__user_cache_clear(db);
+  ob__sqlite_user_cache_clear(db);
   if (db->in_tx) sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
   /* Every statement is finalized above, so close cannot return BUSY. */
   sqlite3_close(db->db);
@@ -335,7 +319,7 @@ static int begin_immediate(ob__db_t* db) {
   return rc;
 }
 
-int ob__db_begin(ob__db_t* db) {
+int ob__sqlite_db_begin(ob__db_t* db) {
   /* If restoring FULL failed after a relaxed transaction, try again, and
   ** never run a durable transaction at NORMAL. */
   restore_sync(db);
@@ -344,7 +328,7 @@ int ob__db_begin(ob__db_t* db) {
   return begin_immediate(db);
 }
 
-int ob__db_begin_relaxed(ob__db_t* db) {
+int ob__sqlite_db_begin_relaxed(ob__db_t* db) {
   int rc;
   restore_sync(db);
   if (db->sync_full) {
@@ -357,32 +341,20 @@ int ob__db_begin_relaxed(ob__db_t* db) {
   return rc;
 }
 
-int ob__db_begin_read(ob__db_t* db) {
+int ob__sqlite_db_begin_read(ob__db_t* db) {
   int rc = ob__db_exec_fixed(db, "BEGIN");
   if (rc == 0) db->in_tx = 1;
   return rc;
 }
 
-int ob__db_join_read(ob__db_t* db, int* began) {
-  *began = 0;
-  if (db->in_tx) return 0;
-  int rc = ob__db_begin_read(db);
-  if (rc == 0) *began = 1;
-  return rc;
-}
-
-void ob__db_end_joined_read(ob__db_t* db, int began) {
-  if (began) ob__db_rollback(db);
-}
-
-int ob__db_commit(ob__db_t* db) {
+int ob__sqlite_db_commit(ob__db_t* db) {
   int rc;
   OB__ASSERT(db->in_tx);  /* every commit follows a successful begin */
   rc = ob__db_exec_fixed(db, "COMMIT");
   /* A failed COMMIT (disk full, I/O error) may leave the transaction open;
   ** roll it back so the connection is usable and nothing half-applies. */
   if (rc < 0) {
-    ob__db_rollback(db);
+    ob__sqlite_db_rollback(db);
     return rc;
   }
   db->in_tx = 0;
@@ -391,7 +363,7 @@ int ob__db_commit(ob__db_t* db) {
   return 0;
 }
 
-void ob__db_rollback(ob__db_t* db) {
+void ob__sqlite_db_rollback(ob__db_t* db) {
   if (db->db == NULL) return;
   if (!sqlite3_get_autocommit(db->db))
     sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
@@ -413,7 +385,7 @@ static int step_cached(ob__db_t* db, ob__stmt_id_t id, const char* sql) {
 
 /* One message's savepoint, never nested, always inside BEGIN: outside a
 ** transaction SAVEPOINT would open (and RELEASE commit) one of its own. */
-int ob__db_savepoint(ob__db_t* db) {
+int ob__sqlite_db_savepoint(ob__db_t* db) {
   int rc;
   OB__ASSERT(db->in_tx && db->savepoints == 0);
   rc = step_cached(db, OB__S_SAVEPOINT, "SAVEPOINT ob_msg");
@@ -421,7 +393,7 @@ int ob__db_savepoint(ob__db_t* db) {
   return rc;
 }
 
-int ob__db_release(ob__db_t* db) {
+int ob__sqlite_db_release(ob__db_t* db) {
   int rc;
   OB__ASSERT(db->in_tx && db->savepoints == 1);
   rc = step_cached(db, OB__S_RELEASE, "RELEASE ob_msg");
@@ -429,11 +401,11 @@ int ob__db_release(ob__db_t* db) {
   return rc;
 }
 
-int ob__db_rollback_to(ob__db_t* db) {
+int ob__sqlite_db_rollback_to(ob__db_t* db) {
   int rc;
   OB__ASSERT(db->in_tx && db->savepoints == 1);
   rc = step_cached(db, OB__S_ROLLBACK_TO, "ROLLBACK TO ob_msg");
-  return rc < 0 ? rc : ob__db_release(db);
+  return rc < 0 ? rc : ob__sqlite_db_release(db);
 }
 
 int ob__db_step_done(ob__db_t* db, sqlite3_stmt* st, const char* what) {
@@ -451,7 +423,7 @@ int ob__db_step_done(ob__db_t* db, sqlite3_stmt* st, const char* what) {
   return changes;
 }
 
-int ob__db_data_version(ob__db_t* db, int64_t* v) {
+int ob__sqlite_db_data_version(ob__db_t* db, int64_t* v) {
   int rc;
   sqlite3_stmt* st = ob__db_stmt(db, OB__D_DATA_VERSION, "PRAGMA data_version");
   if (st == NULL) return db->last_err;

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "core/util/assert.h"
-#include "storage/store.h"
+#include "storage/sqlite/sqlite_store.h"
 
 static const char* const state_names[] = {NULL, "pending", "unknown",
                                           "confirmed", "failed"};
@@ -128,7 +128,7 @@ void ob__effect_row_view(const ob__effect_row_t* r, ob_effect_t* o) {
   o->lookup_reference = r->lookup_reference;
 }
 
-int ob__effect_get(ob__db_t* db, const char* key, ob__effect_row_t* r) {
+int ob__sqlite_effect_get(ob__db_t* db, const char* key, ob__effect_row_t* r) {
   int rc, found = 0;
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__E_GET, "SELECT " EFFECT_COLS " FROM effect WHERE key = ?1");
@@ -150,7 +150,7 @@ int ob__effect_get(ob__db_t* db, const char* key, ob__effect_row_t* r) {
   return found ? 0 : OB_ENOTFOUND;
 }
 
-int ob__effect_insert(ob__db_t* db, const char* key, const char* idem_key,
+int ob__sqlite_effect_insert(ob__db_t* db, const char* key, const char* idem_key,
                       const ob_effect_request_t* req, const char* message_id,
                       const char* consumer, int64_t now) {
   int rc, inserted;
@@ -183,7 +183,7 @@ int ob__effect_insert(ob__db_t* db, const char* key, const char* idem_key,
   return inserted;
 }
 
-int ob__effect_due(ob__db_t* db, const char* provider, int64_t now, int max,
+int ob__sqlite_effect_due(ob__db_t* db, const char* provider, int64_t now, int max,
                    ob__effect_row_t* rows) {
   int n = 0, rc;
   sqlite3_stmt* st = ob__db_stmt(
@@ -214,7 +214,7 @@ int ob__effect_due(ob__db_t* db, const char* provider, int64_t now, int max,
   return n;
 }
 
-int ob__effect_lease(ob__db_t* db, const char* key, const char* token,
+int ob__sqlite_effect_lease(ob__db_t* db, const char* key, const char* token,
                      int64_t until, int64_t now, int for_call,
                      int64_t observed) {
   /* A call handed out may reach the provider from now on: the first such
@@ -238,7 +238,7 @@ int ob__effect_lease(ob__db_t* db, const char* key, const char* token,
   return ob__db_step_done(db, st, "effect lease");
 }
 
-int ob__effect_mark_call(ob__db_t* db, const char* key, const char* token,
+int ob__sqlite_effect_mark_call(ob__db_t* db, const char* key, const char* token,
                          int64_t now, int64_t observed) {
   sqlite3_stmt* st = NULL;
   int rc = sqlite3_prepare_v2(
@@ -276,7 +276,7 @@ static int exec_bound(ob__db_t* db, const char* sql, const char* what,
   return sqlite3_changes(db->db);
 }
 
-int ob__effect_unlease(ob__db_t* db, const char* key, const char* token,
+int ob__sqlite_effect_unlease(ob__db_t* db, const char* key, const char* token,
                        int64_t now) {
   return exec_bound(db,
                     "UPDATE effect SET lease_token = NULL, lease_until = NULL,"
@@ -286,7 +286,7 @@ int ob__effect_unlease(ob__db_t* db, const char* key, const char* token,
                     "effect release", key, token, NULL, now);
 }
 
-int ob__effect_lease_renew(ob__db_t* db, const char* key, const char* token,
+int ob__sqlite_effect_lease_renew(ob__db_t* db, const char* key, const char* token,
                            int64_t until, int64_t now) {
   sqlite3_stmt* st = NULL;
   int rc = sqlite3_prepare_v2(
@@ -304,7 +304,7 @@ int ob__effect_lease_renew(ob__db_t* db, const char* key, const char* token,
   return rc;
 }
 
-int ob__effect_update(ob__db_t* db, const char* key, const char* token,
+int ob__sqlite_effect_update(ob__db_t* db, const char* key, const char* token,
                       const ob__effect_update_t* u, int64_t now) {
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__E_UPDATE,
@@ -347,7 +347,7 @@ int ob__effect_update(ob__db_t* db, const char* key, const char* token,
   return ob__db_step_done(db, st, "effect outcome");
 }
 
-int ob__effect_next_due_db(ob__db_t* db, const char* provider, int64_t* at) {
+int ob__sqlite_effect_next_due_db(ob__db_t* db, const char* provider, int64_t* at) {
   int rc, null;
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__E_NEXT_DUE,
@@ -365,7 +365,7 @@ int ob__effect_next_due_db(ob__db_t* db, const char* provider, int64_t* at) {
   return null ? OB_ENOTFOUND : 0;
 }
 
-int ob__effect_list(ob__db_t* db, int state, const char* key,
+int ob__sqlite_effect_list(ob__db_t* db, int state, const char* key,
                     int (*cb)(void* arg, const ob_effect_t* ef), void* arg) {
   sqlite3_stmt* st = NULL;
   int rc, n = 0;
@@ -402,7 +402,7 @@ int ob__effect_list(ob__db_t* db, int state, const char* key,
   return n;
 }
 
-int ob__effect_reconcile(ob__db_t* db, const char* key, int64_t now) {
+int ob__sqlite_effect_reconcile(ob__db_t* db, const char* key, int64_t now) {
   return exec_bound(db,
                     "UPDATE effect SET attempts = 0, parked_at = NULL,"
                     " park_cause = NULL,"
@@ -413,7 +413,7 @@ int ob__effect_reconcile(ob__db_t* db, const char* key, int64_t now) {
                     "effect reconcile", key, NULL, NULL, now);
 }
 
-int ob__queue_wait(ob__db_t* db, int64_t rowid, const char* key,
+int ob__sqlite_queue_wait(ob__db_t* db, int64_t rowid, const char* key,
                    int64_t available_at, int64_t now) {
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__Q_WAIT,
@@ -428,7 +428,7 @@ int ob__queue_wait(ob__db_t* db, int64_t rowid, const char* key,
   return rc < 0 ? rc : 0;
 }
 
-int ob__queue_insert_waiting(ob__db_t* db, const ob__queue_row_t* r,
+int ob__sqlite_queue_insert_waiting(ob__db_t* db, const ob__queue_row_t* r,
                              const char* key, int64_t available_at,
                              int64_t now) {
   sqlite3_stmt* st = ob__db_stmt(
@@ -455,7 +455,7 @@ int ob__queue_insert_waiting(ob__db_t* db, const ob__queue_row_t* r,
   return rc < 0 ? rc : 0;
 }
 
-int ob__queue_claim_waiting(ob__db_t* db, const char* key, int max,
+int ob__sqlite_queue_claim_waiting(ob__db_t* db, const char* key, int max,
                             ob__queue_row_t* rows) {
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__Q_CLAIM_WAITING,
@@ -468,7 +468,7 @@ int ob__queue_claim_waiting(ob__db_t* db, const char* key, int max,
                              "messages waiting for an effect");
 }
 
-int ob__effect_park_waiting(ob__db_t* db, const char* key, const char* reason,
+int ob__sqlite_effect_park_waiting(ob__db_t* db, const char* key, const char* reason,
                             int64_t now) {
   int rc = exec_bound(
       db,
@@ -486,7 +486,7 @@ int ob__effect_park_waiting(ob__db_t* db, const char* key, const char* reason,
   return rc < 0 ? rc : moved;
 }
 
-int ob__effect_requeue_failed(ob__db_t* db, const char* key, int64_t now) {
+int ob__sqlite_effect_requeue_failed(ob__db_t* db, const char* key, int64_t now) {
   int rc = exec_bound(
       db,
       "INSERT INTO queue(queue_name, message_id, type, headers, body,"

@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "storage/store.h"
+#include "storage/sqlite/sqlite_store.h"
 
-int ob__payout_insert(ob__db_t* db, const char* payout_id,
+int ob__sqlite_payout_insert(ob__db_t* db, const char* payout_id,
                       const char* payment_id, const char* merchant_id,
                       int64_t amount_minor, const char* currency,
                       const char* event_id, int64_t now,
@@ -56,7 +56,7 @@ int ob__payout_insert(ob__db_t* db, const char* payout_id,
   return 0;
 }
 
-int ob__payout_stats(ob__db_t* db, ob_payout_stats_t* s) {
+int ob__sqlite_payout_stats(ob__db_t* db, ob_payout_stats_t* s) {
   int rc, began;
   memset(s, 0, sizeof *s);
   rc = ob__db_join_read(db, &began);
@@ -112,7 +112,7 @@ static const char* const payout_checks[] = {
     " AND m.message_id = p.source_event_id)",
 };
 
-int ob__payout_check(ob__db_t* db, void (*cb)(void* arg, const char* v),
+int ob__sqlite_payout_check(ob__db_t* db, void (*cb)(void* arg, const char* v),
                      void* arg) {
   return ob__check_queries(db, payout_checks,
                            sizeof payout_checks / sizeof payout_checks[0], cb,

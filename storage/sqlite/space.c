@@ -3,9 +3,9 @@
 ** published outbox rows given back early under space pressure. */
 #include <sqlite3.h>
 
-#include "storage/store.h"
+#include "storage/sqlite/sqlite_store.h"
 
-int ob__space_used_bytes(ob__db_t* db, int64_t* used) {
+int ob__sqlite_space_used_bytes(ob__db_t* db, int64_t* used) {
   int rc;
   /* Free pages are reused before the file grows: they are not "used". */
   sqlite3_stmt* st = ob__db_stmt(
@@ -24,7 +24,7 @@ int ob__space_used_bytes(ob__db_t* db, int64_t* used) {
   return ob__db_fail(db, rc, "space in use");
 }
 
-int ob__space_delete_published(ob__db_t* db, int batch, int64_t* deleted) {
+int ob__sqlite_space_delete_published(ob__db_t* db, int batch, int64_t* deleted) {
   int rc, n;
   /* Oldest publication first, through outbox_published_age; an unpublished
   ** (or parked) row is never selected. */
@@ -44,7 +44,7 @@ int ob__space_delete_published(ob__db_t* db, int batch, int64_t* deleted) {
       " ON CONFLICT(id) DO UPDATE SET outbox_created_before_ms ="
       " max(outbox_created_before_ms, excluded.outbox_created_before_ms)");
   if (mark == NULL) return db->last_err;
-  rc = ob__db_begin(db);
+  rc = ob__sqlite_db_begin(db);
   if (rc < 0) return rc;
   /* The same rows as the DELETE: one transaction, one snapshot. */
   sqlite3_bind_int(mark, 1, batch);
@@ -54,16 +54,16 @@ int ob__space_delete_published(ob__db_t* db, int batch, int64_t* deleted) {
     n = ob__db_step_done(db, st, "reclaim published events");
   }
   if (n < 0) {
-    ob__db_rollback(db);
+    ob__sqlite_db_rollback(db);
     return n;
   }
-  rc = ob__db_commit(db);
+  rc = ob__sqlite_db_commit(db);
   if (rc < 0) return rc;
   *deleted = n;
   return 0;
 }
 
-int ob__space_checkpoint(ob__db_t* db, int truncate) {
+int ob__sqlite_space_checkpoint(ob__db_t* db, int truncate) {
   /* PASSIVE never waits for readers (it runs on a loop); TRUNCATE, after
   ** a full disk, also gives the WAL file's blocks back. */
   return ob__db_exec_fixed(db, truncate ? "PRAGMA wal_checkpoint(TRUNCATE)"

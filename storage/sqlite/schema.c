@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "storage/store.h"
+#include "storage/sqlite/sqlite_store.h"
 
 static const char* const migrations[] = {
     /* 0 -> 1: the engine's tables. */
@@ -345,7 +345,7 @@ static int check_ownership(ob__db_t* db, int* version, int* app_id,
   return 0;
 }
 
-int ob__schema_identify(ob__db_t* db, int adopt) {
+int ob__sqlite_schema_identify(ob__db_t* db, int adopt) {
   int version, app_id;
   return check_ownership(db, &version, &app_id, adopt);
 }
@@ -555,7 +555,7 @@ static int apply_missing(ob__db_t* db, const ob__schema_ext_t* ext) {
   return 0;
 }
 
-int ob__schema_migrate(ob__db_t* db, const ob__schema_ext_t* ext) {
+int ob__sqlite_schema_migrate(ob__db_t* db, const ob__schema_ext_t* ext) {
   static const ob__schema_ext_t none = {NULL, 0, 0, 0};
   int version, app_id, rc;
   size_t missing = 0;
@@ -570,7 +570,7 @@ int ob__schema_migrate(ob__db_t* db, const ob__schema_ext_t* ext) {
   if (rc < 0) return rc;
   if (version == OB__SCHEMA_VERSION && missing == 0) return 0;
 
-  rc = ob__db_begin(db);
+  rc = ob__sqlite_db_begin(db);
   if (rc < 0) return rc;
   /* Again inside the write lock: another process may have migrated, or
   ** made the file its own, or applied the embedder's steps, since. */
@@ -578,14 +578,14 @@ int ob__schema_migrate(ob__db_t* db, const ob__schema_ext_t* ext) {
   if (rc < 0) goto fail;
   rc = ext_missing(db, ext, version, &missing);
   if (rc < 0) goto fail;
-  if (version == OB__SCHEMA_VERSION && missing == 0) return ob__db_commit(db);
+  if (version == OB__SCHEMA_VERSION && missing == 0) return ob__sqlite_db_commit(db);
   for (int v = version; v < OB__SCHEMA_VERSION; v++) {
     rc = ob__db_exec_fixed(db, migrations[v]);
     if (rc < 0) goto fail;
   }
   rc = apply_missing(db, ext);
   if (rc < 0) goto fail;
-  if (version == OB__SCHEMA_VERSION) return ob__db_commit(db);
+  if (version == OB__SCHEMA_VERSION) return ob__sqlite_db_commit(db);
   /* PRAGMA arguments cannot be bound; both values are compile-time integers. */
   snprintf(bump, sizeof bump, "PRAGMA user_version=%d", OB__SCHEMA_VERSION);
   rc = ob__db_exec_fixed(db, bump);
@@ -593,9 +593,9 @@ int ob__schema_migrate(ob__db_t* db, const ob__schema_ext_t* ext) {
   snprintf(bump, sizeof bump, "PRAGMA application_id=%d", OB__APPLICATION_ID);
   rc = ob__db_exec_fixed(db, bump);
   if (rc < 0) goto fail;
-  return ob__db_commit(db);
+  return ob__sqlite_db_commit(db);
 
 fail:
-  ob__db_rollback(db);
+  ob__sqlite_db_rollback(db);
   return rc;
 }

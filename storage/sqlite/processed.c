@@ -2,9 +2,9 @@
 /* The dedup guard, and the sources it keys foreign events on. */
 #include <sqlite3.h>
 
-#include "storage/store.h"
+#include "storage/sqlite/sqlite_store.h"
 
-int ob__processed_claim(ob__db_t* db, const char* consumer,
+int ob__sqlite_processed_claim(ob__db_t* db, const char* consumer,
                         const char* message_id, int64_t source_ref,
                         const char* legacy_id, int64_t now) {
   int rc;
@@ -48,7 +48,7 @@ int ob__processed_claim(ob__db_t* db, const char* consumer,
   return sqlite3_changes(db->db) == 1;
 }
 
-int ob__processed_has_legacy(ob__db_t* db, int* has) {
+int ob__sqlite_processed_has_legacy(ob__db_t* db, int* has) {
   sqlite3_stmt* st = NULL;
   int rc;
   /* At open only. Records of schema 9 or earlier are the oldest ones
@@ -67,7 +67,7 @@ int ob__processed_has_legacy(ob__db_t* db, int* has) {
   return rc == SQLITE_ROW ? 0 : ob__db_fail(db, rc, "legacy dedup records");
 }
 
-int ob__event_source_ref(ob__db_t* db, const char* uri, int64_t* ref) {
+int ob__sqlite_event_source_ref(ob__db_t* db, const char* uri, int64_t* ref) {
   int rc;
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__P_SOURCE_FIND, "SELECT id FROM event_source WHERE uri = ?1");

@@ -4,7 +4,7 @@
 ** back (SQS retention, failure-store replays, offline days). */
 #include <sqlite3.h>
 
-#include "storage/store.h"
+#include "storage/sqlite/sqlite_store.h"
 
 /* mark_sql (may be NULL) runs first in each batch's transaction, with the
 ** same parameters: it records what the DELETE is about to remove. */
@@ -22,7 +22,7 @@ static int sweep_one(ob__db_t* db, const char* mark_sql, const char* sql,
   }
   for (;;) {
     int n = 0;
-    rc = ob__db_begin(db);
+    rc = ob__sqlite_db_begin(db);
     if (rc < 0) break;
     if (mark != NULL) {
       sqlite3_bind_int64(mark, 1, cutoff);
@@ -36,10 +36,10 @@ static int sweep_one(ob__db_t* db, const char* mark_sql, const char* sql,
     }
     if (n < 0) {
       rc = n;
-      ob__db_rollback(db);
+      ob__sqlite_db_rollback(db);
       break;
     }
-    rc = ob__db_commit(db);
+    rc = ob__sqlite_db_commit(db);
     if (rc < 0) break;
     *deleted += n;
     if (n < batch) break;
@@ -49,7 +49,7 @@ static int sweep_one(ob__db_t* db, const char* mark_sql, const char* sql,
   return rc;
 }
 
-int ob__retention_sweep(ob__db_t* db, int64_t cutoff, int batch,
+int ob__sqlite_retention_sweep(ob__db_t* db, int64_t cutoff, int batch,
                         int64_t* deleted) {
   int rc;
   *deleted = 0;
@@ -83,7 +83,7 @@ int ob__retention_sweep(ob__db_t* db, int64_t cutoff, int batch,
                    cutoff, batch, deleted);
 }
 
-int ob__observed_clock_load(ob__db_t* db, int64_t* ms) {
+int ob__sqlite_observed_clock_load(ob__db_t* db, int64_t* ms) {
   sqlite3_stmt* st = NULL;
   int rc = sqlite3_prepare_v2(
       db->db, "SELECT observed_ms FROM retention_clock WHERE id = 1", -1, &st,
@@ -99,7 +99,7 @@ int ob__observed_clock_load(ob__db_t* db, int64_t* ms) {
   return rc == SQLITE_DONE ? OB_ENOTFOUND : ob__db_fail(db, rc, "observed clock");
 }
 
-int ob__observed_clock_store(ob__db_t* db, int64_t ms) {
+int ob__sqlite_observed_clock_store(ob__db_t* db, int64_t ms) {
   sqlite3_stmt* st = NULL;
   int n, rc = sqlite3_prepare_v2(
       db->db,

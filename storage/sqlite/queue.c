@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "core/util/assert.h"
-#include "storage/store.h"
+#include "storage/sqlite/sqlite_store.h"
 
-int ob__queue_insert(ob__db_t* db, const char* queue, const char* message_id,
+int ob__sqlite_queue_insert(ob__db_t* db, const char* queue, const char* message_id,
                      const char* type, const char* headers, const void* body,
                      size_t body_len, int64_t available_at, int64_t now) {
   sqlite3_stmt* st = ob__db_stmt(
@@ -29,7 +29,7 @@ int ob__queue_insert(ob__db_t* db, const char* queue, const char* message_id,
   return rc < 0 ? rc : 0;
 }
 
-int ob__queue_insert_held(ob__db_t* db, const ob__queue_row_t* r,
+int ob__sqlite_queue_insert_held(ob__db_t* db, const ob__queue_row_t* r,
                           int64_t now) {
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__Q_INSERT_HELD,
@@ -54,7 +54,7 @@ int ob__queue_insert_held(ob__db_t* db, const ob__queue_row_t* r,
   return rc < 0 ? rc : 0;
 }
 
-int ob__queue_group_busy(ob__db_t* db, const char* group_key) {
+int ob__sqlite_queue_group_busy(ob__db_t* db, const char* group_key) {
   int rc, busy;
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__Q_GROUP_BUSY, "SELECT 1 FROM queue WHERE group_key = ?1 LIMIT 1");
@@ -148,7 +148,7 @@ int ob__queue_rows_read(ob__db_t* db, sqlite3_stmt* st, ob__queue_row_t* rows,
   return n;
 }
 
-int ob__queue_claim_ready(ob__db_t* db, int64_t now, int max,
+int ob__sqlite_queue_claim_ready(ob__db_t* db, int64_t now, int max,
                           ob__queue_row_t* rows) {
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__Q_CLAIM_READY,
@@ -162,7 +162,7 @@ int ob__queue_claim_ready(ob__db_t* db, int64_t now, int max,
   return ob__queue_rows_read(db, st, rows, max, "read ready messages");
 }
 
-int ob__queue_delete(ob__db_t* db, int64_t rowid) {
+int ob__sqlite_queue_delete(ob__db_t* db, int64_t rowid) {
   sqlite3_stmt* st =
       ob__db_stmt(db, OB__Q_DELETE, "DELETE FROM queue WHERE id = ?1");
   if (st == NULL) return db->last_err;
@@ -171,7 +171,7 @@ int ob__queue_delete(ob__db_t* db, int64_t rowid) {
   return rc < 0 ? rc : 0;
 }
 
-int ob__queue_reschedule(ob__db_t* db, int64_t rowid, int attempts,
+int ob__sqlite_queue_reschedule(ob__db_t* db, int64_t rowid, int attempts,
                          int64_t available_at, int64_t first_failed_at,
                          const char* last_error, int64_t now) {
   sqlite3_stmt* st = ob__db_stmt(
@@ -190,7 +190,7 @@ int ob__queue_reschedule(ob__db_t* db, int64_t rowid, int attempts,
   return rc < 0 ? rc : 0;
 }
 
-int ob__queue_next_due(ob__db_t* db, int64_t* at) {
+int ob__sqlite_queue_next_due(ob__db_t* db, int64_t* at) {
   int rc;
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__Q_NEXT_DUE,
@@ -214,7 +214,7 @@ int ob__queue_next_due(ob__db_t* db, int64_t* at) {
   return ob__db_fail(db, rc, "next due message");
 }
 
-int ob__queue_next_due_unwaited(ob__db_t* db, int64_t* at) {
+int ob__sqlite_queue_next_due_unwaited(ob__db_t* db, int64_t* at) {
   sqlite3_stmt* st = NULL;
   int rc, null;
   /* Off the hot path (an until-idle run deciding to stop): not cached. */

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "storage/store.h"
+#include "storage/sqlite/sqlite_store.h"
 
 /* One integer from a query with optional ?1 = now. */
 static int scalar(ob__db_t* db, const char* sql, int64_t now, int64_t* out) {
@@ -101,7 +101,7 @@ static int relay_state(ob__db_t* db, ob_stats_t* s, int64_t* online) {
   return 0;
 }
 
-int ob__stats(ob__db_t* db, int64_t now, ob_stats_t* s) {
+int ob__sqlite_stats(ob__db_t* db, int64_t now, ob_stats_t* s) {
   int rc, began;
   int64_t oldest = 0, online = -1;
   memset(s, 0, sizeof *s);
@@ -181,7 +181,7 @@ int ob__check_queries(ob__db_t* db, const char* const* sqls, size_t n,
   return violations;
 }
 
-int ob__check(ob__db_t* db, void (*cb)(void* arg, const char* v), void* arg) {
+int ob__sqlite_check(ob__db_t* db, void (*cb)(void* arg, const char* v), void* arg) {
   sqlite3_stmt* st = NULL;
   int rc, n, violations = 0;
 

@@ -4,16 +4,16 @@
 #include <sqlite3.h>
 #include <string.h>
 
-#include "storage/store.h"
+#include "storage/sqlite/sqlite_store.h"
 
-int ob__failed_insert(ob__db_t* db, const ob__queue_row_t* r,
+int ob__sqlite_failed_insert(ob__db_t* db, const ob__queue_row_t* r,
                       const char* error_class, const char* reason,
                       int attempts, int64_t now) {
-  return ob__failed_insert_effect(db, r, error_class, reason, attempts, NULL,
+  return ob__sqlite_failed_insert_effect(db, r, error_class, reason, attempts, NULL,
                                   now);
 }
 
-int ob__failed_insert_effect(ob__db_t* db, const ob__queue_row_t* r,
+int ob__sqlite_failed_insert_effect(ob__db_t* db, const ob__queue_row_t* r,
                              const char* error_class, const char* reason,
                              int attempts, const char* effect_key,
                              int64_t now) {
@@ -41,7 +41,7 @@ int ob__failed_insert_effect(ob__db_t* db, const ob__queue_row_t* r,
   rc = ob__db_step_done(db, st, "failure store insert");
   if (rc < 0) return rc;
   /* rowid 0: a message from outside (SQS) that never had a queue row. */
-  return r->rowid > 0 ? ob__queue_delete(db, r->rowid) : 0;
+  return r->rowid > 0 ? ob__sqlite_queue_delete(db, r->rowid) : 0;
 }
 
 static const char* col_text(sqlite3_stmt* st, int i) {
@@ -81,7 +81,7 @@ static int visit_rows(ob__db_t* db, sqlite3_stmt* st,
   return n;
 }
 
-int ob__failed_list(ob__db_t* db, int64_t id, const char* type,
+int ob__sqlite_failed_list(ob__db_t* db, int64_t id, const char* type,
                     int (*cb)(void* arg, const ob_failed_t* f), void* arg) {
   sqlite3_stmt* st = NULL;
   int rc;
@@ -112,9 +112,9 @@ static int exec_id(ob__db_t* db, const char* sql, int64_t id, int64_t now,
   return rc;
 }
 
-int ob__failed_retry(ob__db_t* db, int64_t id, int64_t now) {
+int ob__sqlite_failed_retry(ob__db_t* db, int64_t id, int64_t now) {
   int rc, moved;
-  rc = ob__db_begin(db);
+  rc = ob__sqlite_db_begin(db);
   if (rc < 0) return rc;
   /* Back to the queue with attempts reset: a replay passes the same dedup
   ** guard as any delivery. */
@@ -131,32 +131,32 @@ int ob__failed_retry(ob__db_t* db, int64_t id, int64_t now) {
                id, now, "failed retry");
   if (rc < 0) goto fail;
   if (moved == 0) {
-    ob__db_rollback(db);
+    ob__sqlite_db_rollback(db);
     return id > 0 ? ob__db_seterr(db, OB_ENOTFOUND,
                                   "no failed message with id %lld",
                                   (long long)id)
                   : 0;
   }
-  rc = ob__db_commit(db);
+  rc = ob__sqlite_db_commit(db);
   return rc < 0 ? rc : moved;
 
 fail:
   rc = moved < 0 ? moved : rc;
-  ob__db_rollback(db);
+  ob__sqlite_db_rollback(db);
   return rc;
 }
 
-int ob__failed_remove(ob__db_t* db, int64_t id) {
+int ob__sqlite_failed_remove(ob__db_t* db, int64_t id) {
   int rc, n;
-  rc = ob__db_begin(db);
+  rc = ob__sqlite_db_begin(db);
   if (rc < 0) return rc;
   n = exec_id(db, "DELETE FROM failed_message WHERE (?1 <= 0 OR id = ?1)", id,
               0, "failed remove");
   if (n < 0) {
-    ob__db_rollback(db);
+    ob__sqlite_db_rollback(db);
     return n;
   }
-  rc = ob__db_commit(db);
+  rc = ob__sqlite_db_commit(db);
   if (rc < 0) return rc;
   if (n == 0 && id > 0)
     return ob__db_seterr(db, OB_ENOTFOUND, "no failed message with id %lld",
@@ -205,7 +205,7 @@ static int filter_limit(const ob_failed_filter_t* fl) {
   return fl != NULL && fl->limit > 0 ? fl->limit : -1;
 }
 
-int ob__failed_list_filter(ob__db_t* db, const ob_failed_filter_t* fl,
+int ob__sqlite_failed_list_filter(ob__db_t* db, const ob_failed_filter_t* fl,
                            int (*cb)(void* arg, const ob_failed_t* f),
                            void* arg) {
   sqlite3_stmt* st = NULL;
@@ -237,7 +237,7 @@ static int filter_int(ob__db_t* db, const char* sql,
   return 0;
 }
 
-int ob__failed_count(ob__db_t* db, const ob_failed_filter_t* fl) {
+int ob__sqlite_failed_count(ob__db_t* db, const ob_failed_filter_t* fl) {
   int64_t n = 0;
   int rc = filter_int(db,
                       "SELECT count(*) FROM (SELECT 1 FROM failed_message"
@@ -260,7 +260,7 @@ static int filter_exec(ob__db_t* db, const char* sql,
   return rc;
 }
 
-int ob__failed_apply_filter(ob__db_t* db, int retry,
+int ob__sqlite_failed_apply_filter(ob__db_t* db, int retry,
                             const ob_failed_filter_t* fl, int batch,
                             int64_t now, ob_failed_progress_fn progress,
                             void* arg) {
@@ -278,12 +278,12 @@ int ob__failed_apply_filter(ob__db_t* db, int retry,
   if (rc == SQLITE_ROW) max_id = sqlite3_column_int64(st, 0);
   sqlite3_finalize(st);
   if (rc != SQLITE_ROW) return ob__db_fail(db, rc, what);
-  total = ob__failed_count(db, fl);
+  total = ob__sqlite_failed_count(db, fl);
   if (total <= 0) return total;
   while (done < total) {
     int want = total - done < batch ? total - done : batch, n;
     int64_t hi = max_id;
-    rc = ob__db_begin(db);
+    rc = ob__sqlite_db_begin(db);
     if (rc < 0) return rc;
     /* The batch's last id: the want-th matching row after the previous
     ** batch (all the rest when fewer remain). */
@@ -311,7 +311,7 @@ int ob__failed_apply_filter(ob__db_t* db, int retry,
       rc = n;
       goto fail;
     }
-    rc = ob__db_commit(db);
+    rc = ob__sqlite_db_commit(db);
     if (rc < 0) return rc;
     done += n;
     last = hi;
@@ -322,6 +322,6 @@ int ob__failed_apply_filter(ob__db_t* db, int retry,
   return done;
 
 fail:
-  ob__db_rollback(db);
+  ob__sqlite_db_rollback(db);
   return rc;
 }

@@ -2,9 +2,9 @@
 /* Outbox rows: written in the handling transaction, read by sinks/relays. */
 #include <sqlite3.h>
 
-#include "storage/store.h"
+#include "storage/sqlite/sqlite_store.h"
 
-int ob__outbox_insert(ob__db_t* db, const char* id, const char* causation_id,
+int ob__sqlite_outbox_insert(ob__db_t* db, const char* id, const char* causation_id,
                       const char* event_type, const char* aggregate_id,
                       const char* payload, size_t payload_len,
                       const char* traceparent, const char* tracestate,
@@ -27,7 +27,7 @@ int ob__outbox_insert(ob__db_t* db, const char* id, const char* causation_id,
   return rc < 0 ? rc : 0;
 }
 
-int ob__outbox_due(ob__db_t* db, int64_t now, size_t max,
+int ob__sqlite_outbox_due(ob__db_t* db, int64_t now, size_t max,
                    int (*cb)(void* arg, const ob_event_t* ev), void* arg) {
   int rc, n = 0;
   sqlite3_stmt* st = ob__db_stmt(
@@ -68,7 +68,7 @@ int ob__outbox_due(ob__db_t* db, int64_t now, size_t max,
   return n;
 }
 
-int ob__outbox_mark_published(ob__db_t* db, const char* id, int64_t now) {
+int ob__sqlite_outbox_mark_published(ob__db_t* db, const char* id, int64_t now) {
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__O_MARK_PUBLISHED,
       "UPDATE outbox_event SET published_at = ?2, claim_token = NULL,"
@@ -81,7 +81,7 @@ int ob__outbox_mark_published(ob__db_t* db, const char* id, int64_t now) {
   return rc < 0 ? rc : 0;
 }
 
-int ob__outbox_mark_failed(ob__db_t* db, const char* id,
+int ob__sqlite_outbox_mark_failed(ob__db_t* db, const char* id,
                            int64_t next_attempt_at, const char* error,
                            int64_t now) {
   sqlite3_stmt* st = ob__db_stmt(

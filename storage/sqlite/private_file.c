@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "storage/private_file.h"
+#include "storage/sqlite/private_file.h"
 
 #include <errno.h>
 #include <fcntl.h>

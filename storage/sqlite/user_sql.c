@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "storage/store.h"
+#include "storage/sqlite/sqlite_store.h"
 
 /* Handlers must not end, nest or escape the engine's transaction, nor reach
 ** other files: the one-transaction guarantee depends on it. */
@@ -109,7 +109,7 @@ static int bind_all(ob__db_t* db, sqlite3_stmt* st, const ob_value_t* params,
 
 #define MAX_COLS 64
 
-int ob__user_exec(ob__db_t* db, const char* sql, const ob_value_t* params,
+int ob__sqlite_user_exec(ob__db_t* db, const char* sql, const ob_value_t* params,
                   size_t nparams, ob_row_cb row, void* arg) {
   ob_value_t cols[MAX_COLS];
   sqlite3_stmt* st;

@@ -5,9 +5,9 @@
 ** a partial index on clock_ref, which holds only rows that wait. */
 #include <sqlite3.h>
 
-#include "storage/store.h"
+#include "storage/sqlite/sqlite_store.h"
 
-int ob__deadlines_ahead(ob__db_t* db, int64_t now, int64_t ahead_ms,
+int ob__sqlite_deadlines_ahead(ob__db_t* db, int64_t now, int64_t ahead_ms,
                         int64_t* max_ref) {
   int rc;
   sqlite3_stmt* st = ob__db_stmt(
@@ -33,14 +33,14 @@ int ob__deadlines_ahead(ob__db_t* db, int64_t now, int64_t ahead_ms,
 static int run_all(ob__db_t* db, const char* const* sql, int n, int64_t now,
                    int64_t jump, int64_t ahead_ms, const char* what) {
   int rc, changed = 0;
-  rc = ob__db_begin_relaxed(db);
+  rc = ob__sqlite_db_begin_relaxed(db);
   if (rc < 0) return rc;
   for (int i = 0; i < n; i++) {
     sqlite3_stmt* st = NULL;
     rc = sqlite3_prepare_v2(db->db, sql[i], -1, &st, NULL);
     if (rc != SQLITE_OK) {
       rc = ob__db_fail(db, rc, what);
-      ob__db_rollback(db);
+      ob__sqlite_db_rollback(db);
       return rc;
     }
     sqlite3_bind_int64(st, 1, now);
@@ -50,12 +50,12 @@ static int run_all(ob__db_t* db, const char* const* sql, int n, int64_t now,
     rc = ob__db_step_done(db, st, what);
     sqlite3_finalize(st);
     if (rc < 0) {
-      ob__db_rollback(db);
+      ob__sqlite_db_rollback(db);
       return rc;
     }
     changed += rc;
   }
-  rc = ob__db_commit(db);
+  rc = ob__sqlite_db_commit(db);
   return rc < 0 ? rc : changed;
 }
 
@@ -65,7 +65,7 @@ static int run_all(ob__db_t* db, const char* const* sql, int n, int64_t now,
 ** from now. NULL deadlines stay NULL. */
 #define BACK(d) d " = " d " + min(?2, ?1 - clock_ref)"
 
-int ob__deadlines_rebase(ob__db_t* db, int64_t now, int64_t jump,
+int ob__sqlite_deadlines_rebase(ob__db_t* db, int64_t now, int64_t jump,
                          int64_t ahead_ms) {
   static const char* const sql[] = {
       "UPDATE queue SET " BACK("available_at") ", " BACK("lease_until")
@@ -84,7 +84,7 @@ int ob__deadlines_rebase(ob__db_t* db, int64_t now, int64_t jump,
   a " = " a " + ?2, " b " = " b " + ?2, clock_ref = ?1"                  \
   " WHERE clock_ref <= ?1 - ?2 AND (" a " > ?1 - ?2 OR " b " > ?1 - ?2)"
 
-int ob__deadlines_shift(ob__db_t* db, int64_t now, int64_t jump) {
+int ob__sqlite_deadlines_shift(ob__db_t* db, int64_t now, int64_t jump) {
   static const char* const sql[] = {
       "UPDATE queue SET " FWD("available_at", "lease_until"),
       "UPDATE outbox_event SET " FWD("next_attempt_at", "claim_until"),

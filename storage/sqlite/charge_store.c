@@ -3,9 +3,9 @@
 #include <sqlite3.h>
 #include <string.h>
 
-#include "storage/store.h"
+#include "storage/sqlite/sqlite_store.h"
 
-int ob__charge_insert(ob__db_t* db, const char* order_id, int64_t amount_minor,
+int ob__sqlite_charge_insert(ob__db_t* db, const char* order_id, int64_t amount_minor,
                       const char* currency, const char* provider_charge_id,
                       const char* effect_key, const char* message_id,
                       int64_t now) {
@@ -43,7 +43,7 @@ int ob__charge_insert(ob__db_t* db, const char* order_id, int64_t amount_minor,
   " FROM (SELECT count(*) AS n FROM effect WHERE state = 'confirmed' AND"   \
   " reference IS NOT NULL GROUP BY reference HAVING count(*) > 1))"
 
-int ob__charge_stats(ob__db_t* db, ob_charge_stats_t* s) {
+int ob__sqlite_charge_stats(ob__db_t* db, ob_charge_stats_t* s) {
   int rc, began;
   memset(s, 0, sizeof *s);
   rc = ob__db_join_read(db, &began);
@@ -78,7 +78,7 @@ static const char* const charge_checks[] = {
     " FROM retention_swept))",
 };
 
-int ob__charge_check(ob__db_t* db, void (*cb)(void* arg, const char* v),
+int ob__sqlite_charge_check(ob__db_t* db, void (*cb)(void* arg, const char* v),
                      void* arg) {
   return ob__check_queries(db, charge_checks,
                            sizeof charge_checks / sizeof charge_checks[0], cb,

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+** storage/sqlite: the SQLite backend of store.h (the terminal's, and the
+** default: a file path names it). Its functions are store.h's with the
+** prefix ob__sqlite_ (declared from storage/store_ops.h's list), reached
+** through ob__sqlite_store_ops; the helpers below are its own.
+*/
+#ifndef OB_STORAGE_SQLITE_STORE_H
+#define OB_STORAGE_SQLITE_STORE_H
+
+#include "storage/store_ops.h"
+
+int ob__sqlite_db_open_ext(ob__db_t* db, const char* path, ob_sync_t sync,
+                           int busy_timeout_ms, int64_t max_bytes,
+                           const struct ob__schema_ext_s* ext);
+#define OB__SQLITE_DECLARE(ret, name, params, args) ret ob__sqlite_##name params;
+#define OB__SQLITE_VDECLARE(name, params, args) void ob__sqlite_##name params;
+OB__STORE_OPS(OB__SQLITE_DECLARE, OB__SQLITE_VDECLARE)
+#undef OB__SQLITE_DECLARE
+#undef OB__SQLITE_VDECLARE
+
+/* Map an SQLite result code to OB_E*, recording "what: detail" in errmsg.
+** Returns the OB_E* code (never 0 for rc != OK). */
+int ob__db_fail(ob__db_t* db, int rc, const char* what);
+
+/* The cached statement for id, prepared from sql on first use (the SQL text
+** lives next to the code that runs it). Returned reset and unbound; the
+** caller resets it after use. NULL on error: errmsg set, and the code
+** (OB_ENOMEM, OB_EIO, ...) in db->last_err for the caller to return. */
+sqlite3_stmt* ob__db_stmt(ob__db_t* db, ob__stmt_id_t id, const char* sql);
+
+/* Step a bound statement that returns no rows, then reset and clear its
+** bindings. Returns the number of rows changed or a negative code. */
+int ob__db_step_done(ob__db_t* db, sqlite3_stmt* st, const char* what);
+
+/* Run a fixed statement (no parameters), e.g. a PRAGMA. */
+int ob__db_exec_fixed(ob__db_t* db, const char* sql);
+
+/* One row of a SELECT of id, queue_name, message_id, type, headers, body,
+** attempts, first_failed_at, created_at into r (copies). 0, or -1 when out
+** of memory. */
+int ob__queue_row_read(sqlite3_stmt* st, ob__queue_row_t* r);
+/* Step such a SELECT (bound, LIMIT <= max, the size of rows) into rows,
+** reset it. Returns the count or a negative code (rows read so far freed). */
+int ob__queue_rows_read(ob__db_t* db, sqlite3_stmt* st, ob__queue_row_t* rows,
+                        int max, const char* what);
+
+/* Helpers for the modules' statistics and checks (payout_store.c,
+** charge_store.c). One integer from sql (?1 bound to now if present) into
+** *out: 0 or a negative code. */
+int ob__stats_scalar(ob__db_t* db, const char* sql, int64_t now,
+                     int64_t* out);
+/* 1 if the table exists, 0 if not, or a negative code. */
+int ob__stats_table_exists(ob__db_t* db, const char* table);
+/* Run each query of sqls[0..n) (one row per violation, column 0 its text)
+** and report each row through cb (may be NULL). Returns the number of
+** violations, or a negative code at the first query that fails to
+** prepare or step (a check that cannot run is an error, never "ok"). */
+int ob__check_queries(ob__db_t* db, const char* const* sqls, size_t n,
+                      void (*cb)(void* arg, const char* v), void* arg);
+
+#endif
