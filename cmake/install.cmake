@@ -22,6 +22,16 @@ install(TARGETS oncebox_shared oncebox EXPORT onceboxTargets
 set(OB_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/oncebox)
 install(EXPORT onceboxTargets NAMESPACE oncebox::
         FILE onceboxTargets.cmake DESTINATION ${OB_CMAKE_DIR})
+# Built with the PostgreSQL backend, the static library needs libpq too.
+if(ONCEBOX_HAVE_POSTGRESQL)
+  set(OB_CONFIG_PG_DEP "\"LIBPQ;libpq\"")
+  set(OB_CONFIG_PG_NOTE "this build has the PostgreSQL backend: libpq too")
+  set(OB_PC_PG_REQUIRES ", libpq")
+else()
+  set(OB_CONFIG_PG_DEP "")
+  set(OB_CONFIG_PG_NOTE "this build has no PostgreSQL backend")
+  set(OB_PC_PG_REQUIRES "")
+endif()
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/onceboxConfig.cmake.in
   ${PROJECT_BINARY_DIR}/onceboxConfig.cmake INSTALL_DESTINATION ${OB_CMAKE_DIR})
 # As the SONAME: before 1.0 only the same minor version is compatible.

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* A real engine on a real SQLite file in a temporary directory, with a fake
-** clock. Shared by the engine tests. */
+/* A real engine on a real database with a fake clock: an SQLite file in a
+** temporary directory, or with $OB_TEST_BACKEND=postgresql a fresh
+** database on a PostgreSQL server of the test's own (support/backend.h).
+** Shared by the engine tests. */
 #ifndef OB_ENGINE_FIXTURE_H
 #define OB_ENGINE_FIXTURE_H
 
@@ -15,6 +17,7 @@
 #include <string.h>
 
 #include "oncebox.h"
+#include "tests/support/backend.h"
 #include "tests/support/testsupport.h"
 
 typedef struct fixture_s {
@@ -37,7 +40,7 @@ static inline void fx_open(fixture_t* f) {
 static inline fixture_t* fx_new(int batch) {
   fixture_t* f = calloc(1, sizeof *f);
   f->dir = ts_mkdtemp("engine");
-  f->db_path = ts_path(f->dir, "t.db");
+  f->db_path = ts_backend_db(f->dir, "t.db");
   fake_clock_init(&f->clock, FX_T0, 42);
   ob_options_init(&f->opts);
   f->opts.db_path = f->db_path;
@@ -60,20 +63,10 @@ static inline void fx_reopen(fixture_t* f) {
   fx_open(f);
 }
 
-/* One integer from a query on a separate read-only connection: the test
-** inspects what is durable on disk, not the engine's view. */
+/* One integer from a query on a separate connection: the test inspects
+** what is durable, not the engine's view. */
 static inline long long fx_count(fixture_t* f, const char* sql) {
-  sqlite3* db;
-  sqlite3_stmt* st;
-  long long v = -1;
-  assert_int_equal(sqlite3_open_v2(f->db_path, &db, SQLITE_OPEN_READONLY, NULL),
-                   SQLITE_OK);
-  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-    fail_msg("prepare %s: %s", sql, sqlite3_errmsg(db));
-  if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  sqlite3_close(db);
-  return v;
+  return ts_backend_count(f->db_path, sql);
 }
 
 static inline int fx_enqueue(fixture_t* f, const char* type, const char* id,

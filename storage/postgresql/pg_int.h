@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+** storage/postgresql: the PostgreSQL backend of store.h (the head office's,
+** docs/postgresql.md, docs/decisions/0018). Its functions are store.h's
+** with the prefix ob__pg_ (declared from storage/store_ops.h's list),
+** reached through ob__pg_store_ops; the helpers below are its own.
+**
+** Conventions of the backend's files:
+** - Every statement is a static const char[] next to the code that runs
+**   it, run with ob__pg_run / ob__pg_run_done: prepared once per
+**   connection (keyed by the string's address), then executed with bound
+**   parameters. Never text pasted into SQL.
+** - Every parameter carries its type in the SQL ($1::bigint, $2::text,
+**   $3::bytea, $4::int): libpq sends them untyped.
+** - Integers travel as decimal text, bytea in binary; results come back in
+**   text form (ob__pg_int, ob__pg_dup, ob__pg_dup_bytea read them).
+** - Times are the engine's milliseconds (BIGINT), as in the SQLite schema.
+*/
+#ifndef OB_STORAGE_PG_INT_H
+#define OB_STORAGE_PG_INT_H
+
+#include <libpq-fe.h>
+
+#include "storage/store_ops.h"
+
+/* Declared here too: these files compile only with PostgreSQL support. */
+extern const ob__store_ops_t ob__pg_store_ops;
+
+int ob__pg_db_open_ext(ob__db_t* db, const char* conninfo, ob_sync_t sync,
+                       int busy_timeout_ms, int64_t max_bytes,
+                       const struct ob__schema_ext_s* ext);
+#define OB__PG_DECLARE(ret, name, params, args) ret ob__pg_##name params;
+#define OB__PG_VDECLARE(name, params, args) void ob__pg_##name params;
+OB__STORE_OPS(OB__PG_DECLARE, OB__PG_VDECLARE)
+#undef OB__PG_DECLARE
+#undef OB__PG_VDECLARE
+
+#define OB__PG_MAX_PREPARED 192
+#define OB__PG_MAX_PARAMS 16
+
+typedef struct ob__pg_prepared_s {
+  const char* sql;  /* the static string's address: the key */
+  char name[24];
+} ob__pg_prepared_t;
+
+typedef struct ob__pg_user_stmt_s {
+  char* sql;        /* the handler's text, as given (with ?) */
+  char name[24];
+  uint64_t last_used;
+} ob__pg_user_stmt_t;
+
+struct ob__pg_s {
+  PGconn* conn;
+  int broken;            /* the connection was lost: reset at next begin */
+  int sync_full;
+  int busy_timeout_ms;   /* lock_timeout */
+  unsigned long next_name;
+  ob__pg_prepared_t prepared[OB__PG_MAX_PREPARED];
+  int nprepared;
+  ob__pg_user_stmt_t user[OB__USER_STMT_CACHE];
+  uint64_t user_clock;
+  char shown[256];       /* the connection for messages: never a password */
+};
+
+/* The parameters of one statement. NULL text is SQL NULL. */
+typedef struct ob__pg_params_s {
+  int n;
+  const char* v[OB__PG_MAX_PARAMS];
+  int len[OB__PG_MAX_PARAMS];
+  int fmt[OB__PG_MAX_PARAMS];
+  char num[OB__PG_MAX_PARAMS][24];
+} ob__pg_params_t;
+
+void ob__pg_params_init(ob__pg_params_t* p);
+void ob__pg_p_text(ob__pg_params_t* p, const char* s);       /* NULL: NULL */
+void ob__pg_p_int(ob__pg_params_t* p, int64_t v);
+void ob__pg_p_blob(ob__pg_params_t* p, const void* b, size_t n); /* bytea */
+void ob__pg_p_null(ob__pg_params_t* p);
+
+/* Run sql (a static string: prepared once per connection) with p (may be
+** NULL). Returns the result (PGRES_TUPLES_OK or PGRES_COMMAND_OK; PQclear
+** it), or NULL with errmsg "what: <server message>" and db->last_err set
+** to the mapped code (ob__pg_fail). */
+PGresult* ob__pg_run(ob__db_t* db, const char* sql, const ob__pg_params_t* p,
+                     const char* what);
+/* The same for a statement whose rows are not read: the rows it changed
+** (or returned), or a negative code. */
+int ob__pg_run_done(ob__db_t* db, const char* sql, const ob__pg_params_t* p,
+                    const char* what);
+/* One integer: the first column of the first row into *out; OB_ENOTFOUND
+** when there is no row or it is NULL. 0 or < 0. */
+int ob__pg_run_int(ob__db_t* db, const char* sql, const ob__pg_params_t* p,
+                   const char* what, int64_t* out);
+/* A fixed script without parameters (several statements allowed), not
+** prepared: schema, BEGIN/COMMIT. 0 or < 0. */
+int ob__pg_exec(ob__db_t* db, const char* sql, const char* what);
+
+/* Map res (may be NULL: the connection's error) to OB_E*, record
+** "what: message (SQLSTATE xxxxx)" in errmsg, set db->last_err, mark the
+** connection broken when it is gone. Returns the code (never 0). */
+int ob__pg_fail(ob__db_t* db, const PGresult* res, const char* what);
+/* SQLSTATE to OB_E* (NULL: OB_EIO, no answer from the server). */
+int ob__pg_map_sqlstate(const char* state);
+
+/* Reading a text-form result. NULL columns: 0, NULL, NULL. */
+int64_t ob__pg_int(const PGresult* r, int row, int col);
+int ob__pg_isnull(const PGresult* r, int row, int col);
+/* A malloc'd NUL-terminated copy (len_out may be NULL); NULL for SQL NULL,
+** and NULL with *oom = 1 when out of memory (oom may be NULL). */
+char* ob__pg_dup(const PGresult* r, int row, int col, size_t* len_out,
+                 int* oom);
+/* A bytea column decoded (PQunescapeBytea), NUL-terminated; as ob__pg_dup. */
+char* ob__pg_dup_bytea(const PGresult* r, int row, int col, size_t* len_out,
+                       int* oom);
+
+/* The queue row columns (store.h's OB__QUEUE_ROW_COLUMNS, same order) of
+** result row i into r (copies). 0, or OB_ENOMEM (r freed). */
+int ob__pg_queue_row_read(const PGresult* res, int i, ob__queue_row_t* r);
+
+/* The transaction-scoped advisory lock of key (pg_advisory_xact_lock on
+** hashtextextended(key, 0)): taken inside the open transaction, released by
+** its end. 0 or < 0. */
+int ob__pg_lock_key(ob__db_t* db, const char* key);
+
+/* Run each query of sqls (one row per violation, column 0 its text) and
+** report rows through cb (may be NULL). The number of violations or < 0. */
+int ob__pg_check_queries(ob__db_t* db, const char* const* sqls, size_t n,
+                         void (*cb)(void* arg, const char* v), void* arg);
+
+/* Partitions (pg_schema.c): make sure the daily partitions of
+** processed_message and outbox_event exist from the day of from_ms through
+** days_ahead days later. Each in its own statement, outside a transaction.
+** 0 or < 0. */
+#define OB__PG_DAY_MS 86400000LL
+#define OB__PG_PARTITIONS_AHEAD 3
+int ob__pg_partitions_ensure(ob__db_t* db, int64_t from_ms, int days_ahead);
+
+#endif

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The PostgreSQL backend's table. It fills what this version provides;
+** every other member stays NULL, and its dispatcher (storage/store.c)
+** answers OB_ENOTSUP naming the function (docs/postgresql.md lists both). */
+#include "storage/postgresql/pg_int.h"
+
+const ob__store_ops_t ob__pg_store_ops = {
+    .backend = "postgresql",
+    .open = ob__pg_db_open_ext,
+    /* pg_db.c: the connection and its transactions */
+    .db_page_size = ob__pg_db_page_size,
+    .db_repage = ob__pg_db_repage,
+    .db_set_wal_policy = ob__pg_db_set_wal_policy,
+    .db_close = ob__pg_db_close,
+    .db_data_version = ob__pg_db_data_version,
+    .db_begin = ob__pg_db_begin,
+    .db_begin_relaxed = ob__pg_db_begin_relaxed,
+    .db_begin_read = ob__pg_db_begin_read,
+    .db_commit = ob__pg_db_commit,
+    .db_rollback = ob__pg_db_rollback,
+    .db_savepoint = ob__pg_db_savepoint,
+    .db_release = ob__pg_db_release,
+    .db_rollback_to = ob__pg_db_rollback_to,
+    /* pg_schema.c */
+    .schema_migrate = ob__pg_schema_migrate,
+    .schema_identify = ob__pg_schema_identify,
+    /* pg_queue.c, pg_processed.c: the handling transaction */
+    .queue_insert = ob__pg_queue_insert,
+    .queue_claim_ready = ob__pg_queue_claim_ready,
+    .queue_delete = ob__pg_queue_delete,
+    .queue_reschedule = ob__pg_queue_reschedule,
+    .queue_next_due = ob__pg_queue_next_due,
+    .queue_next_due_unwaited = ob__pg_queue_next_due_unwaited,
+    .processed_claim = ob__pg_processed_claim,
+    .processed_has_legacy = ob__pg_processed_has_legacy,
+    .event_source_ref = ob__pg_event_source_ref,
+    /* pg_ledger.c: what the payout handler writes */
+    .outbox_insert = ob__pg_outbox_insert,
+    .payout_insert = ob__pg_payout_insert,
+    .observed_clock_load = ob__pg_observed_clock_load,
+    .observed_clock_store = ob__pg_observed_clock_store,
+    .deadlines_ahead = ob__pg_deadlines_ahead,
+};

@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The PostgreSQL schema: the version table, migrations, the embedder's
+** steps and the daily partitions (docs/postgresql.md).
+**
+** oncebox_schema holds the version (SQLite's user_version) and the
+** application's name (its application_id). Migrations run in one
+** transaction under an advisory lock, so three consumers started at once
+** migrate once and the others find it done; a newer version is refused. */
+#include <stdio.h>
+#include <string.h>
+
+#include "storage/postgresql/pg_int.h"
+#include "storage/postgresql/pg_schema_sql.h"
+
+/* The partitions of one day: processed_message_pYYYYMMDD and
+** outbox_event_pYYYYMMDD, bounds in UTC milliseconds. Names come from the
+** day, never from outside; a day whose range rows already fill in the
+** DEFAULT partition (a clock far off once) is left to DEFAULT, and a
+** partition another process is making at the same moment is no error:
+** each is tried on its own. */
+#define OB__PG_PARTITION_FN                                                  \
+  "CREATE FUNCTION oncebox_partitions_ensure(from_ms bigint, days int)"      \
+  "  RETURNS int LANGUAGE plpgsql AS $f$"                                    \
+  " DECLARE d bigint; lo bigint; t text; made int := 0; BEGIN"               \
+  "  FOR i IN 0..days LOOP"                                                  \
+  "    lo := (from_ms / 86400000 + i) * 86400000;"                           \
+  "    d := lo / 1000;"                                                      \
+  "    FOREACH t IN ARRAY ARRAY['processed_message', 'outbox_event'] LOOP"   \
+  "      IF to_regclass(t || '_p' || to_char(to_timestamp(d) AT TIME ZONE"   \
+  "         'UTC', 'YYYYMMDD')) IS NULL THEN"                                \
+  "        BEGIN"                                                            \
+  "          EXECUTE format('CREATE TABLE %I PARTITION OF %I"                \
+  "            FOR VALUES FROM (%s) TO (%s)', t || '_p' ||"                  \
+  "            to_char(to_timestamp(d) AT TIME ZONE 'UTC', 'YYYYMMDD'), t,"  \
+  "            lo, lo + 86400000);"                                          \
+  "          made := made + 1;"                                              \
+  "        EXCEPTION WHEN duplicate_table OR check_violation"                \
+  "          OR lock_not_available OR invalid_object_definition THEN"        \
+  "          NULL;"                                                          \
+  "        END;"                                                             \
+  "      END IF;"                                                            \
+  "    END LOOP;"                                                            \
+  "  END LOOP;"                                                              \
+  "  RETURN made; END $f$;"
+
+static const char* const migrations[] = {
+    /* 0 -> 1 */
+    OB__PG_SCHEMA_1 OB__PG_PARTITION_FN,
+};
+
+#define MIGRATION_COUNT ((int)(sizeof migrations / sizeof migrations[0]))
+_Static_assert(MIGRATION_COUNT == OB__PG_SCHEMA_VERSION,
+               "one migration per schema version");
+
+/* version: 0 when the database has no oncebox schema. Refuses a newer one,
+** another application's, and (unless adopt) a schema that already has
+** tables of its own. Reads only. */
+static int check_ownership(ob__db_t* db, int adopt, int* version) {
+  static const char probe[] =
+      "SELECT to_regclass('oncebox_schema') IS NOT NULL,"
+      " (SELECT count(*) FROM pg_tables WHERE schemaname = current_schema())";
+  static const char read[] =
+      "SELECT version, application FROM oncebox_schema WHERE id = 1";
+  PGresult* res = ob__pg_run(db, probe, NULL, "read the schema's identity");
+  int have, tables;
+  if (res == NULL) return db->last_err;
+  have = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+  tables = (int)ob__pg_int(res, 0, 1);
+  PQclear(res);
+  *version = 0;
+  if (!have) {
+    if (tables > 0 && !adopt)
+      return ob__db_seterr(db, OB_ECORRUPT,
+                           "the database's schema already has %d tables and "
+                           "is not an oncebox schema (name an empty database "
+                           "or schema, or set adopt_existing)", tables);
+    return 0;
+  }
+  res = ob__pg_run(db, read, NULL, "read the schema version");
+  if (res == NULL) return db->last_err;
+  if (PQntuples(res) != 1) {
+    PQclear(res);
+    return ob__db_seterr(db, OB_ECORRUPT,
+                         "oncebox_schema has no version row");
+  }
+  *version = (int)ob__pg_int(res, 0, 0);
+  if (strcmp(PQgetvalue(res, 0, 1), OB__PG_APPLICATION) != 0) {
+    PQclear(res);
+    return ob__db_seterr(db, OB_ECORRUPT,
+                         "the schema belongs to another application");
+  }
+  PQclear(res);
+  if (*version > OB__PG_SCHEMA_VERSION)
+    return ob__db_seterr(db, OB_EVERSION,
+                         "database schema version %d is newer than this "
+                         "oncebox (%s) understands (%d); upgrade oncebox",
+                         *version, OB_VERSION_STRING, OB__PG_SCHEMA_VERSION);
+  return 0;
+}
+
+int ob__pg_schema_identify(ob__db_t* db, int adopt) {
+  int version;
+  return check_ownership(db, adopt, &version);
+}
+
+static int recorded_version(ob__db_t* db, const char* name, int* out) {
+  static const char sql[] =
+      "SELECT coalesce(max(version), 0) FROM schema_migration"
+      " WHERE name = $1::text";
+  ob__pg_params_t p;
+  int64_t v = 0;
+  int rc;
+  ob__pg_params_init(&p);
+  ob__pg_p_text(&p, name);
+  rc = ob__pg_run_int(db, sql, &p, "schema_migration", &v);
+  *out = (int)v;
+  return rc == OB_ENOTFOUND ? 0 : rc;
+}
+
+/* An embedder's steps, in the migration's transaction. Their SQL is the
+** embedder's own text, run as given (PostgreSQL's dialect). */
+static int apply_ext(ob__db_t* db, const ob__schema_ext_t* ext) {
+  static const char ins[] =
+      "INSERT INTO schema_migration (name, version, applied_at)"
+      " VALUES ($1::text, $2::bigint, $3::bigint)";
+  for (size_t i = 0; i < ext->n; i++) {
+    const ob_migration_t* m = &ext->steps[i];
+    ob__pg_params_t p;
+    char what[128];
+    int have, rc;
+    if (m->name == NULL || m->sql == NULL || m->version < 1)
+      return ob__db_seterr(db, OB_EINVAL, "migration %zu: needs a name, a "
+                           "version >= 1 and sql", i);
+    if ((rc = recorded_version(db, m->name, &have)) < 0) return rc;
+    if (m->version <= have) continue;
+    if (m->version != have + 1)
+      return ob__db_seterr(db, OB_EINVAL, "migration %s %d: versions of a "
+                           "schema must be 1, 2, ... in order (expected %d)",
+                           m->name, m->version, have + 1);
+    snprintf(what, sizeof what, "migration %s %d", m->name, m->version);
+    if ((rc = ob__pg_exec(db, m->sql, what)) < 0)
+      return rc == OB_EIO ? rc : ob__db_seterr(db, OB_EINVAL, "%s failed: %s",
+                                               what, db->errmsg);
+    ob__pg_params_init(&p);
+    ob__pg_p_text(&p, m->name);
+    ob__pg_p_int(&p, m->version);
+    ob__pg_p_int(&p, ext->now_ms);
+    if ((rc = ob__pg_run_done(db, ins, &p, "schema_migration")) < 0)
+      return rc;
+  }
+  /* A name recorded newer than the newest step given: an older program. */
+  for (size_t i = 0; i < ext->n; i++) {
+    int have, want = 0, rc;
+    for (size_t j = 0; j < ext->n; j++)
+      if (strcmp(ext->steps[j].name, ext->steps[i].name) == 0 &&
+          ext->steps[j].version > want)
+        want = ext->steps[j].version;
+    if ((rc = recorded_version(db, ext->steps[i].name, &have)) < 0) return rc;
+    if (have > want)
+      return ob__db_seterr(db, OB_EVERSION, "embedder schema \"%s\" is at "
+                           "version %d in the database, newer than the "
+                           "newest this program gives (%d); upgrade the "
+                           "program", ext->steps[i].name, have, want);
+  }
+  return 0;
+}
+
+int ob__pg_schema_migrate(ob__db_t* db, const ob__schema_ext_t* ext) {
+  static const ob__schema_ext_t none = {NULL, 0, 0, 0};
+  static const char stamp[] =
+      "INSERT INTO oncebox_schema (id, version, application)"
+      " VALUES (1, $1::bigint, $2::text) ON CONFLICT (id) DO UPDATE"
+      " SET version = EXCLUDED.version";
+  static const char version_table[] =
+      "CREATE TABLE oncebox_schema ("
+      "  id BIGINT PRIMARY KEY CHECK (id = 1),"
+      "  version BIGINT NOT NULL,"
+      "  application TEXT NOT NULL)";
+  ob__pg_params_t p;
+  int version, rc;
+  int64_t now_ms;
+
+  if (ext == NULL) ext = &none;
+  if ((rc = ob__pg_db_begin(db)) < 0) return rc;
+  /* One migrator at a time; the others wait here and find it done. */
+  if ((rc = ob__pg_lock_key(db, "oncebox schema migration")) < 0) goto fail;
+  if ((rc = check_ownership(db, ext->adopt, &version)) < 0) goto fail;
+  if (version == 0 && (rc = ob__pg_exec(db, version_table, "schema")) < 0)
+    goto fail;
+  for (int v = version; v < OB__PG_SCHEMA_VERSION; v++)
+    if ((rc = ob__pg_exec(db, migrations[v], "schema migration")) < 0)
+      goto fail;
+  if (version < OB__PG_SCHEMA_VERSION) {
+    ob__pg_params_init(&p);
+    ob__pg_p_int(&p, OB__PG_SCHEMA_VERSION);
+    ob__pg_p_text(&p, OB__PG_APPLICATION);
+    if ((rc = ob__pg_run_done(db, stamp, &p, "schema version")) < 0)
+      goto fail;
+  }
+  if ((rc = apply_ext(db, ext)) < 0) goto fail;
+  if ((rc = ob__pg_db_commit(db)) < 0) return rc;
+  /* Partitions from yesterday on (a terminal's clock a little behind). */
+  now_ms = ext->now_ms > 0 ? ext->now_ms : 0;
+  if (now_ms == 0) {
+    static const char server_now[] =
+        "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint";
+    if ((rc = ob__pg_run_int(db, server_now, NULL, "clock", &now_ms)) < 0)
+      return rc;
+  }
+  return ob__pg_partitions_ensure(db, now_ms - OB__PG_DAY_MS,
+                                  OB__PG_PARTITIONS_AHEAD + 1);
+
+fail:
+  ob__pg_db_rollback(db);
+  return rc;
+}
+
+int ob__pg_partitions_ensure(ob__db_t* db, int64_t from_ms, int days_ahead) {
+  static const char sql[] =
+      "SELECT oncebox_partitions_ensure($1::bigint, $2::int)";
+  ob__pg_params_t p;
+  int rc;
+  if (from_ms < 0) from_ms = 0;
+  ob__pg_params_init(&p);
+  ob__pg_p_int(&p, from_ms);
+  ob__pg_p_int(&p, days_ahead);
+  rc = ob__pg_run_done(db, sql, &p, "make partitions");
+  return rc < 0 ? rc : 0;
+}

@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "tests/support/backend.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/support/testsupport.h"
+
+#if defined(OB_TEST_HAVE_PG)
+#include "tests/support/pg_server.h"
+#endif
+
+int ts_backend_is_pg(void) {
+  const char* b = getenv("OB_TEST_BACKEND");
+  if (b == NULL || b[0] == '\0' || strcmp(b, "sqlite") == 0) return 0;
+  if (strcmp(b, "postgresql") != 0) {
+    fprintf(stderr, "OB_TEST_BACKEND=%s: sqlite or postgresql\n", b);
+    exit(2);
+  }
+#if defined(OB_TEST_HAVE_PG)
+  return 1;
+#else
+  printf("skipped: OB_TEST_BACKEND=postgresql, and this build has no "
+         "PostgreSQL support\n");
+  exit(77);
+#endif
+}
+
+#if defined(OB_TEST_HAVE_PG)
+static pg_server_t server;
+static int server_started;
+static int databases;
+
+static void start_once(void) {
+  const char* skip;
+  if (server_started) return;
+  skip = pg_server_start(&server);
+  if (skip != NULL) {
+    printf("%s\n", skip);
+    exit(77);
+  }
+  server_started = 1;
+}
+
+/* The tests' inspections are written in SQLite's dialect; these are the
+** few places PostgreSQL's differs. */
+static char* translate(const char* sql) {
+  size_t n = strlen(sql);
+  char* out = malloc(n * 2 + 128);
+  const char* p = sql;
+  char* o = out;
+  static const char tables_from[] = "sqlite_schema WHERE name =";
+  static const char tables_to[] =
+      "pg_tables WHERE schemaname = current_schema() AND tablename =";
+  int in_hex = 0;
+  while (*p) {
+    if (strncmp(p, tables_from, sizeof tables_from - 1) == 0) {
+      o += sprintf(o, "%s", tables_to);
+      p += sizeof tables_from - 1;
+    } else if (strncmp(p, "CAST(", 5) == 0 && strstr(p, " AS BLOB)")) {
+      o += sprintf(o, "convert_to(");
+      p += 5;
+    } else if (strncmp(p, " AS BLOB)", 9) == 0) {
+      o += sprintf(o, ", 'UTF8')");
+      p += 9;
+    } else if (!in_hex && (p == sql || p[-1] == ' ') && p[0] == 'x' &&
+               p[1] == '\'') {
+      o += sprintf(o, "'\\x");
+      p += 2;
+      in_hex = 1;
+    } else if (in_hex && *p == '\'') {
+      o += sprintf(o, "'::bytea");
+      p++;
+      in_hex = 0;
+    } else {
+      *o++ = *p++;
+    }
+  }
+  *o = '\0';
+  return out;
+}
+#endif
+
+char* ts_backend_db(const char* dir, const char* name) {
+#if defined(OB_TEST_HAVE_PG)
+  if (ts_backend_is_pg()) {
+    char db[64], conninfo[1400];
+    start_once();
+    snprintf(db, sizeof db, "t%d_%d", (int)getpid(), ++databases);
+    if (pg_server_create_db(&server, db, conninfo, sizeof conninfo) != 0)
+      fail_msg("CREATE DATABASE %s failed", db);
+    (void)dir;
+    (void)name;
+    return strdup(conninfo);
+  }
+#endif
+  return ts_path(dir, name);
+}
+
+long long ts_backend_count(const char* db, const char* sql) {
+  long long v = -1;
+#if defined(OB_TEST_HAVE_PG)
+  if (ts_backend_is_pg()) {
+    PGconn* c = pg_connect_or_die(db);
+    char* q = translate(sql);
+    PGresult* r = PQexec(c, q);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+      fail_msg("%s: %s", q, PQresultErrorMessage(r));
+    if (PQntuples(r) > 0 && !PQgetisnull(r, 0, 0))
+      v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    else if (PQntuples(r) > 0)
+      v = 0;  /* SQLite's sqlite3_column_int64 of NULL */
+    PQclear(r);
+    PQfinish(c);
+    free(q);
+    return v;
+  }
+#endif
+  {
+    sqlite3* s;
+    sqlite3_stmt* st;
+    if (sqlite3_open_v2(db, &s, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+      fail_msg("open %s: %s", db, sqlite3_errmsg(s));
+    if (sqlite3_prepare_v2(s, sql, -1, &st, NULL) != SQLITE_OK)
+      fail_msg("prepare %s: %s", sql, sqlite3_errmsg(s));
+    if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(s);
+  }
+  return v;
+}
+
+void ts_backend_exec(const char* db, const char* sql) {
+#if defined(OB_TEST_HAVE_PG)
+  if (ts_backend_is_pg()) {
+    PGconn* c = pg_connect_or_die(db);
+    PGresult* r = PQexec(c, sql);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK &&
+        PQresultStatus(r) != PGRES_TUPLES_OK)
+      fail_msg("%s: %s", sql, PQresultErrorMessage(r));
+    PQclear(r);
+    PQfinish(c);
+    return;
+  }
+#endif
+  {
+    sqlite3* s;
+    char* msg = NULL;
+    if (sqlite3_open_v2(db, &s, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK)
+      fail_msg("open %s: %s", db, sqlite3_errmsg(s));
+    sqlite3_busy_timeout(s, 5000);
+    if (sqlite3_exec(s, sql, NULL, NULL, &msg) != SQLITE_OK)
+      fail_msg("%s: %s", sql, msg ? msg : "?");
+    sqlite3_close(s);
+  }
+}
+
+int ts_backend_sqlite_only(const char* why) {
+  if (!ts_backend_is_pg()) return 0;
+  printf("skipped on PostgreSQL: %s\n", why);
+  return 1;
+}
