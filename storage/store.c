@@ -3,6 +3,7 @@
 ** (docs/decisions/0018), the choice of the backend by name, and what is
 ** the same for both (errors, the joined reads). */
 #include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/util/errbuf.h"
@@ -30,6 +31,25 @@ int ob__db_name_is_postgresql(const char* name) {
   eq = strchr(name, '=');
   slash = strchr(name, '/');
   return eq != NULL && (slash == NULL || eq < slash);
+}
+
+#if defined(ONCEBOX_HAVE_POSTGRESQL)
+void ob__pg_display_name(const char* conninfo, char* out, size_t n);
+#endif
+
+void ob_db_display_name(const char* db_path, char* out, size_t n) {
+  if (out == NULL || n == 0) return;
+  if (db_path == NULL) {
+    snprintf(out, n, "(none)");
+  } else if (ob__db_name_is_postgresql(db_path)) {
+#if defined(ONCEBOX_HAVE_POSTGRESQL)
+    ob__pg_display_name(db_path, out, n);
+#else
+    snprintf(out, n, "a PostgreSQL connection string");
+#endif
+  } else {
+    snprintf(out, n, "%s", db_path);
+  }
 }
 
 int ob__db_is_postgresql(const ob__db_t* db) {

@@ -373,6 +373,16 @@ OB_EXTERN void ob_close(ob_engine_t* e);
 ** engine and valid until the next call on it. */
 OB_EXTERN const char* ob_errmsg(const ob_engine_t* e);
 
+/*
+** How to name the database db_path (ob_options_t.db_path) in a message or
+** a status page: a file path as given; a PostgreSQL connection string by
+** its host, port, dbname and user only, never its password or any other
+** keyword (a build without PostgreSQL support writes "a PostgreSQL
+** connection string"). Writes at most n bytes, NUL-terminated, into out;
+** truncates a long path. db_path NULL writes "(none)".
+*/
+OB_EXTERN void ob_db_display_name(const char* db_path, char* out, size_t n);
+
 /* The options the engine was opened with (clock resolved). */
 OB_EXTERN const ob_options_t* ob_options(const ob_engine_t* e);
 

@@ -654,7 +654,11 @@ static void show_value(const cli_t* cli, int id, const value_t* v, char* out,
     return;
   }
   switch (k->type) {
-    case OB_CFG_STRING: snprintf(out, n, "%s", v->s ? v->s : ""); break;
+    case OB_CFG_STRING:
+      /* A connection string may hold a password: shown without it. */
+      if (id == CFG_DB_PATH && v->s != NULL) ob_db_display_name(v->s, out, n);
+      else snprintf(out, n, "%s", v->s ? v->s : "");
+      break;
     case OB_CFG_BOOL: snprintf(out, n, "%s", v->i ? "true" : "false"); break;
     case OB_CFG_ENUM: snprintf(out, n, "%s", k->choices[v->i]); break;
     case OB_CFG_NUMBER: snprintf(out, n, "%g", v->d); break;

@@ -353,7 +353,9 @@ static ob_engine_t* open_with(cli_t* cli, int batch, int no_handling,
   o.reserve_db_bytes = cli->reserve_db_bytes;
   rc = ob_open(&e, &o, err, sizeof err);
   if (rc < 0) {
-    fprintf(stderr, "oncebox: cannot open %s: %s (%s)\n", cli->db_path, err,
+    char shown[512];
+    ob_db_display_name(cli->db_path, shown, sizeof shown);
+    fprintf(stderr, "oncebox: cannot open %s: %s (%s)\n", shown, err,
             ob_err_name(rc));
     *exit_code = EXIT_DB;  /* the arguments were checked: the file is at fault */
     return NULL;

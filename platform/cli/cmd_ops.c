@@ -213,7 +213,9 @@ int ob__cmd_stats(cli_t* cli, int argc, char** argv) {
     /* What read it, which file, when: a line stands alone in a log. */
     (void)ob__utc_format_ms(clk->now_ms(clk->ctx), when);
     cJSON_AddStringToObject(o, "version", ob_version());
-    cJSON_AddStringToObject(o, "database", cli->db_path);
+    char shown[512];
+    ob_db_display_name(cli->db_path, shown, sizeof shown);
+    cJSON_AddStringToObject(o, "database", shown);
     cJSON_AddStringToObject(o, "time", when);
     q = cJSON_AddObjectToObject(o, "queue");
     cJSON_AddNumberToObject(q, "ready", (double)s.queue_ready);

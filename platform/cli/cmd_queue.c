@@ -26,7 +26,11 @@ int ob__cmd_init(cli_t* cli, int argc, char** argv) {
   }
   e = ob__cli_open(cli, 0, &code);
   if (e == NULL) return code;
-  printf("initialized %s\n", cli->db_path);
+  {
+    char shown[512];
+    ob_db_display_name(cli->db_path, shown, sizeof shown);
+    printf("initialized %s\n", shown);
+  }
   ob_close(e);
   return EXIT_OK;
 }

@@ -277,7 +277,7 @@ int ob__pg_check_queries(ob__db_t* db, const char* const* sqls, size_t n,
 
 /* host, port, dbname and user of the connection string, for messages: never
 ** its password (nor any other keyword, which may hold secrets). */
-static void shown_conninfo(const char* conninfo, char* out, size_t n) {
+void ob__pg_display_name(const char* conninfo, char* out, size_t n) {
   static const char* const keys[] = {"host", "hostaddr", "port", "dbname",
                                      "user"};
   char* err = NULL;
@@ -406,7 +406,7 @@ int ob__pg_db_open_ext(ob__db_t* db, const char* conninfo, ob_sync_t sync,
   pg->sync_full = sync != OB_SYNC_NORMAL;
   pg->busy_timeout_ms = busy_timeout_ms > 0 ? busy_timeout_ms : 0;
   db->sync_full = pg->sync_full;
-  shown_conninfo(conninfo, pg->shown, sizeof pg->shown);
+  ob__pg_display_name(conninfo, pg->shown, sizeof pg->shown);
   /* The size cap is SQLite's max_page_count; a PostgreSQL server's space
   ** is its operator's (a tablespace, a quota): docs/postgresql.md. */
   (void)max_bytes;

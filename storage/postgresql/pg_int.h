@@ -99,6 +99,8 @@ int ob__pg_exec(ob__db_t* db, const char* sql, const char* what);
 ** "what: message (SQLSTATE xxxxx)" in errmsg, set db->last_err, mark the
 ** connection broken when it is gone. Returns the code (never 0). */
 int ob__pg_fail(ob__db_t* db, const PGresult* res, const char* what);
+/* ob_db_display_name of a connection string (host, port, dbname, user). */
+void ob__pg_display_name(const char* conninfo, char* out, size_t n);
 /* SQLSTATE to OB_E* (NULL: OB_EIO, no answer from the server). */
 int ob__pg_map_sqlstate(const char* state);
 
