@@ -40,4 +40,10 @@ const ob__store_ops_t ob__pg_store_ops = {
     .observed_clock_load = ob__pg_observed_clock_load,
     .observed_clock_store = ob__pg_observed_clock_store,
     .deadlines_ahead = ob__pg_deadlines_ahead,
+    /* pg_failed.c: the failure store */
+    .failed_insert = ob__pg_failed_insert,
+    .failed_insert_effect = ob__pg_failed_insert_effect,
+    .failed_list = ob__pg_failed_list,
+    .failed_retry = ob__pg_failed_retry,
+    .failed_remove = ob__pg_failed_remove,
 };
