@@ -46,6 +46,7 @@ typedef struct ob__pg_prepared_s {
 typedef struct ob__pg_user_stmt_s {
   char* sql;        /* the handler's text, as given (with ?) */
   char name[24];
+  int nparams;      /* the placeholders it has */
   uint64_t last_used;
 } ob__pg_user_stmt_t;
 
@@ -114,6 +115,14 @@ char* ob__pg_dup(const PGresult* r, int row, int col, size_t* len_out,
 /* A bytea column decoded (PQunescapeBytea), NUL-terminated; as ob__pg_dup. */
 char* ob__pg_dup_bytea(const PGresult* r, int row, int col, size_t* len_out,
                        int* oom);
+
+/* Handler SQL for libpq (pg_user_sql.c): each ? (or ?NNN) outside string
+** literals, quoted identifiers, dollar-quoted strings and comments becomes
+** $n, into out (outsz bytes). *nparams gets the largest n. OB_EINVAL (with
+** why in err) for more than one statement, an unterminated literal or
+** comment, ?0 or a mix of ? and ?NNN; OB_ETOOBIG when out is too small. */
+int ob__pg_rewrite_placeholders(const char* in, char* out, size_t outsz,
+                                int* nparams, char* err, size_t errsz);
 
 /* The queue row columns (store.h's OB__QUEUE_ROW_COLUMNS, same order) of
 ** result row i into r (copies). 0, or OB_ENOMEM (r freed). */

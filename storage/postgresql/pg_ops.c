@@ -40,6 +40,9 @@ const ob__store_ops_t ob__pg_store_ops = {
     .observed_clock_load = ob__pg_observed_clock_load,
     .observed_clock_store = ob__pg_observed_clock_store,
     .deadlines_ahead = ob__pg_deadlines_ahead,
+    /* pg_user_sql.c: handler SQL */
+    .user_exec = ob__pg_user_exec,
+    .user_cache_clear = ob__pg_user_cache_clear,
     /* pg_failed.c: the failure store */
     .failed_insert = ob__pg_failed_insert,
     .failed_insert_effect = ob__pg_failed_insert_effect,

@@ -261,6 +261,87 @@ static void test_failure_store_and_replay(void** state) {
   fx_free(f);
 }
 
+static int read_row(void* arg, const ob_value_t* cols, size_t n) {
+  ob_value_t* out = arg;
+  for (size_t i = 0; i < n && i < 4; i++) out[i] = cols[i];
+  out[3].i = (int64_t)n;  /* how many columns came (column 3 is text) */
+  return 0;
+}
+
+/* Handler SQL with ? on PostgreSQL: the same rules as on SQLite
+** (test_engine.c's test_handler_sql_rules), and what the rewrite keeps. */
+static int pg_rules_handler(ob_tx_t* tx, const ob_message_t* m, void* arg) {
+  int* result = arg;
+  ob_value_t p[3], row[4];
+  (void)m;
+  assert_int_equal(ob_tx_exec(tx, "COMMIT", NULL, 0, NULL, NULL), OB_EINVAL);
+  assert_int_equal(ob_tx_exec(tx, "  begin", NULL, 0, NULL, NULL), OB_EINVAL);
+  assert_int_equal(ob_tx_exec(tx, "SAVEPOINT x", NULL, 0, NULL, NULL),
+                   OB_EINVAL);
+  assert_int_equal(ob_tx_exec(tx, "/* c */ SET synchronous_commit = off",
+                              NULL, 0, NULL, NULL), OB_EINVAL);
+  assert_int_equal(ob_tx_exec(tx, "SELECT 1; DELETE FROM queue", NULL, 0,
+                              NULL, NULL), OB_EINVAL);
+  assert_int_equal(ob_tx_exec(tx, "SELECT ?", NULL, 0, NULL, NULL),
+                   OB_EINVAL);
+  assert_int_equal(ob_tx_exec(tx, "SELEC nonsense", NULL, 0, NULL, NULL),
+                   OB_EINVAL);
+  assert_true(ob_tx_exec(tx, "CREATE TABLE IF NOT EXISTS u(k TEXT UNIQUE,"
+                             " n BIGINT, b BYTEA)", NULL, 0, NULL, NULL) >= 0);
+  p[0] = OB_VTEXT("k1");
+  p[1] = OB_VINT(7);
+  p[2] = OB_VBLOB("\0\1\2", 3);
+  assert_int_equal(ob_tx_exec(tx, "INSERT INTO u(k, n, b) VALUES (?, ?, ?)",
+                              p, 3, NULL, NULL), 1);
+  /* A constraint violation undoes that statement only, as on SQLite. */
+  assert_int_equal(ob_tx_exec(tx, "INSERT INTO u(k, n, b) VALUES (?, ?, ?)",
+                              p, 3, NULL, NULL), OB_ECONSTRAINT);
+  p[0] = OB_VTEXT("'); DROP TABLE queue;--");
+  assert_int_equal(ob_tx_exec(tx, "INSERT INTO u(k, n, b) VALUES (?, ?, ?)",
+                              p, 3, NULL, NULL), 1);
+  /* ? in a literal, an identifier or a comment is not a placeholder. */
+  p[0] = OB_VTEXT("k1");
+  memset(row, 0, sizeof row);
+  assert_int_equal(ob_tx_exec(tx, "SELECT n, b, '?' AS \"q?\", k /* ? */"
+                              " FROM u WHERE k = ?1 -- ?", p, 1, read_row,
+                              row), 0);
+  assert_int_equal(row[3].i, 4);
+  assert_int_equal(row[0].type, OB_TYPE_INT);
+  assert_int_equal(row[0].i, 7);
+  assert_int_equal(row[1].type, OB_TYPE_BLOB);
+  assert_int_equal(row[1].n, 3);
+  assert_int_equal(row[2].type, OB_TYPE_TEXT);
+  assert_int_equal(row[3].type, OB_TYPE_TEXT);
+  /* An integer column compared with a text value, converted as SQLite's
+  ** affinity would. */
+  p[0] = OB_VTEXT("7");
+  assert_int_equal(ob_tx_exec(tx, "UPDATE u SET n = n + 1 WHERE n = ?", p, 1,
+                              NULL, NULL), 2);
+  *result = 1;
+  return OB_DONE;
+}
+
+static void test_handler_sql(void** state) {
+  fixture_t* f = fx_new(1);
+  int result = 0;
+  char id[OB_UUID_BUFLEN];
+  ob_batch_result_t r;
+  (void)state;
+  assert_int_equal(ob_register(f->e, "Rules", "rules", pg_rules_handler,
+                               &result), 0);
+  assert_int_equal(fx_enqueue(f, "Rules", fx_event(1, id), "{}"), 0);
+  r = fx_drain(f);
+  assert_int_equal(result, 1);
+  assert_int_equal(r.handled, 1);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM u"), 2);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM u WHERE n = 8"), 2);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM u WHERE b = x'000102'"),
+                   2);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM u WHERE k ="
+                               " '''); DROP TABLE queue;--'"), 1);
+  fx_free(f);
+}
+
 static void test_not_yet_provided(void** state) {
   fixture_t* f = fx_new(1);
   (void)state;
@@ -279,6 +360,7 @@ int main(void) {
       cmocka_unit_test(test_foreign_schema_refused),
       cmocka_unit_test(test_password_never_printed),
       cmocka_unit_test(test_failure_store_and_replay),
+      cmocka_unit_test(test_handler_sql),
       cmocka_unit_test(test_not_yet_provided),
   };
   setenv("OB_TEST_BACKEND", "postgresql", 1);
