@@ -26,11 +26,13 @@ install(EXPORT onceboxTargets NAMESPACE oncebox::
 if(ONCEBOX_HAVE_POSTGRESQL)
   set(OB_CONFIG_PG_DEP "\"LIBPQ;libpq\"")
   set(OB_CONFIG_PG_NOTE "this build has the PostgreSQL backend: libpq too")
-  set(OB_PC_PG_REQUIRES ", libpq")
+  # -lpq, not "Requires.private: libpq": Debian's libpq.pc names static
+  # libraries (pgcommon, pgport, gssapi_krb5) that libpq-dev does not ship.
+  set(OB_PC_PG_LIBS " -lpq")
 else()
   set(OB_CONFIG_PG_DEP "")
   set(OB_CONFIG_PG_NOTE "this build has no PostgreSQL backend")
-  set(OB_PC_PG_REQUIRES "")
+  set(OB_PC_PG_LIBS "")
 endif()
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/onceboxConfig.cmake.in
   ${PROJECT_BINARY_DIR}/onceboxConfig.cmake INSTALL_DESTINATION ${OB_CMAKE_DIR})

@@ -1384,6 +1384,14 @@ typedef struct ob_stats_s {
   ** transport failure; "" when none, and again once it publishes.
   ** Truncated to fit. */
   char relay_error[512];
+  /* PostgreSQL only (0 on SQLite): the age of the oldest open transaction
+  ** of any session on the database, which holds back the xmin horizon so
+  ** that no dead row can be vacuumed (the known failure of SKIP LOCKED
+  ** queues), and the dead tuples of oncebox's tables (partitions
+  ** included) that autovacuum has yet to clean. */
+  int64_t db_oldest_xact_age_ms;
+  int64_t db_dead_tuples;
+  int db_postgresql;           /* 1: the two above are measured */
 } ob_stats_t;
 
 /* Fill *s from one read transaction: the engine's own tables only (each

@@ -203,6 +203,18 @@ char* ob__prom_render(const ob__prom_input_t* in, size_t* len) {
          "Age of the oldest unpublished outbox event; 0 when none.");
   sample_ms(&b, "oncebox_outbox_oldest_age_seconds",
             s->outbox_oldest_unpublished_age_ms);
+  /* PostgreSQL's own failure mode of a SKIP LOCKED queue: absent on
+  ** SQLite, which has neither. */
+  if (s->db_postgresql) {
+    family(&b, "oncebox_db_oldest_transaction_age_seconds",
+           "Age of the oldest transaction another session holds open on "
+           "the database: while it is open no dead row can be vacuumed.");
+    sample_ms(&b, "oncebox_db_oldest_transaction_age_seconds",
+              s->db_oldest_xact_age_ms);
+    gauge(&b, "oncebox_db_dead_tuples",
+          "Dead rows in oncebox's tables (partitions included) that "
+          "autovacuum has not yet cleaned.", s->db_dead_tuples);
+  }
   gauge(&b, "oncebox_outbox_published",
         "Published outbox events still kept (rows, not a count of "
         "publications: retention deletes them).", s->outbox_published);

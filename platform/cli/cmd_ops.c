@@ -241,6 +241,12 @@ int ob__cmd_stats(cli_t* cli, int argc, char** argv) {
     else cJSON_AddNullToObject(ob, "error");
     if (has_charge)
       cJSON_AddNumberToObject(o, "charges", (double)cs.charges);
+    if (s.db_postgresql) {
+      cJSON* pg = cJSON_AddObjectToObject(o, "postgresql");
+      cJSON_AddNumberToObject(pg, "oldestTransactionAgeMs",
+                              (double)s.db_oldest_xact_age_ms);
+      cJSON_AddNumberToObject(pg, "deadTuples", (double)s.db_dead_tuples);
+    }
     cJSON* ef = cJSON_AddObjectToObject(o, "effects");
     cJSON_AddNumberToObject(ef, "pending", (double)s.effects_pending);
     cJSON_AddNumberToObject(ef, "unknown", (double)s.effects_unknown);

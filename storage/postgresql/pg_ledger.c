@@ -1,38 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* What a handler writes on PostgreSQL: the outbox row and the payout, and
-** the observed clock retention counts on. */
+/* What the payout handler writes on PostgreSQL (the outbox row is
+** pg_outbox.c's), the observed clock retention counts on, and the probe
+** for deadlines computed on a clock that went back. */
 #include <stdio.h>
 #include <string.h>
 
 #include "storage/postgresql/pg_int.h"
-
-int ob__pg_outbox_insert(ob__db_t* db, const char* id,
-                         const char* causation_id, const char* event_type,
-                         const char* aggregate_id, const char* payload,
-                         size_t payload_len, const char* traceparent,
-                         const char* tracestate, int64_t now) {
-  static const char sql[] =
-      "INSERT INTO outbox_event(id, causation_id, event_type, aggregate_id,"
-      " payload, created_at, next_attempt_at, traceparent, tracestate)"
-      " VALUES ($1::text, $2::text, $3::text, $4::text, $5::text,"
-      " $6::bigint, $6::bigint, $7::text, $8::text)";
-  ob__pg_params_t p;
-  int rc;
-  /* A text parameter ends at its NUL; a payload with one is not JSON. */
-  if (strlen(payload) != payload_len)
-    return ob__db_seterr(db, OB_EINVAL, "outbox payload holds a NUL byte");
-  ob__pg_params_init(&p);
-  ob__pg_p_text(&p, id);
-  ob__pg_p_text(&p, causation_id);
-  ob__pg_p_text(&p, event_type);
-  ob__pg_p_text(&p, aggregate_id);
-  ob__pg_p_text(&p, payload);
-  ob__pg_p_int(&p, now);
-  ob__pg_p_text(&p, traceparent);
-  ob__pg_p_text(&p, tracestate);
-  rc = ob__pg_run_done(db, sql, &p, "outbox insert");
-  return rc < 0 ? rc : 0;
-}
 
 int ob__pg_payout_insert(ob__db_t* db, const char* payout_id,
                          const char* payment_id, const char* merchant_id,

@@ -31,11 +31,21 @@ const ob__store_ops_t ob__pg_store_ops = {
     .queue_reschedule = ob__pg_queue_reschedule,
     .queue_next_due = ob__pg_queue_next_due,
     .queue_next_due_unwaited = ob__pg_queue_next_due_unwaited,
+    .queue_insert_held = ob__pg_queue_insert_held,
+    .queue_group_busy = ob__pg_queue_group_busy,
+    .queue_wait = ob__pg_queue_wait,
+    .queue_insert_waiting = ob__pg_queue_insert_waiting,
+    .queue_claim_waiting = ob__pg_queue_claim_waiting,
     .processed_claim = ob__pg_processed_claim,
     .processed_has_legacy = ob__pg_processed_has_legacy,
     .event_source_ref = ob__pg_event_source_ref,
-    /* pg_ledger.c: what the payout handler writes */
+    /* pg_outbox.c: the outbox (the relay's claims are not here yet) */
     .outbox_insert = ob__pg_outbox_insert,
+    .outbox_due = ob__pg_outbox_due,
+    .outbox_mark_published = ob__pg_outbox_mark_published,
+    .outbox_mark_failed = ob__pg_outbox_mark_failed,
+    .outbox_list = ob__pg_outbox_list,
+    /* pg_ledger.c: what the payout handler writes */
     .payout_insert = ob__pg_payout_insert,
     .observed_clock_load = ob__pg_observed_clock_load,
     .observed_clock_store = ob__pg_observed_clock_store,
@@ -43,10 +53,23 @@ const ob__store_ops_t ob__pg_store_ops = {
     /* pg_user_sql.c: handler SQL */
     .user_exec = ob__pg_user_exec,
     .user_cache_clear = ob__pg_user_cache_clear,
+    /* pg_stats.c: statistics, checks, size */
+    .stats = ob__pg_stats,
+    .check = ob__pg_check,
+    .payout_stats = ob__pg_payout_stats,
+    .payout_check = ob__pg_payout_check,
+    .space_used_bytes = ob__pg_space_used_bytes,
+    .charge_stats = ob__pg_charge_stats,
+    .charge_check = ob__pg_charge_check,
     /* pg_failed.c: the failure store */
     .failed_insert = ob__pg_failed_insert,
     .failed_insert_effect = ob__pg_failed_insert_effect,
     .failed_list = ob__pg_failed_list,
     .failed_retry = ob__pg_failed_retry,
     .failed_remove = ob__pg_failed_remove,
+    .failed_list_filter = ob__pg_failed_list_filter,
+    .failed_count = ob__pg_failed_count,
+    .failed_apply_filter = ob__pg_failed_apply_filter,
+    .effect_park_waiting = ob__pg_effect_park_waiting,
+    .effect_requeue_failed = ob__pg_effect_requeue_failed,
 };
