@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "storage/check_sql.h"
 #include "storage/postgresql/pg_int.h"
 
 /* Queries with $1 = now (bound even where unused: one shape for all). */
@@ -136,14 +137,7 @@ int ob__pg_stats(ob__db_t* db, int64_t now, ob_stats_t* s) {
 ** counterpart here (the server checksums pages if initdb --data-checksums;
 ** amcheck is the operator's tool). */
 static const char* const checks[] = {
-    "SELECT 'outbox event ' || id || ' has attempt_count ' || attempt_count"
-    " FROM outbox_event WHERE attempt_count < 0",
-    "SELECT 'provider reference ' || reference || ' is confirmed for ' ||"
-    " count(*) || ' effects' FROM effect WHERE state = 'confirmed' AND"
-    " reference IS NOT NULL GROUP BY reference HAVING count(*) > 1",
-    "SELECT 'effect ' || key || ' is ' || state || ' but has ' || successes"
-    " || ' provider successes and no outcome' FROM effect WHERE"
-    " state = 'failed' AND successes > 0",
+    OB__CHECK_SQL_ENGINE,
     /* What the partitioned tables cannot hold as keys (pg_schema_sql.h). */
     "SELECT 'dedup record ' || consumer_name || '/' || message_id || ' is"
     " recorded ' || count(*) || ' times' FROM processed_message GROUP BY"
@@ -178,36 +172,7 @@ int ob__pg_payout_stats(ob__db_t* db, ob_payout_stats_t* s) {
   return rc < 0 ? rc : 0;
 }
 
-/* The same texts as SQLite's payout checks (they are portable SQL). */
-static const char* const payout_checks[] = {
-    "SELECT 'payment ' || source_payment_id || ' has ' || count(*) ||"
-    " ' payouts' FROM merchant_payout GROUP BY source_payment_id"
-    " HAVING count(*) > 1",
-    "WITH o AS MATERIALIZED (SELECT causation_id, aggregate_id, count(*) AS n"
-    " FROM outbox_event WHERE event_type = 'MerchantPayoutCreated'"
-    " GROUP BY causation_id, aggregate_id)"
-    " SELECT 'payout ' || p.id || ' (payment ' || p.source_payment_id ||"
-    " ') has ' || coalesce(o.n, 0) || ' MerchantPayoutCreated outbox rows'"
-    " FROM merchant_payout p LEFT JOIN o"
-    " ON o.causation_id = p.source_event_id"
-    " AND o.aggregate_id = p.source_payment_id"
-    " WHERE o.n > 1 OR (o.n IS NULL AND"
-    " p.created_at > (SELECT coalesce(max(outbox_created_before_ms), -1)"
-    " FROM retention_swept))",
-    "SELECT 'outbox event ' || o.id || ' (MerchantPayoutCreated, cause ' ||"
-    " o.causation_id || ') has no payout' FROM outbox_event o"
-    " WHERE o.event_type = 'MerchantPayoutCreated' AND NOT EXISTS"
-    " (SELECT 1 FROM merchant_payout p WHERE p.source_event_id ="
-    " o.causation_id AND p.source_payment_id = o.aggregate_id)",
-    "SELECT 'payout ' || p.id || ' has no processed_message record for"
-    " event ' || p.source_event_id FROM merchant_payout p"
-    " WHERE p.created_at >= (SELECT coalesce(min(processed_at), -1)"
-    " FROM processed_message) AND p.created_at > (SELECT"
-    " coalesce(max(processed_before_ms), -1) FROM retention_swept)"
-    " AND NOT EXISTS (SELECT 1 FROM"
-    " processed_message m WHERE m.consumer_name = 'create-merchant-payout-v1'"
-    " AND m.message_id = p.source_event_id)",
-};
+static const char* const payout_checks[] = {OB__CHECK_SQL_PAYOUT};
 
 int ob__pg_payout_check(ob__db_t* db, void (*cb)(void* arg, const char* v),
                         void* arg) {
@@ -254,19 +219,7 @@ int ob__pg_charge_stats(ob__db_t* db, ob_charge_stats_t* s) {
   return rc < 0 ? rc : 0;
 }
 
-static const char* const charge_checks[] = {
-    "SELECT 'charge of order ' || c.order_id || ' (provider charge ' ||"
-    " c.provider_charge_id || ') has no confirmed fence ' || c.effect_key"
-    " FROM charge c WHERE NOT EXISTS (SELECT 1 FROM effect f WHERE"
-    " f.key = c.effect_key AND f.state = 'confirmed' AND"
-    " f.reference = c.provider_charge_id)",
-    "SELECT 'charge of order ' || c.order_id || ' has ' || count(o.id) ||"
-    " ' OrderCharged outbox rows' FROM charge c LEFT JOIN outbox_event o"
-    " ON o.event_type = 'OrderCharged' AND o.aggregate_id = c.order_id"
-    " GROUP BY c.order_id HAVING count(o.id) > 1 OR (count(o.id) = 0 AND"
-    " c.created_at > (SELECT coalesce(max(outbox_created_before_ms), -1)"
-    " FROM retention_swept))",
-};
+static const char* const charge_checks[] = {OB__CHECK_SQL_CHARGE};
 
 int ob__pg_charge_check(ob__db_t* db, void (*cb)(void* arg, const char* v),
                         void* arg) {

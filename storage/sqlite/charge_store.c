@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 #include <string.h>
 
+#include "storage/check_sql.h"
 #include "storage/sqlite/sqlite_store.h"
 
 int ob__sqlite_charge_insert(ob__db_t* db, const char* order_id, int64_t amount_minor,
@@ -64,19 +65,7 @@ int ob__sqlite_charge_stats(ob__db_t* db, ob_charge_stats_t* s) {
 /* The ChargeOrder invariants: every recorded charge stands on a confirmed
 ** effect with its provider reference, and each charge has one OrderCharged
 ** event. (That a reference is confirmed once is the engine's own check.) */
-static const char* const charge_checks[] = {
-    "SELECT 'charge of order ' || c.order_id || ' (provider charge ' ||"
-    " c.provider_charge_id || ') has no confirmed fence ' || c.effect_key"
-    " FROM charge c WHERE NOT EXISTS (SELECT 1 FROM effect f WHERE"
-    " f.key = c.effect_key AND f.state = 'confirmed' AND"
-    " f.reference = c.provider_charge_id)",
-    "SELECT 'charge of order ' || c.order_id || ' has ' || count(o.id) ||"
-    " ' OrderCharged outbox rows' FROM charge c LEFT JOIN outbox_event o"
-    " ON o.event_type = 'OrderCharged' AND o.aggregate_id = c.order_id"
-    " GROUP BY c.order_id HAVING count(o.id) > 1 OR (count(o.id) = 0 AND"
-    " c.created_at > (SELECT coalesce(max(outbox_created_before_ms), -1)"
-    " FROM retention_swept))",
-};
+static const char* const charge_checks[] = {OB__CHECK_SQL_CHARGE};
 
 int ob__sqlite_charge_check(ob__db_t* db, void (*cb)(void* arg, const char* v),
                      void* arg) {

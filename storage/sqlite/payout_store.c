@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "storage/check_sql.h"
 #include "storage/sqlite/sqlite_store.h"
 
 int ob__sqlite_payout_insert(ob__db_t* db, const char* payout_id,
@@ -74,43 +75,7 @@ int ob__sqlite_payout_stats(ob__db_t* db, ob_payout_stats_t* s) {
 }
 
 /* The payout invariants, one row per violation (see ob__check_queries). */
-static const char* const payout_checks[] = {
-    "SELECT 'payment ' || source_payment_id || ' has ' || count(*) ||"
-    " ' payouts' FROM merchant_payout GROUP BY source_payment_id"
-    " HAVING count(*) > 1",
-    /* The outbox rows counted per (cause, payment) first, then joined:
-    ** no index on outbox_event.causation_id (schema 12, decision 0017),
-    ** so a join on the table itself would scan it once per payout; this
-    ** way it is one scan, a sort and an automatic index. */
-    "WITH o AS MATERIALIZED (SELECT causation_id, aggregate_id, count(*) AS n"
-    " FROM outbox_event WHERE event_type = 'MerchantPayoutCreated'"
-    " GROUP BY causation_id, aggregate_id)"
-    " SELECT 'payout ' || p.id || ' (payment ' || p.source_payment_id ||"
-    " ') has ' || coalesce(o.n, 0) || ' MerchantPayoutCreated outbox rows'"
-    " FROM merchant_payout p LEFT JOIN o"
-    " ON o.causation_id = p.source_event_id"
-    " AND o.aggregate_id = p.source_payment_id"
-    /* None is fine where a sweep may have deleted it once published. */
-    " WHERE o.n > 1 OR (o.n IS NULL AND"
-    " p.created_at > (SELECT coalesce(max(outbox_created_before_ms), -1)"
-    " FROM retention_swept))",
-    "SELECT 'outbox event ' || o.id || ' (MerchantPayoutCreated, cause ' ||"
-    " o.causation_id || ') has no payout' FROM outbox_event o"
-    " WHERE o.event_type = 'MerchantPayoutCreated' AND NOT EXISTS"
-    " (SELECT 1 FROM merchant_payout p WHERE p.source_event_id ="
-    " o.causation_id AND p.source_payment_id = o.aggregate_id)",
-    /* A payout whose dedup record was already swept by retention is fine
-    ** (older than every record left, or inside what a sweep recorded it
-    ** deleted); one created inside the window without its record is not. */
-    "SELECT 'payout ' || p.id || ' has no processed_message record for"
-    " event ' || p.source_event_id FROM merchant_payout p"
-    " WHERE p.created_at >= (SELECT coalesce(min(processed_at), -1)"
-    " FROM processed_message) AND p.created_at > (SELECT"
-    " coalesce(max(processed_before_ms), -1) FROM retention_swept)"
-    " AND NOT EXISTS (SELECT 1 FROM"
-    " processed_message m WHERE m.consumer_name = 'create-merchant-payout-v1'"
-    " AND m.message_id = p.source_event_id)",
-};
+static const char* const payout_checks[] = {OB__CHECK_SQL_PAYOUT};
 
 int ob__sqlite_payout_check(ob__db_t* db, void (*cb)(void* arg, const char* v),
                      void* arg) {

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "storage/check_sql.h"
 #include "storage/sqlite/sqlite_store.h"
 
 /* One integer from a query with optional ?1 = now. */
@@ -148,17 +149,7 @@ int ob__sqlite_stats(ob__db_t* db, int64_t now, ob_stats_t* s) {
 /* The engine's own invariants. Each query returns one row per violation,
 ** column 0 its text; they are written against the documented tables so an
 ** operator can run them by hand with sqlite3. */
-static const char* const checks[] = {
-    "SELECT 'outbox event ' || id || ' has attempt_count ' || attempt_count"
-    " FROM outbox_event WHERE attempt_count < 0",
-    /* The fence: a provider reference is confirmed once. */
-    "SELECT 'provider reference ' || reference || ' is confirmed for ' ||"
-    " count(*) || ' effects' FROM effect WHERE state = 'confirmed' AND"
-    " reference IS NOT NULL GROUP BY reference HAVING count(*) > 1",
-    "SELECT 'effect ' || key || ' is ' || state || ' but has ' || successes"
-    " || ' provider successes and no outcome' FROM effect WHERE"
-    " state = 'failed' AND successes > 0",
-};
+static const char* const checks[] = {OB__CHECK_SQL_ENGINE};
 
 int ob__check_queries(ob__db_t* db, const char* const* sqls, size_t n,
                       void (*cb)(void* arg, const char* v), void* arg) {
