@@ -154,8 +154,7 @@ char* ob__pg_dup_bytea(const PGresult* r, int row, int col, size_t* len_out,
 
 /* The prepared statement's name for sql on this connection, preparing it on
 ** first use. NULL on error (errmsg set). */
-static const char* prepared_name(ob__db_t* db, const char* sql,
-                                 int nparams) {
+static const char* prepared_name(ob__db_t* db, const char* sql) {
   struct ob__pg_s* pg = db->pg;
   ob__pg_prepared_t* slot;
   PGresult* res;
@@ -164,7 +163,7 @@ static const char* prepared_name(ob__db_t* db, const char* sql,
   OB__ASSERT(pg->nprepared < OB__PG_MAX_PREPARED);
   slot = &pg->prepared[pg->nprepared];
   snprintf(slot->name, sizeof slot->name, "ob%lu", pg->next_name++);
-  (void)nparams;  /* the types are in the SQL ($1::bigint) */
+  /* No parameter types: they are in the SQL ($1::bigint). */
   res = PQprepare(pg->conn, slot->name, sql, 0, NULL);
   if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK) {
     ob__pg_fail(db, res, "prepare");
@@ -194,7 +193,7 @@ PGresult* ob__pg_run(ob__db_t* db, const char* sql, const ob__pg_params_t* p,
   PGresult* res;
   ExecStatusType st;
   if (conn_ready(db, what) < 0) return NULL;
-  name = prepared_name(db, sql, p ? p->n : 0);
+  name = prepared_name(db, sql);
   if (name == NULL) return NULL;
   res = PQexecPrepared(db->pg->conn, name, p ? p->n : 0, p ? p->v : NULL,
                        p ? p->len : NULL, p ? p->fmt : NULL, 0);

@@ -35,11 +35,7 @@ int ob__pg_failed_insert_effect(ob__db_t* db, const ob__queue_row_t* r,
   ob__pg_params_t p;
   int rc;
   ob__pg_params_init(&p);
-  ob__pg_p_text(&p, r->queue);
-  ob__pg_p_text(&p, r->message_id);
-  ob__pg_p_text(&p, r->type);
-  ob__pg_p_text(&p, r->headers);
-  ob__pg_p_blob(&p, r->body, r->body_len);
+  ob__pg_p_message(&p, r);
   ob__pg_p_text(&p, error_class);
   ob__pg_p_text(&p, reason);
   ob__pg_p_int(&p, attempts);

@@ -37,6 +37,14 @@ int ob__pg_queue_insert(ob__db_t* db, const char* queue,
   return rc < 0 ? rc : 0;
 }
 
+void ob__pg_p_message(ob__pg_params_t* p, const ob__queue_row_t* r) {
+  ob__pg_p_text(p, r->queue);
+  ob__pg_p_text(p, r->message_id);
+  ob__pg_p_text(p, r->type);
+  ob__pg_p_text(p, r->headers);
+  ob__pg_p_blob(p, r->body, r->body_len);
+}
+
 int ob__pg_queue_insert_held(ob__db_t* db, const ob__queue_row_t* r,
                              int64_t now) {
   /* Held: never due (and no deadline to re-base) until the trigger
@@ -52,11 +60,7 @@ int ob__pg_queue_insert_held(ob__db_t* db, const ob__queue_row_t* r,
     return ob__db_seterr(db, OB_EINVAL,
                          "queue a message behind its group: no group");
   ob__pg_params_init(&p);
-  ob__pg_p_text(&p, r->queue);
-  ob__pg_p_text(&p, r->message_id);
-  ob__pg_p_text(&p, r->type);
-  ob__pg_p_text(&p, r->headers);
-  ob__pg_p_blob(&p, r->body, r->body_len);
+  ob__pg_p_message(&p, r);
   ob__pg_p_int(&p, r->attempts);
   ob__pg_p_int(&p, now);
   ob__pg_p_text(&p, r->source);
@@ -218,11 +222,7 @@ int ob__pg_queue_insert_waiting(ob__db_t* db, const ob__queue_row_t* r,
   ob__pg_params_t p;
   int rc;
   ob__pg_params_init(&p);
-  ob__pg_p_text(&p, r->queue);
-  ob__pg_p_text(&p, r->message_id);
-  ob__pg_p_text(&p, r->type);
-  ob__pg_p_text(&p, r->headers);
-  ob__pg_p_blob(&p, r->body, r->body_len);
+  ob__pg_p_message(&p, r);
   ob__pg_p_int(&p, available_at);
   ob__pg_p_int(&p, r->attempts);
   ob__pg_p_int(&p, r->created_at ? r->created_at : now);

@@ -170,6 +170,7 @@ static ob__pg_user_stmt_t* lookup_or_prepare(ob__db_t* db, const char* sql) {
   int victim = 0, nparams = 0, rc;
   char kw[16], why[160];
   char* text;
+  size_t textsz;
   PGresult* res;
   ob__pg_user_stmt_t* u;
 
@@ -191,16 +192,16 @@ static ob__pg_user_stmt_t* lookup_or_prepare(ob__db_t* db, const char* sql) {
                   "or change the session (%s): %s", kw, sql);
     return NULL;
   }
-  text = malloc(strlen(sql) * 3 + 16 < MAX_SQL ? strlen(sql) * 3 + 16
-                                               : MAX_SQL);
+  /* Room for ? becoming $n; a text that outgrows it is refused
+  ** (OB_ETOOBIG), never overrun. */
+  textsz = strlen(sql) * 3 + 16 < MAX_SQL ? strlen(sql) * 3 + 16 : MAX_SQL;
+  text = malloc(textsz);
   if (text == NULL) {
     ob__db_seterr(db, OB_ENOMEM, "out of memory");
     return NULL;
   }
-  rc = ob__pg_rewrite_placeholders(sql, text,
-                                   strlen(sql) * 3 + 16 < MAX_SQL
-                                       ? strlen(sql) * 3 + 16 : MAX_SQL,
-                                   &nparams, why, sizeof why);
+  rc = ob__pg_rewrite_placeholders(sql, text, textsz, &nparams, why,
+                                   sizeof why);
   if (rc < 0) {
     free(text);
     ob__db_seterr(db, rc, "%s", rc == OB_ETOOBIG ? "handler SQL too long"

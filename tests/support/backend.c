@@ -161,9 +161,3 @@ void ts_backend_exec(const char* db, const char* sql) {
     sqlite3_close(s);
   }
 }
-
-int ts_backend_sqlite_only(const char* why) {
-  if (!ts_backend_is_pg()) return 0;
-  printf("skipped on PostgreSQL: %s\n", why);
-  return 1;
-}

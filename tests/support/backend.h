@@ -26,8 +26,4 @@ long long ts_backend_count(const char* db, const char* sql);
 /* Run sql (no rows) on a connection of its own; fails the test on error. */
 void ts_backend_exec(const char* db, const char* sql);
 
-/* For a test about SQLite itself (WAL, the file, pages): on PostgreSQL,
-** prints "skipped on PostgreSQL: why" and returns 1 (the caller returns). */
-int ts_backend_sqlite_only(const char* why);
-
 #endif
