@@ -139,11 +139,11 @@ int ob__pg_stats(ob__db_t* db, int64_t now, ob_stats_t* s) {
 static const char* const checks[] = {
     OB__CHECK_SQL_ENGINE,
     /* What the partitioned tables cannot hold as keys (pg_schema_sql.h). */
-    "SELECT 'dedup record ' || consumer_name || '/' || message_id || ' is"
-    " recorded ' || count(*) || ' times' FROM processed_message GROUP BY"
-    " consumer_name, message_id, source_ref HAVING count(*) > 1",
-    "SELECT 'outbox event ' || id || ' is stored ' || count(*) || ' times'"
-    " FROM outbox_event GROUP BY id HAVING count(*) > 1",
+    ("SELECT 'dedup record ' || consumer_name || '/' || message_id || ' is"
+     " recorded ' || count(*) || ' times' FROM processed_message GROUP BY"
+     " consumer_name, message_id, source_ref HAVING count(*) > 1"),
+    ("SELECT 'outbox event ' || id || ' is stored ' || count(*) || ' times'"
+     " FROM outbox_event GROUP BY id HAVING count(*) > 1"),
 };
 
 int ob__pg_check(ob__db_t* db, void (*cb)(void* arg, const char* v),

@@ -558,8 +558,9 @@ int main(int argc, char** argv) {
     }
     if (!failed) {
       static const char* const what[4] = {
-          "oncebox stats, the busy run's database", "oncebox stats, an empty "
-          "database", "sqlite3 DB 'SELECT count(*) FROM queue', busy",
+          "oncebox stats, the busy run's database",
+          "oncebox stats, an empty database",
+          "sqlite3 DB 'SELECT count(*) FROM queue', busy",
           "sqlite3 DB 'SELECT count(*) FROM queue', empty"};
       static const char* const key[4] = {"startup_stats_busy_ms",
                                          "startup_stats_empty_ms",

@@ -256,8 +256,8 @@ static void make_durable(plsim_file_t* p) {
   free(buf);
 
   if (g_cfg.verify) {
-    unsigned char *a, *b;
-    size_t na, nb;
+    unsigned char *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
     if (read_file(durable, &a, &na) != 0 || read_file(p->path, &b, &nb) != 0)
       broken("verify: read", p->path);
     if (na != nb || (na > 0 && memcmp(a, b, na) != 0)) {

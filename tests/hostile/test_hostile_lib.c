@@ -62,6 +62,9 @@ static struct {
 /* A case's outcome. ok: it behaved as specified. kind: what went wrong
 ** ("crash", "unclear", "lost", "code"). known: a reported defect id. */
 static void verdict(const char* name, const char* known, int ok,
+                    const char* kind, const char* fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void verdict(const char* name, const char* known, int ok,
                     const char* kind, const char* fmt, ...) {
   char detail[1024];
   va_list ap;

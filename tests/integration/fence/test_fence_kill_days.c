@@ -367,6 +367,8 @@ typedef struct tally_s {
   int violations, twice;
 } tally_t;
 
+static void violation(tally_t* t, const char* fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static void violation(tally_t* t, const char* fmt, ...) {
   va_list ap;
   t->violations++;
