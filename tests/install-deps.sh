@@ -13,7 +13,8 @@ pkgs=(build-essential g++ cmake pkg-config
       openssl socat faketime ca-certificates
       debhelper dpkg-dev lintian fakeroot groff-base man-db systemd
       prometheus python3
-      libpq-dev postgresql-15)
+      libpq-dev postgresql-15
+      clang libclang-rt-14-dev)
 # (The Debian packaging: tests/packaging/deb.sh and test_deb.sh; groff-base
 # and man-db for the man_pages test; systemd for systemd-analyze and the
 # package's systemd-sysusers.) prometheus for promtool: tests/cli/
@@ -25,6 +26,8 @@ pkgs=(build-essential g++ cmake pkg-config
 # server programs the tests start in temporary directories (initdb, pg_ctl:
 # tests/support/pg_server.c). The package's own cluster is not used; as
 # root the tests run the server as the `postgres` user it creates.
+# clang and its runtime: tests/run-all.sh builds the tree under clang with
+# warnings as errors, and tests/fuzz/run_fuzzers.sh needs libFuzzer.
 # More packages as arguments (tests/cross.sh: the cross compiler and the
 # target's :ARCH libraries).
 pkgs+=("$@")
