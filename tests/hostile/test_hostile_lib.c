@@ -601,7 +601,7 @@ static void run_env_case(rig_t* r, const env_case_t* c, int idx) {
     else if (!hash_eq(before, after))
       verdict(c->name, c->known, 0, "lost", "the database changed");
     else
-      verdict(c->name, c->known, 1, "", "");
+      verdict(c->name, c->known, 1, "", "%s", "");
     free(gen);
     return;
   }
@@ -684,7 +684,7 @@ static void run_env_case(rig_t* r, const env_case_t* c, int idx) {
     }
     free(v);
   }
-  verdict(c->name, c->known, 1, "", "");
+  verdict(c->name, c->known, 1, "", "%s", "");
   free(gen);
 }
 
@@ -787,7 +787,7 @@ static void test_delay_overflow(void** state) {
       verdict(cases[i].name, cases[i].known, 0, "code", "child exit %d",
               WEXITSTATUS(st));
     else
-      verdict(cases[i].name, cases[i].known, 1, "", "");
+      verdict(cases[i].name, cases[i].known, 1, "", "%s", "");
     ts_rmdir(dir);
   }
 }
@@ -847,7 +847,7 @@ static void test_enqueue_many_mixed(void** state) {
       continue;
     }
     if (rows[i].id == NULL || rows[i].want == OB_EINVAL) {
-      verdict(name, NULL, 1, "", "");
+      verdict(name, NULL, 1, "", "%s", "");
       continue;
     }
     found = db_column(r->path, "SELECT body FROM queue WHERE message_id = ?",
@@ -858,7 +858,7 @@ static void test_enqueue_many_mixed(void** state) {
     else if (rows[i].want != 0 && found)
       verdict(name, NULL, 0, "lost", "a rejected envelope was committed");
     else
-      verdict(name, NULL, 1, "", "");
+      verdict(name, NULL, 1, "", "%s", "");
     free(v);
   }
   /* Nothing at all: no transaction, no change. */
@@ -1139,7 +1139,7 @@ static void test_payout_hostile_bodies(void** state) {
       else if (bn != cases[i].len || (bn && memcmp(b, cases[i].body, bn) != 0))
         verdict(cases[i].name, NULL, 0, "lost", "stored body differs");
       else
-        verdict(cases[i].name, NULL, 1, "", "");
+        verdict(cases[i].name, NULL, 1, "", "%s", "");
     }
     free(v);
     free(b);
@@ -1289,7 +1289,7 @@ static void test_open_hostile_paths(void** state) {
              (lstat(wal, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0))
       verdict(cases[i].name, cases[i].known, 0, "lost", "the file changed");
     else
-      verdict(cases[i].name, cases[i].known, 1, "", "");
+      verdict(cases[i].name, cases[i].known, 1, "", "%s", "");
     free(before);
     free(after);
   }
