@@ -50,6 +50,15 @@ const ob__store_ops_t ob__pg_store_ops = {
     .observed_clock_load = ob__pg_observed_clock_load,
     .observed_clock_store = ob__pg_observed_clock_store,
     .deadlines_ahead = ob__pg_deadlines_ahead,
+    /* pg_deadline.c: deadlines after a wall-clock jump */
+    .deadlines_rebase = ob__pg_deadlines_rebase,
+    .deadlines_shift = ob__pg_deadlines_shift,
+    /* pg_charge.c: the ChargeOrder module's table */
+    .charge_insert = ob__pg_charge_insert,
+    /* pg_space.c, pg_retention.c: giving space back */
+    .space_delete_published = ob__pg_space_delete_published,
+    .space_checkpoint = ob__pg_space_checkpoint,
+    .retention_sweep = ob__pg_retention_sweep,
     /* pg_user_sql.c: handler SQL */
     .user_exec = ob__pg_user_exec,
     .user_cache_clear = ob__pg_user_cache_clear,

@@ -41,7 +41,7 @@ typedef struct world_s {
 static void open_world(world_t* w) {
   w->f = calloc(1, sizeof *w->f);
   w->f->dir = ts_mkdtemp("clocks");
-  w->f->db_path = ts_path(w->f->dir, "t.db");
+  w->f->db_path = ts_backend_db(w->f->dir, "t.db");
   jc_init(&w->jc);
   ob_options_init(&w->f->opts);
   w->f->opts.db_path = w->f->db_path;
@@ -141,6 +141,7 @@ static void test_faketime_gc(void** state) {
   int st;
   long long before, after;
   (void)state;
+  CLOCKS_SQLITE_ONLY("the CLI under libfaketime on a SQLite file");
   assert_non_null(bin);
   /* libfaketime is an LD_PRELOAD library, which a sanitizer build refuses
   ** (its runtime must come first): then this case cannot run. */

@@ -420,6 +420,51 @@ static void test_cli_stats(void** state) {
   fx_free(f);
 }
 
+
+static long long partitions_of(fixture_t* f, const char* table) {
+  char sql[256];
+  snprintf(sql, sizeof sql, "SELECT count(*) FROM pg_inherits WHERE"
+           " inhparent = '%s'::regclass", table);
+  return fx_count(f, sql);
+}
+
+/* Retention drops whole days (pg_retention.c): the dedup records of a day
+** older than the window go with their partition; the ledger stays; an
+** outbox day that still holds an unpublished event stays whole. */
+static void test_retention_drops_whole_days(void** state) {
+  fixture_t* f = fx_new(8);
+  int64_t deleted = -1;
+  long long pm_before, ob_before;
+  (void)state;
+  assert_int_equal(ob_register_payout(f->e), 0);
+  enqueue_payments(f, 1, 3, 1);
+  assert_int_equal(fx_drain(f).handled, 3);
+  /* Three days on, with a one-day window. */
+  fake_clock_advance(&f->clock, 3 * 86400000LL);
+  f->opts.retention_ms = 86400000LL;
+  fx_reopen(f);
+  assert_int_equal(ob_register_payout(f->e), 0);
+  enqueue_payments(f, 4, 2, 1);
+  assert_int_equal(fx_drain(f).handled, 2);
+  pm_before = partitions_of(f, "processed_message");
+  ob_before = partitions_of(f, "outbox_event");
+  assert_int_equal(ob_gc(f->e, &deleted), 0);
+  assert_true(deleted >= 0);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM processed_message"), 2);
+  assert_true(partitions_of(f, "processed_message") < pm_before);
+  /* Nothing was published (no relay here): every event stays, and so does
+  ** the partition of the day that holds them. */
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event"), 5);
+  assert_true(partitions_of(f, "outbox_event") <= ob_before);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM merchant_payout"), 5);
+  /* Inside the window a duplicate is still one. */
+  enqueue_payments(f, 4, 2, 1);
+  assert_int_equal(fx_drain(f).duplicates, 2);
+  assert_int_equal(ob_check(f->e, NULL, NULL), 0);
+  fx_free(f);
+}
+
+
 static void test_not_yet_provided(void** state) {
   fixture_t* f = fx_new(1);
   (void)state;
@@ -442,6 +487,7 @@ int main(void) {
       cmocka_unit_test(test_handler_sql),
       cmocka_unit_test(test_stats_and_check),
       cmocka_unit_test(test_cli_stats),
+      cmocka_unit_test(test_retention_drops_whole_days),
       cmocka_unit_test(test_not_yet_provided),
   };
   setenv("OB_TEST_BACKEND", "postgresql", 1);

@@ -107,6 +107,7 @@ static void set_offset(const char* dir, const char* offset) {
 }
 
 void test_faketime_retries_jump_back_in_run(void** state) {
+  CLOCKS_SQLITE_ONLY("the CLI under libfaketime on a SQLite file");
   char self[1024], p[1024], cmd[2048];
   char* dir;
   char* lib = ts_faketime_lib();
