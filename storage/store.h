@@ -606,8 +606,10 @@ typedef struct ob__effect_update_s {
 int ob__effect_update(ob__db_t* db, const char* key, const char* token,
                       const ob__effect_update_t* u, int64_t now);
 
-/* Earliest next_attempt_at of an open unparked effect; OB_ENOTFOUND. */
-int ob__effect_next_due_db(ob__db_t* db, const char* provider, int64_t* at);
+/* When an open unparked effect is next due (its next_attempt_at, or its
+** lease's end), on the clock of now; OB_ENOTFOUND. */
+int ob__effect_next_due_db(ob__db_t* db, const char* provider, int64_t now,
+                           int64_t* at);
 
 /* Visit effects (state 0: all; -1: parked; key NULL: all keys). */
 int ob__effect_list(ob__db_t* db, int state, const char* key,

@@ -271,8 +271,8 @@
      ob__effect_update_t* u, int64_t now),                                    \
     (db, key, token, u, now))                                                 \
   X(int, effect_next_due_db,                                                  \
-    (ob__db_t* db, const char* provider, int64_t* at),                        \
-    (db, provider, at))                                                       \
+    (ob__db_t* db, const char* provider, int64_t now, int64_t* at),           \
+    (db, provider, now, at))                                                  \
   X(int, effect_list,                                                         \
     (ob__db_t* db, int state, const char* key, int (*cb)(void* arg,           \
      const ob_effect_t* ef), void* arg),                                      \

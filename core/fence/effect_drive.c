@@ -495,7 +495,7 @@ int ob__effect_release(ob_engine_t* e, const ob__effect_job_t* job) {
 
 int ob__effect_next_due(ob_engine_t* e, const char* provider, int64_t* at) {
   ob__deadlines_watch(e);
-  return ob__effect_next_due_db(&e->db, provider, at);
+  return ob__effect_next_due_db(&e->db, provider, ob__now(e), at);
 }
 
 int ob_effects_perform(ob_engine_t* e, ob_effect_perform_cb perform,

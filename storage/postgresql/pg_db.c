@@ -217,6 +217,23 @@ int ob__pg_run_done(ob__db_t* db, const char* sql, const ob__pg_params_t* p,
   return n;
 }
 
+int ob__pg_run_own_tx(ob__db_t* db, const char* const* sql, int n,
+                      const ob__pg_params_t* p, const char* what) {
+  int rc, changed = 0;
+  rc = ob__pg_db_begin(db);
+  if (rc < 0) return rc;
+  for (int i = 0; i < n; i++) {
+    rc = ob__pg_run_done(db, sql[i], p, what);
+    if (rc < 0) {
+      ob__pg_db_rollback(db);
+      return rc;
+    }
+    changed += rc;
+  }
+  rc = ob__pg_db_commit(db);
+  return rc < 0 ? rc : changed;
+}
+
 int ob__pg_run_int(ob__db_t* db, const char* sql, const ob__pg_params_t* p,
                    const char* what, int64_t* out) {
   PGresult* res = ob__pg_run(db, sql, p, what);

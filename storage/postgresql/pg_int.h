@@ -88,6 +88,11 @@ PGresult* ob__pg_run(ob__db_t* db, const char* sql, const ob__pg_params_t* p,
 ** (or returned), or a negative code. */
 int ob__pg_run_done(ob__db_t* db, const char* sql, const ob__pg_params_t* p,
                     const char* what);
+/* Run sql[0..n) with p (may be NULL), in that order, in one transaction
+** of their own (rolled back at the first error). The rows they changed
+** (or returned), summed, or a negative code. */
+int ob__pg_run_own_tx(ob__db_t* db, const char* const* sql, int n,
+                      const ob__pg_params_t* p, const char* what);
 /* One integer: the first column of the first row into *out; OB_ENOTFOUND
 ** when there is no row or it is NULL. 0 or < 0. */
 int ob__pg_run_int(ob__db_t* db, const char* sql, const ob__pg_params_t* p,
@@ -141,6 +146,16 @@ int ob__pg_lock_key(ob__db_t* db, const char* key);
 ** report rows through cb (may be NULL). The number of violations or < 0. */
 int ob__pg_check_queries(ob__db_t* db, const char* const* sqls, size_t n,
                          void (*cb)(void* arg, const char* v), void* arg);
+
+/* The server's wall clock, in the engine's milliseconds, as SQL. Every
+** lease of this backend (outbox_event.claim_until, effect.lease_until) is
+** on it, so hosts whose clocks disagree still agree on whether a lease is
+** live: a lease is taken as a length (until - now on the caller's clock)
+** added to this, and compared with this (docs/postgresql.md, "Several
+** hosts, several clocks"). statement_timestamp(): one value per statement,
+** read when the statement arrives. */
+#define OB__PG_SERVER_MS                                                    \
+  "(floor(extract(epoch FROM statement_timestamp()) * 1000))::bigint"
 
 /* Partitions (pg_schema.c): make sure the daily partitions of
 ** processed_message and outbox_event exist from the day of from_ms through

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The PostgreSQL backend's table. It fills what this version provides;
-** every other member stays NULL, and its dispatcher (storage/store.c)
-** answers OB_ENOTSUP naming the function (docs/postgresql.md lists both). */
+/* The PostgreSQL backend's table: every member of store_ops.h. (A member
+** left NULL would make its dispatcher, storage/store.c, answer OB_ENOTSUP
+** naming the function.) */
 #include "storage/postgresql/pg_int.h"
 
 const ob__store_ops_t ob__pg_store_ops = {
@@ -39,12 +39,34 @@ const ob__store_ops_t ob__pg_store_ops = {
     .processed_claim = ob__pg_processed_claim,
     .processed_has_legacy = ob__pg_processed_has_legacy,
     .event_source_ref = ob__pg_event_source_ref,
-    /* pg_outbox.c: the outbox (the relay's claims are not here yet) */
+    /* pg_outbox.c: the outbox */
     .outbox_insert = ob__pg_outbox_insert,
     .outbox_due = ob__pg_outbox_due,
     .outbox_mark_published = ob__pg_outbox_mark_published,
     .outbox_mark_failed = ob__pg_outbox_mark_failed,
     .outbox_list = ob__pg_outbox_list,
+    /* pg_relay.c: the relay's claims (leases on the server's clock) */
+    .relay_claim = ob__pg_relay_claim,
+    .relay_mark_published = ob__pg_relay_mark_published,
+    .relay_mark_failed = ob__pg_relay_mark_failed,
+    .relay_release = ob__pg_relay_release,
+    .relay_retry_parked = ob__pg_relay_retry_parked,
+    .relay_backlog = ob__pg_relay_backlog,
+    .relay_pending = ob__pg_relay_pending,
+    .relay_next_due = ob__pg_relay_next_due,
+    .relay_status_set = ob__pg_relay_status_set,
+    /* pg_effect.c: the fence's effects (leases on the server's clock) */
+    .effect_get = ob__pg_effect_get,
+    .effect_insert = ob__pg_effect_insert,
+    .effect_due = ob__pg_effect_due,
+    .effect_lease = ob__pg_effect_lease,
+    .effect_mark_call = ob__pg_effect_mark_call,
+    .effect_unlease = ob__pg_effect_unlease,
+    .effect_lease_renew = ob__pg_effect_lease_renew,
+    .effect_update = ob__pg_effect_update,
+    .effect_next_due_db = ob__pg_effect_next_due_db,
+    .effect_list = ob__pg_effect_list,
+    .effect_reconcile = ob__pg_effect_reconcile,
     /* pg_ledger.c: what the payout handler writes */
     .payout_insert = ob__pg_payout_insert,
     .observed_clock_load = ob__pg_observed_clock_load,

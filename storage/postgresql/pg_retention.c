@@ -191,21 +191,15 @@ static int drop_partitions(ob__db_t* db, int outbox, int64_t cutoff,
 ** the parent, where two partitions can hold the same ctid. */
 static int sweep_default(ob__db_t* db, const char* sql, int64_t cutoff,
                          int batch, int64_t* deleted) {
+  const char* const one[] = {sql};
   for (;;) {
     ob__pg_params_t p;
-    int64_t n = 0;
-    int rc = ob__pg_db_begin(db);
-    if (rc < 0) return rc;
+    int n;
     ob__pg_params_init(&p);
     ob__pg_p_int(&p, cutoff);
     ob__pg_p_int(&p, batch);
-    rc = ob__pg_run_int(db, sql, &p, "retention", &n);
-    if (rc < 0) {
-      ob__pg_db_rollback(db);
-      return rc;
-    }
-    rc = ob__pg_db_commit(db);
-    if (rc < 0) return rc;
+    n = ob__pg_run_own_tx(db, one, 1, &p, "retention");
+    if (n < 0) return n;
     *deleted += n;
     if (n < batch) return 0;
   }
@@ -223,7 +217,7 @@ int ob__pg_retention_sweep(ob__db_t* db, int64_t cutoff, int batch,
       " ON CONFLICT (id) DO UPDATE SET processed_before_ms ="
       " GREATEST(retention_swept.processed_before_ms,"
       " EXCLUDED.processed_before_ms) RETURNING 1)"
-      " SELECT count(*) FROM d";
+      " SELECT 1 FROM d";  /* one row per row deleted */
   /* Only published rows: an unpublished outbox row is never deleted. */
   static const char sweep_ob[] =
       "WITH d AS (DELETE FROM outbox_event_default"
@@ -235,7 +229,7 @@ int ob__pg_retention_sweep(ob__db_t* db, int64_t cutoff, int batch,
       " ON CONFLICT (id) DO UPDATE SET outbox_created_before_ms ="
       " GREATEST(retention_swept.outbox_created_before_ms,"
       " EXCLUDED.outbox_created_before_ms) RETURNING 1)"
-      " SELECT count(*) FROM d";
+      " SELECT 1 FROM d";
   int64_t now = cutoff, observed = 0;
   int rc;
   *deleted = 0;

@@ -22,24 +22,17 @@ int ob__pg_space_delete_published(ob__db_t* db, int batch, int64_t* deleted) {
       " ON CONFLICT (id) DO UPDATE SET outbox_created_before_ms ="
       " GREATEST(retention_swept.outbox_created_before_ms,"
       " EXCLUDED.outbox_created_before_ms) RETURNING 1)"
-      " SELECT count(*) FROM d";
+      " SELECT 1 FROM d";  /* one row per row deleted */
+  static const char* const one[] = {sql};
   ob__pg_params_t p;
-  int64_t n = 0;
   int rc;
   *deleted = 0;
   if (batch <= 0) return 0;
-  rc = ob__pg_db_begin(db);
-  if (rc < 0) return rc;
   ob__pg_params_init(&p);
   ob__pg_p_int(&p, batch);
-  rc = ob__pg_run_int(db, sql, &p, "reclaim published events", &n);
-  if (rc < 0) {
-    ob__pg_db_rollback(db);
-    return rc;
-  }
-  rc = ob__pg_db_commit(db);
+  rc = ob__pg_run_own_tx(db, one, 1, &p, "reclaim published events");
   if (rc < 0) return rc;
-  *deleted = n;
+  *deleted = rc;
   return 0;
 }
 

@@ -347,8 +347,10 @@ int ob__sqlite_effect_update(ob__db_t* db, const char* key, const char* token,
   return ob__db_step_done(db, st, "effect outcome");
 }
 
-int ob__sqlite_effect_next_due_db(ob__db_t* db, const char* provider, int64_t* at) {
+int ob__sqlite_effect_next_due_db(ob__db_t* db, const char* provider,
+                                  int64_t now, int64_t* at) {
   int rc, null;
+  (void)now;  /* one host, one clock: the lease's end is on it */
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__E_NEXT_DUE,
       "SELECT min(max(next_attempt_at, coalesce(lease_until, 0))) FROM effect"

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The fence, engine side, on a real SQLite file with a fake clock. The
+/* The fence, engine side, on a real SQLite file with a fake clock (and on
+** PostgreSQL as fence_pg, OB_TEST_BACKEND=postgresql). The
 ** provider here is an in-process function (ob_effects_perform), so every
 ** answer (lost reply, 5xx, decline, lookup) is exact and repeatable; the
 ** same rules over real HTTPS against a provider simulator, with SIGKILLs,
@@ -357,9 +358,18 @@ static void test_not_sent_costs_nothing(void** state) {
 /* No idempotency keys, but a lookup: after a restart the claim may have been
 ** sent, so the key is looked up first; found means no call at all. */
 static void test_lookup_after_restart(void** state) {
-  fixture_t* f = setup(0, 1);
+  fixture_t* f;
   provider_t p = {.idempotent = 0, .script = {LOST_REPLY}, .nscript = 1};
   (void)state;
+  if (ts_backend_is_pg()) {
+    /* test_pg_backend.c's test_effect_lease_on_server_clock has the
+    ** expiry on real time. */
+    print_message("skipped on postgresql: the dead process's leases run out"
+                  " by moving the fake clock; there they are on the"
+                  " server's\n");
+    skip();
+  }
+  f = setup(0, 1);
   order(f, 1, "order-1", 100);
   order(f, 2, "order-2", 200);
   fx_drain(f);
@@ -445,15 +455,9 @@ static void test_request_mismatch(void** state) {
 static void test_unfenced_success_flagged(void** state) {
   fixture_t* f = setup(1, 1);
   ob_charge_stats_t s;
-  sqlite3* db;
   (void)state;
-  assert_int_equal(sqlite3_open(f->db_path, &db), SQLITE_OK);
-  assert_int_equal(sqlite3_exec(db,
-                                "INSERT INTO charge VALUES('o-9', 100, 'EUR',"
-                                " 'ch_77', 'charge:o-9', 'm', 0)",
-                                NULL, NULL, NULL),
-                   SQLITE_OK);
-  sqlite3_close(db);
+  ts_backend_exec(f->db_path, "INSERT INTO charge VALUES('o-9', 100, 'EUR',"
+                              " 'ch_77', 'charge:o-9', 'm', 0)");
   assert_int_equal(ob_charge_stats(f->e, &s), 0);
   assert_int_equal(s.unfenced_successes, 1);
   assert_true(ob_check(f->e, NULL, NULL) >= 1);
@@ -538,14 +542,15 @@ static void test_fifo_group_waits_behind_effect(void** state) {
                             " 9223372036854775807"),
                    2);
   for (int round = 0; round < 3; round++) {
+    char q[96];
     fx_drain(f);        /* the released one claims its effect */
     perform_all(f, &p); /* charged; its message completes, the next is freed */
     assert_int_equal(count(f, "SELECT count(*) FROM charge"), round + 1);
+    /* In the group's order: this round's charge is order-<round>'s. */
+    snprintf(q, sizeof q, "SELECT count(*) FROM charge WHERE order_id ="
+             " 'order-%d'", round);
+    assert_int_equal(count(f, q), 1);
   }
-  assert_int_equal(count(f, "SELECT (SELECT group_concat(order_id, ' ') FROM"
-                            " (SELECT order_id FROM charge ORDER BY rowid)) ="
-                            " 'order-0 order-1 order-2'"),
-                   1);
   assert_int_equal(count(f, "SELECT count(*) FROM queue"), 0);
   assert_int_equal(p.charges, 3);
   assert_clean(f);

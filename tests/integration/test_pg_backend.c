@@ -18,7 +18,9 @@
 #include <unistd.h>
 
 #include "engine_fixture.h"
+#include "core/engine/engine_int.h"
 #include "tests/support/pg_server.h"
+#include "oncebox_charge.h"
 #include "oncebox_payout.h"
 
 #define PAY OB_PAYOUT_MESSAGE_TYPE
@@ -464,15 +466,184 @@ static void test_retention_drops_whole_days(void** state) {
   fx_free(f);
 }
 
+/* ---- leases on the server's clock ---------------------------------------
+** Two head-office hosts on one database whose wall clocks disagree by an
+** hour (one without NTP, or set by hand: what RELIABILITY.md's clock cases
+** are on a terminal). Each host is an engine with a fake clock of its own;
+** the database's clock is the server's real one. A lease must mean the
+** same to both: live while its holder's time lasts on the server's clock,
+** free after, whichever host asks. */
 
-static void test_not_yet_provided(void** state) {
-  fixture_t* f = fx_new(1);
+#define HOUR (3600LL * 1000)
+
+/* A second host on f's database, its wall clock `skew` ms from f's. */
+static fixture_t* fx_host(const fixture_t* f, int64_t skew, uint64_t seed) {
+  fixture_t* h = calloc(1, sizeof *h);
+  h->dir = ts_mkdtemp("host");
+  h->db_path = strdup(f->db_path);
+  fake_clock_init(&h->clock, ob_fake_clock_now(&f->clock) + skew, seed);
+  ob_options_init(&h->opts);
+  h->opts.db_path = h->db_path;
+  h->opts.clock = &h->clock.clock;
+  h->opts.batch_size = f->opts.batch_size;
+  fx_open(h);
+  return h;
+}
+
+static int64_t wall(fixture_t* f) {
+  return ob_fake_clock_now(&f->clock);
+}
+
+static void test_relay_lease_on_server_clock(void** state) {
+  fixture_t* b = fx_new(8);
+  fixture_t* ahead = fx_host(b, +HOUR, 43);
+  fixture_t* behind = fx_host(b, -HOUR, 44);
+  ob__relay_row_t rows[4];
+  int n;
   (void)state;
-  assert_int_equal(ob_failed_count(f->e, NULL), 0);
-  assert_int_equal(ob_outbox_retry_parked(f->e), OB_ENOTSUP);
-  assert_non_null(strstr(ob_errmsg(f->e), "ob__relay_retry_parked"));
-  assert_non_null(strstr(ob_errmsg(f->e), "postgresql"));
-  fx_free(f);
+
+  assert_int_equal(ob_register_payout(b->e), 0);
+  enqueue_payments(b, 1, 2, 1);
+  assert_int_equal(fx_drain(b).handled, 2);
+  /* b claims one row for 30 s. */
+  n = ob__relay_claim(&b->e->db, "relay-b", wall(b), wall(b) + 30000, 1, 0,
+                      NULL, 0, rows);
+  assert_int_equal(n, 1);
+  ob__relay_row_free(&rows[0]);
+  /* A host an hour ahead must not take it: on its own clock the lease ran
+  ** out an hour ago. It gets the other row only. */
+  n = ob__relay_claim(&ahead->e->db, "relay-ahead", wall(ahead),
+                      wall(ahead) + 30000, 4, 0, NULL, 0, rows);
+  assert_int_equal(n, 1);
+  for (int i = 0; i < n; i++) ob__relay_row_free(&rows[i]);
+  assert_int_equal(fx_count(b, "SELECT count(*) FROM outbox_event WHERE"
+                               " claim_token = 'relay-b'"), 1);
+  assert_int_equal(fx_count(b, "SELECT count(*) FROM outbox_event WHERE"
+                               " claim_token = 'relay-ahead'"), 1);
+  /* Its next due time, on the asking host's clock, is within the lease. */
+  {
+    int64_t at = 0;
+    assert_int_equal(ob__relay_next_due(&ahead->e->db, wall(ahead), 0, &at),
+                     0);
+    assert_true(at > wall(ahead) && at <= wall(ahead) + 30000);
+  }
+  /* The host an hour behind handles a payment: its row is due on its own
+  ** clock (a due time stays the writing host's; only leases are the
+  ** server's). b claims it for 300 ms, then dies. */
+  assert_int_equal(ob_register_payout(behind->e), 0);
+  enqueue_payments(behind, 3, 1, 1);
+  assert_int_equal(fx_drain(behind).handled, 1);
+  n = ob__relay_claim(&b->e->db, "relay-b2", wall(b), wall(b) + 300, 4, 0,
+                      NULL, 0, rows);
+  assert_int_equal(n, 1);
+  ob__relay_row_free(&rows[0]);
+  usleep(600 * 1000);
+  /* A host an hour behind takes it once the 300 ms passed on the server,
+  ** not an hour and 300 ms later. */
+  n = ob__relay_claim(&behind->e->db, "relay-behind", wall(behind),
+                      wall(behind) + 30000, 4, 0, NULL, 0, rows);
+  assert_int_equal(n, 1);
+  ob__relay_row_free(&rows[0]);
+  fx_free(behind);
+  fx_free(ahead);
+  fx_free(b);
+}
+
+/* The fence: the provider is an in-process function; while host b's call
+** is in flight (its lease held), the host an hour ahead performs too. */
+typedef struct skew_provider_s {
+  int calls;
+  fixture_t* other;   /* performs from inside the first call */
+  size_t other_settled;
+} skew_provider_t;
+
+static int skew_perform(void* arg, const ob_effect_call_t* c,
+                        ob_effect_reply_t* r) {
+  static char body[64];
+  skew_provider_t* p = arg;
+  fixture_t* other = p->other;
+  p->calls++;
+  if (other != NULL) {
+    p->other = NULL;
+    assert_int_equal(ob_effects_perform(other->e, skew_perform, p, 10,
+                                        &p->other_settled), 0);
+  }
+  if (c->lookup) {
+    r->status = 404;
+    snprintf(body, sizeof body, "{}");
+  } else {
+    r->status = 200;
+    snprintf(body, sizeof body, "{\"id\":\"ch_%d\"}", p->calls);
+  }
+  r->sent = 1;
+  r->body = body;
+  r->body_len = strlen(body);
+  return 0;
+}
+
+static void reg_charge(fixture_t* f) {
+  ob_provider_options_t o;
+  ob_provider_options_init(&o);
+  o.name = OB_CHARGE_PROVIDER;
+  /* Keys and lookups, as Stripe's: a second host that took the lease
+  ** would look the key up, find nothing (the first call is still in
+  ** flight) and call again. */
+  o.idempotency_keys = 1;
+  o.lookup_path = OB_CHARGE_LOOKUP_PATH;
+  assert_int_equal(ob_provider_register(f->e, &o), 0);
+  assert_int_equal(ob_register_charge_order(f->e), 0);
+}
+
+static void test_effect_lease_on_server_clock(void** state) {
+  fixture_t* b = fx_new(8);
+  fixture_t* ahead = fx_host(b, +HOUR, 45);
+  fixture_t* behind = fx_host(b, -HOUR, 46);
+  skew_provider_t p = {0};
+  char id[OB_UUID_BUFLEN];
+  size_t settled = 0;
+  (void)state;
+
+  reg_charge(b);
+  reg_charge(ahead);
+  assert_int_equal(fx_enqueue(b, OB_CHARGE_MESSAGE_TYPE, fx_event(1, id),
+                              "{\"orderId\":\"o-1\",\"amountInMinorUnits\":"
+                              "500,\"currency\":\"EUR\"}"), 0);
+  assert_int_equal(fx_drain(b).waiting, 1);
+  p.other = ahead;
+  assert_int_equal(ob_effects_perform(b->e, skew_perform, &p, 10, &settled),
+                   0);
+  /* One call reached the provider: the host ahead saw b's lease live and
+  ** neither looked up nor called. */
+  assert_int_equal(p.calls, 1);
+  assert_int_equal(p.other_settled, 0);
+  assert_int_equal(settled, 1);
+  assert_int_equal(fx_count(b, "SELECT count(*) FROM charge"), 1);
+
+  /* A lease whose holder died: free once its time passed on the server,
+  ** for a host an hour behind too. */
+  assert_int_equal(fx_enqueue(b, OB_CHARGE_MESSAGE_TYPE, fx_event(2, id),
+                              "{\"orderId\":\"o-2\",\"amountInMinorUnits\":"
+                              "700,\"currency\":\"EUR\"}"), 0);
+  assert_int_equal(fx_drain(b).waiting, 1);
+  assert_int_equal(ob__effect_lease(&b->e->db, "charge:o-2", "dead-b",
+                                    wall(b) + 300, wall(b), 1, 0), 1);
+  assert_int_equal(ob__effect_lease(&ahead->e->db, "charge:o-2", "ahead",
+                                    wall(ahead) + 30000, wall(ahead), 1, 0),
+                   0);
+  usleep(600 * 1000);
+  assert_int_equal(ob__effect_lease(&behind->e->db, "charge:o-2", "behind",
+                                    wall(behind) + 30000, wall(behind), 1, 0),
+                   1);
+  /* Renewed by its holder on its own clock, it stays live for another. */
+  assert_int_equal(ob__effect_lease_renew(&behind->e->db, "charge:o-2",
+                                          "behind", wall(behind) + 30000,
+                                          wall(behind)), 1);
+  assert_int_equal(ob__effect_lease(&ahead->e->db, "charge:o-2", "ahead",
+                                    wall(ahead) + 30000, wall(ahead), 1, 0),
+                   0);
+  fx_free(behind);
+  fx_free(ahead);
+  fx_free(b);
 }
 
 int main(void) {
@@ -488,7 +659,8 @@ int main(void) {
       cmocka_unit_test(test_stats_and_check),
       cmocka_unit_test(test_cli_stats),
       cmocka_unit_test(test_retention_drops_whole_days),
-      cmocka_unit_test(test_not_yet_provided),
+      cmocka_unit_test(test_relay_lease_on_server_clock),
+      cmocka_unit_test(test_effect_lease_on_server_clock),
   };
   setenv("OB_TEST_BACKEND", "postgresql", 1);
   (void)ts_backend_is_pg();  /* exits 77 without PostgreSQL support */

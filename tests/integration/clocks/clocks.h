@@ -10,9 +10,10 @@
 
 #define DAY (24LL * 3600 * 1000)
 
-/* The suite runs on both backends (clocks_pg). A case whose store
-** functions PostgreSQL does not provide yet, or that drives the CLI on a
-** SQLite file, says so and skips there (docs/postgresql.md). */
+/* The suite runs on both backends (clocks_pg). A case that runs a dead
+** holder's lease out by moving the fake clock (on PostgreSQL leases are on
+** the server's clock, docs/postgresql.md), or that drives the CLI on a
+** SQLite file, says so and skips there. */
 #define CLOCKS_SQLITE_ONLY(why)                                           \
   do {                                                                    \
     if (ts_backend_is_pg()) {                                             \

@@ -144,7 +144,9 @@ static void payments(dl_t* d, int from, int n) {
 ** dead relay's lease has run for its length (not before: a re-base never
 ** shortens a lease), all 30 within the lease. */
 void test_relay_leases_after_backward_restart(void** state) {
-  CLOCKS_SQLITE_ONLY("the relay's claims are not on PostgreSQL yet");
+  CLOCKS_SQLITE_ONLY("a dead relay's lease runs out by the fake clock; on"
+                     " PostgreSQL leases are on the server's clock, which no"
+                     " host's jump moves (pg_backend tests them)");
   dl_t d;
   const char* dead = "0190b6d8-0000-7000-8000-00000000dead";
   int64_t t = 0, t_backoff = -1, t_all = -1;
@@ -244,7 +246,9 @@ static void perform_all(ob_engine_t* e, prov_t* p) {
 ** process that was killed, and a restart a day back: performed once the
 ** lease has run its length, not before. Each order is charged once. */
 void test_effect_deadlines_after_backward_jump(void** state) {
-  CLOCKS_SQLITE_ONLY("the fence's effects are not on PostgreSQL yet");
+  CLOCKS_SQLITE_ONLY("a dead holder's lease runs out by the fake clock; on"
+                     " PostgreSQL leases are on the server's clock, which no"
+                     " host's jump moves (pg_backend tests them)");
   dl_t d;
   prov_t p = {1, 0, ""};
   ob__effect_job_t job;
@@ -348,7 +352,9 @@ void test_scheduled_message_not_pulled_in(void** state) {
 ** one row against any engine that ran across the jump, and progress
 ** within the lease after it. */
 void test_forward_jump_keeps_relay_leases(void** state) {
-  CLOCKS_SQLITE_ONLY("the relay's claims are not on PostgreSQL yet");
+  CLOCKS_SQLITE_ONLY("a dead relay's lease runs out by the fake clock; on"
+                     " PostgreSQL leases are on the server's clock, which no"
+                     " host's jump moves (pg_backend tests them)");
   dl_t d;
   warn_log_t blog = {0, ""}, clog = {0, ""};
   ob_engine_t *b, *c;
@@ -408,7 +414,9 @@ void test_forward_jump_keeps_relay_leases(void** state) {
 ** runs, so the provider is never called twice at once; a dead holder's
 ** effect is taken once the lease has run, and each order is charged once. */
 void test_forward_jump_keeps_effect_leases(void** state) {
-  CLOCKS_SQLITE_ONLY("the fence's effects are not on PostgreSQL yet");
+  CLOCKS_SQLITE_ONLY("a dead holder's lease runs out by the fake clock; on"
+                     " PostgreSQL leases are on the server's clock, which no"
+                     " host's jump moves (pg_backend tests them)");
   dl_t d;
   warn_log_t blog = {0, ""};
   ob_engine_t* b;
