@@ -162,10 +162,11 @@ int ob__pg_effect_lease(ob__db_t* db, const char* key, const char* token,
                         int64_t observed) {
   /* A call handed out may reach the provider from now on: the first such
   ** moment is kept (the key's age counts from it). The lease is its length
-  ** from the server's now; clock_ref stays next_attempt_at's. */
+  ** from the server's now; clock_ref is this host's now, as on SQLite, so
+  ** that re-basing moves next_attempt_at if this clock goes back. */
   static const char sql[] =
       "UPDATE effect SET lease_token = $2::text, lease_until = "
-      OB__PG_SERVER_MS " + ($3::bigint - $4::bigint),"
+      OB__PG_SERVER_MS " + ($3::bigint - $4::bigint), clock_ref = $4::bigint,"
       " first_call_at = CASE WHEN $5::bigint <> 0"
       " THEN coalesce(first_call_at, $4::bigint) ELSE first_call_at END,"
       " first_call_observed_ms = CASE WHEN $5::bigint <> 0 THEN"
@@ -219,7 +220,7 @@ int ob__pg_effect_lease_renew(ob__db_t* db, const char* key,
                               int64_t now) {
   static const char sql[] =
       "UPDATE effect SET lease_until = " OB__PG_SERVER_MS " + ($3::bigint -"
-      " $4::bigint) WHERE key = $1::text AND lease_token = $2::text"
+      " $4::bigint), clock_ref = $4::bigint WHERE key = $1::text AND lease_token = $2::text"
       " AND state IN ('pending','unknown')";
   ob__pg_params_t p;
   ob__pg_params_init(&p);

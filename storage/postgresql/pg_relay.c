@@ -47,12 +47,15 @@ static int row_cmp(const void* a, const void* b) {
   " AND p.id < o.id)))"
 
 /* The claim proper: c holds the (id, created_at) keys taken, locked. The
-** lease is its length ($3 - $1) from the server's now; a claimed row was
-** due, so none of its deadlines is on the host's clock (clock_ref NULL:
-** re-basing after a host's clock jump leaves it alone). */
+** lease is its length ($3 - $1) from the server's now. clock_ref is the
+** claiming host's now, as on SQLite: the row's next_attempt_at was judged
+** due on that clock, and if it goes back a day before the row is
+** published (a relay killed holding it, restarted with its clock set
+** back), re-basing moves next_attempt_at back with it; the lease it
+** leaves alone. */
 #define CLAIM_UPDATE                                                        \
   " UPDATE outbox_event SET claim_token = $2::text, claim_until = "         \
-  OB__PG_SERVER_MS " + ($3::bigint - $1::bigint), clock_ref = NULL"         \
+  OB__PG_SERVER_MS " + ($3::bigint - $1::bigint), clock_ref = $1::bigint"   \
   " WHERE (id, created_at) IN"                                              \
   " (SELECT id, created_at FROM c) RETURNING id, causation_id,"             \
   " event_type, aggregate_id, payload, created_at, attempt_count,"          \

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "oncebox.h"
+#include "tests/support/backend.h"
 #include "oncebox_payout.h"
 #include "oncebox_test.h"
 
@@ -80,12 +81,20 @@ static void remove_db(const char* dir, const char* name) {
   }
 }
 
+/* The terminal's database is always a file; the head office's is one too,
+** or (example_e2e_pg) a database on the test's own PostgreSQL. */
 static ob_engine_t* open_at(const char* dir, const char* name,
-                            ob_fake_clock_t* c) {
+                            ob_fake_clock_t* c, int head_office) {
   ob_options_t o;
   ob_engine_t* e = NULL;
   char err[256], path[4096];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
+  if (head_office && ts_backend_is_pg()) {
+    char* db = ts_backend_db(dir, name);
+    snprintf(path, sizeof path, "%s", db);
+    free(db);
+  } else {
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+  }
   ob_options_init(&o);
   o.db_path = path;  /* the engine keeps a copy */
   o.clock = ob_fake_clock(c);
@@ -107,8 +116,8 @@ static void test_terminal_to_head_office(void** state) {
 
   make_dir(dir, sizeof dir);
   ob_fake_clock_init(&clock, 1796083200000LL, 7);
-  terminal = open_at(dir, "terminal.db", &clock);
-  head_office = open_at(dir, "office.db", &clock);
+  terminal = open_at(dir, "terminal.db", &clock, 0);
+  head_office = open_at(dir, "office.db", &clock, 1);
   assert_int_equal(ob_register_payout(terminal), 0);
   assert_int_equal(ob_register(head_office, OB_PAYOUT_EVENT_TYPE,
                                "book-payout-v1", book_payout, &office),
@@ -156,6 +165,7 @@ static void test_terminal_to_head_office(void** state) {
   assert_int_equal(st.processed, 100);
   assert_int_equal(st.queue_ready + st.queue_delayed, 0);
   assert_int_equal(ob_check(terminal, NULL, NULL), 0);
+  assert_int_equal(ob_check(head_office, NULL, NULL), 0);
 
   ob_close(terminal);
   ob_close(head_office);

@@ -76,7 +76,7 @@ static int slow(ob_tx_t* tx, const ob_message_t* m, void* arg) {
 static fixture_t* open_with(sink_t* s, ob_log_level_t level, int text) {
   fixture_t* f = calloc(1, sizeof *f);
   f->dir = ts_mkdtemp("logrec");
-  f->db_path = ts_path(f->dir, "t.db");
+  f->db_path = ts_backend_db(f->dir, "t.db");
   fake_clock_init(&f->clock, FX_T0, 42);
   ob_options_init(&f->opts);
   f->opts.db_path = f->db_path;

@@ -51,7 +51,8 @@ static void start_once(void) {
 
 /* json_extract(col, '$.key') at *in: (col::json ->> 'key') to *out, both
 ** moved past it. 0 (nothing written) for any other shape. Its value is
-** text, as SQLite's is for a string. */
+** text, as SQLite's is for a string; compared with a number (`= 12500`),
+** numeric, as SQLite's is for a number. */
 static int json_path(const char* in, char** out, const char** next) {
   const char* col = in + 13;
   const char* comma = strchr(col, ',');
@@ -61,9 +62,14 @@ static int json_path(const char* in, char** out, const char** next) {
   key = comma + 5;
   end = strstr(key, "')");
   if (end == NULL) return 0;
-  *out += sprintf(*out, "(%.*s::json ->> '%.*s')", (int)(comma - col), col,
-                  (int)(end - key), key);
   *next = end + 2;
+  *out += sprintf(*out, "(%.*s::json ->> '%.*s')%s", (int)(comma - col), col,
+                  (int)(end - key), key,
+                  strncmp(*next, " = ", 3) == 0 &&
+                          ((*next)[3] == '-' ||
+                           ((*next)[3] >= '0' && (*next)[3] <= '9'))
+                      ? "::numeric"
+                      : "");
   return 1;
 }
 
@@ -82,6 +88,17 @@ static char* translate(const char* sql) {
     if (strncmp(p, tables_from, sizeof tables_from - 1) == 0) {
       o += sprintf(o, "%s", tables_to);
       p += sizeof tables_from - 1;
+    } else if (strncmp(p, "CAST(body AS TEXT)", 18) == 0) {
+      /* A message body is BLOB there, bytea here: its text is UTF-8. */
+      o += sprintf(o, "convert_from(body, 'UTF8')");
+      p += 18;
+    } else if (strncmp(p, " ->> '$.", 8) == 0 && strchr(p + 8, '\'')) {
+      /* SQLite's col ->> '$.a.b' is PostgreSQL's col::json #>> '{a,b}'. */
+      const char* end = strchr(p + 8, '\'');
+      o += sprintf(o, "::json #>> '{");
+      for (const char* k = p + 8; k < end; k++) *o++ = *k == '.' ? ',' : *k;
+      o += sprintf(o, "}'");
+      p = end + 1;
     } else if (strncmp(p, "json_extract(", 13) == 0 && json_path(p, &o, &p)) {
       /* done: json_path wrote it */
     } else if (strncmp(p, "CAST(", 5) == 0 && strstr(p, " AS BLOB)")) {
@@ -155,6 +172,55 @@ long long ts_backend_count(const char* db, const char* sql) {
     sqlite3_close(s);
   }
   return v;
+}
+
+int ts_backend_rows(const char* db, const char* sql, ts_backend_row_cb cb,
+                    void* arg) {
+  const char* cols[TS_BACKEND_MAX_COLS];
+  int rows = 0;
+#if defined(OB_TEST_HAVE_PG)
+  if (ts_backend_is_pg()) {
+    PGconn* c = pg_connect_or_die(db);
+    char* q = translate(sql);
+    PGresult* r = PQexec(c, q);
+    int n;
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+      fail_msg("%s: %s", q, PQresultErrorMessage(r));
+    n = PQnfields(r);
+    if (n > TS_BACKEND_MAX_COLS) fail_msg("%s: %d columns", q, n);
+    for (int i = 0; i < PQntuples(r); i++, rows++) {
+      for (int k = 0; k < n; k++)
+        cols[k] = PQgetisnull(r, i, k) ? NULL : PQgetvalue(r, i, k);
+      cb(arg, n, cols);
+    }
+    PQclear(r);
+    PQfinish(c);
+    free(q);
+    return rows;
+  }
+#endif
+  {
+    sqlite3* s;
+    sqlite3_stmt* st;
+    int n;
+    if (sqlite3_open_v2(db, &s, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+      fail_msg("open %s: %s", db, sqlite3_errmsg(s));
+    /* A writer killed mid-commit leaves its WAL for the next to recover. */
+    sqlite3_busy_timeout(s, 30000);
+    if (sqlite3_prepare_v2(s, sql, -1, &st, NULL) != SQLITE_OK)
+      fail_msg("prepare %s: %s", sql, sqlite3_errmsg(s));
+    n = sqlite3_column_count(st);
+    if (n > TS_BACKEND_MAX_COLS) fail_msg("%s: %d columns", sql, n);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+      for (int k = 0; k < n; k++)
+        cols[k] = (const char*)sqlite3_column_text(st, k);
+      cb(arg, n, cols);
+      rows++;
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(s);
+  }
+  return rows;
 }
 
 void ts_backend_exec(const char* db, const char* sql) {

@@ -23,6 +23,16 @@ char* ts_backend_db(const char* dir, const char* name);
 ** the query does not run. */
 long long ts_backend_count(const char* db, const char* sql);
 
+/* Visit each row of sql (translated as for ts_backend_count), read on a
+** connection of its own: cb gets the row's columns as text (NULL for
+** NULL; at most TS_BACKEND_MAX_COLS). Returns the number of rows. Fails
+** the test when the query does not run. */
+#define TS_BACKEND_MAX_COLS 16
+typedef void (*ts_backend_row_cb)(void* arg, int ncols,
+                                  const char* const* cols);
+int ts_backend_rows(const char* db, const char* sql, ts_backend_row_cb cb,
+                    void* arg);
+
 /* Run sql (no rows) on a connection of its own; fails the test on error. */
 void ts_backend_exec(const char* db, const char* sql);
 

@@ -29,7 +29,7 @@
 
 #include <cmocka.h>
 #include <fcntl.h>
-#include <sqlite3.h>
+#include "tests/support/backend.h"
 
 #include "platform/consumer/consumer.h"
 #include "tests/integration/consumer/consumer_test_util.h"
@@ -109,10 +109,12 @@ typedef struct eng_s {
   logbuf_t log;
 } eng_t;
 
+/* A fresh database: a file in g_dir, or one on the test's own PostgreSQL
+** server (consumer_pg). */
 static char* new_db(void) {
   char name[64];
   snprintf(name, sizeof name, "db-%d.sqlite", ++g_seq);
-  return ts_path(g_dir, name);
+  return ts_backend_db(g_dir, name);
 }
 
 static void eng_open_opts(eng_t* g, const char* db, int log_fd, int block_fd,
@@ -165,17 +167,7 @@ static void run_until_idle(eng_t* g) {
 }
 
 static long long db_count(const char* db, const char* sql) {
-  sqlite3* h;
-  sqlite3_stmt* st;
-  long long v = -1;
-  assert_int_equal(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL),
-                   SQLITE_OK);
-  if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK)
-    fail_msg("prepare %s: %s", sql, sqlite3_errmsg(h));
-  if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  sqlite3_close(h);
-  return v;
+  return ts_backend_count(db, sql);
 }
 
 static void check_invariants(const char* db) {

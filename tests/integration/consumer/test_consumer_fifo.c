@@ -25,10 +25,10 @@
 #include <unistd.h>
 
 #include <cmocka.h>
-#include <sqlite3.h>
 
 #include "tests/integration/consumer/consumer_test_util.h"
 #include "tests/integration/sqs/sqs_test_util.h"
+#include "tests/support/backend.h"
 #include "tests/support/testsupport.h"
 
 static sq_server_t g_srv;
@@ -131,7 +131,7 @@ static void log_cb(void* ctx, ob_log_level_t level, const char* msg) {
 static char* new_db(void) {
   char name[64];
   snprintf(name, sizeof name, "fifo-db-%d.sqlite", ++g_seq);
-  return ts_path(g_dir, name);
+  return ts_backend_db(g_dir, name);  /* or one on PostgreSQL (_pg) */
 }
 
 static ob_engine_t* open_engine(const char* db, const char* url, sale_t* s,
@@ -147,18 +147,12 @@ static ob_engine_t* open_engine(const char* db, const char* url, sale_t* s,
   o.log_ctx = block_fd;
   o.log_level = OB_LOG_DEBUG;
   if (ob_open(&e, &o, err, sizeof err) != 0) fail_msg("ob_open: %s", err);
-  {
-    /* The handlers' table, made through the engine's own file. */
-    sqlite3* h;
-    assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
-    assert_int_equal(
-        sqlite3_exec(h,
-                     "CREATE TABLE IF NOT EXISTS seen(n INTEGER PRIMARY KEY,"
-                     " id TEXT, attempts INTEGER)",
-                     NULL, NULL, NULL),
-        SQLITE_OK);
-    sqlite3_close(h);
-  }
+  /* The handlers' table; n counts in handling order. */
+  ts_backend_exec(db, ts_backend_is_pg()
+                          ? "CREATE TABLE IF NOT EXISTS seen(n BIGSERIAL"
+                            " PRIMARY KEY, id TEXT, attempts INTEGER)"
+                          : "CREATE TABLE IF NOT EXISTS seen(n INTEGER"
+                            " PRIMARY KEY, id TEXT, attempts INTEGER)");
   assert_int_equal(ob_register(e, "Sale", "sales", sale, s), 0);
   ob_consumer_options_init(&c);
   c.queue_url = url;
@@ -178,20 +172,16 @@ static void run_until_idle(ob_engine_t* e) {
 }
 
 /* The handled ids in handling order, "g-0 g-1 ..." (malloc'd). */
+static void seen_row(void* arg, int ncols, const char* const* col) {
+  char* out = arg;
+  (void)ncols;
+  if (out[0]) strcat(out, " ");
+  strncat(out, col[0], 60);
+}
+
 static char* seen_order(const char* db) {
-  sqlite3* h;
-  sqlite3_stmt* st;
   char* out = calloc(1, 4096);
-  assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
-  assert_int_equal(
-      sqlite3_prepare_v2(h, "SELECT id FROM seen ORDER BY n", -1, &st, NULL),
-      SQLITE_OK);
-  while (sqlite3_step(st) == SQLITE_ROW) {
-    if (out[0]) strcat(out, " ");
-    strncat(out, (const char*)sqlite3_column_text(st, 0), 60);
-  }
-  sqlite3_finalize(st);
-  sqlite3_close(h);
+  ts_backend_rows(db, "SELECT id FROM seen ORDER BY n", seen_row, out);
   return out;
 }
 

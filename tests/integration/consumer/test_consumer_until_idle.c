@@ -48,11 +48,11 @@
 #include <unistd.h>
 
 #include <cmocka.h>
-#include <sqlite3.h>
 
 #include "oncebox_payout.h"
 #include "platform/consumer/consumer.h"
 #include "tests/integration/consumer/consumer_test_util.h"
+#include "tests/support/backend.h"
 #include "tests/support/testsupport.h"
 
 static sq_server_t g_srv;
@@ -103,18 +103,17 @@ static char* new_path(const char* what) {
   return ts_path(g_dir, name);
 }
 
+/* A fresh database: a file in g_dir, or one on the test's own PostgreSQL
+** server (consumer_until_idle_pg). */
+static char* new_db(const char* what) {
+  char name[64];
+  SKIP_WITHOUT_SERVER();
+  snprintf(name, sizeof name, "%s-%d", what, ++g_seq);
+  return ts_backend_db(g_dir, name);
+}
+
 static long long db_count(const char* db, const char* sql) {
-  sqlite3* h;
-  sqlite3_stmt* st;
-  long long v = -1;
-  assert_int_equal(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL),
-                   SQLITE_OK);
-  if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK)
-    fail_msg("prepare %s: %s", sql, sqlite3_errmsg(h));
-  if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  sqlite3_close(h);
-  return v;
+  return ts_backend_count(db, sql);
 }
 
 static long long payouts(const char* db) {
@@ -317,8 +316,8 @@ static int group_teardown(void** state) {
 ** empty 2 s receive with all 5 still in flight and nothing handled. */
 static void test_killed_worker_messages_are_handled(void** state) {
   char* url;
-  char* db_a = new_path("a.db");
-  char* db_b = new_path("b.db");
+  char* db_a = new_db("a.db");
+  char* db_b = new_db("b.db");
   char* log_a = new_path("killed.out");
   char* out;
   long hidden = -1;
@@ -354,7 +353,7 @@ static void test_killed_worker_messages_are_handled(void** state) {
 ** (with the queue's 3 s) and died without deleting. */
 static void test_sdk_consumer_left_them(void** state) {
   char* url;
-  char* db = new_path("sdk.db");
+  char* db = new_db("sdk.db");
   char* out;
   ht_proc_t* h;
   (void)state;
@@ -383,7 +382,7 @@ static void test_sdk_consumer_left_them(void** state) {
 static void reappears_soon(const char* queue_attrs, const char* args,
                            const char* logged) {
   char* url;
-  char* db = new_path("vis.db");
+  char* db = new_db("vis.db");
   char* log = new_path("vis.out");
   char* text;
   ht_proc_t* w;
@@ -432,7 +431,7 @@ static void test_queue_visibility_is_the_default(void** state) {
 
 /* A bad value is a usage error, before anything is opened. */
 static void test_visibility_timeout_usage(void** state) {
-  char* db = new_path("usage.db");
+  char* db = new_db("usage.db");
   char* out;
   (void)state;
   SKIP_WITHOUT_SERVER();
@@ -459,7 +458,7 @@ static void test_visibility_timeout_usage(void** state) {
 ** --visibility-timeout 10 (a 10 s bound) waits for them and handles both. */
 static void test_held_past_the_bound_is_stalled(void** state) {
   char* url;
-  char* db = new_path("held.db");
+  char* db = new_db("held.db");
   char* out;
   ht_proc_t* h;
   (void)state;
@@ -508,7 +507,7 @@ static void test_held_past_the_bound_is_stalled(void** state) {
 ** refusal, never 0. */
 static void test_get_queue_attributes_refused(void** state) {
   char* url;
-  char* db = new_path("refused.db");
+  char* db = new_db("refused.db");
   char* out;
   (void)state;
   SKIP_WITHOUT_SERVER();
@@ -564,7 +563,7 @@ static void null_log(void* ctx, ob_log_level_t level, const char* msg) {
 ** handles the second attempt; ob_consumer_status says what it used. */
 static void test_own_retry_is_waited_for(void** state) {
   char* url;
-  char* db = new_path("retry.db");
+  char* db = new_db("retry.db");
   ob_options_t o;
   ob_consumer_options_t co;
   ob_consumer_status_t st;

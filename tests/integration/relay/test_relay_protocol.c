@@ -201,20 +201,16 @@ static void not_sqs_stop(not_sqs_t* s) {
 /* ---- checks ---------------------------------------------------------------- */
 
 /* relay_status.last_error (malloc'd; NULL when none). */
+static void first_text(void* arg, int ncols, const char* const* col) {
+  char** v = arg;
+  (void)ncols;
+  if (*v == NULL && col[0] != NULL) *v = strdup(col[0]);
+}
+
 static char* relay_error(fixture_t* f) {
-  sqlite3* db;
-  sqlite3_stmt* st;
   char* v = NULL;
-  assert_int_equal(sqlite3_open_v2(f->db_path, &db, SQLITE_OPEN_READONLY, NULL),
-                   SQLITE_OK);
-  assert_int_equal(sqlite3_prepare_v2(db, "SELECT last_error FROM relay_status"
-                                          " WHERE name = 'outbox'", -1, &st,
-                                      NULL),
-                   SQLITE_OK);
-  if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0) != NULL)
-    v = strdup((const char*)sqlite3_column_text(st, 0));
-  sqlite3_finalize(st);
-  sqlite3_close(db);
+  ts_backend_rows(f->db_path, "SELECT last_error FROM relay_status"
+                  " WHERE name = 'outbox'", first_text, &v);
   return v;
 }
 
@@ -223,9 +219,9 @@ static void assert_cli_stats_say(fixture_t* f, const char* want) {
   const char* bin = getenv("OB_BINARY_DIR");
   char out[4200], pat[600];
   assert_non_null(bin);
-  snprintf(out, sizeof out, "%s.stats", f->db_path);
+  snprintf(out, sizeof out, "%s/stats.out", f->dir);
   /* The sentence as a fixed string: it holds '(' and '''. */
-  snprintf(pat, sizeof pat, "%s.want", f->db_path);
+  snprintf(pat, sizeof pat, "%s/stats.want", f->dir);
   FILE* p = fopen(pat, "w");
   assert_non_null(p);
   fputs(want, p);
@@ -242,6 +238,16 @@ static void assert_cli_stats_say(fixture_t* f, const char* want) {
     sh("cat '%s' >&2", out);
     fail_msg("oncebox stats --json does not say: %s", want);
   }
+}
+
+/* An outbox row (its id) is among the ids received. */
+static void reached_sqs(void* arg, int ncols, const char* const* col) {
+  const cJSON* ids = arg;
+  const cJSON* it;
+  int found = 0;
+  (void)ncols;
+  cJSON_ArrayForEach(it, ids) found |= strcmp(it->valuestring, col[0]) == 0;
+  if (!found) fail_msg("outbox event %s never reached SQS", col[0]);
 }
 
 /* Receive (and delete) everything in the queue; every outbox row of f must
@@ -296,22 +302,8 @@ static int assert_queue_has_all(fixture_t* f, const char* queue_url) {
   uv_run(&loop, UV_RUN_DEFAULT);
   uv_loop_close(&loop);
 
-  sqlite3* db;
-  sqlite3_stmt* st;
-  assert_int_equal(sqlite3_open_v2(f->db_path, &db, SQLITE_OPEN_READONLY, NULL),
-                   SQLITE_OK);
-  assert_int_equal(sqlite3_prepare_v2(db, "SELECT id FROM outbox_event", -1,
-                                      &st, NULL),
-                   SQLITE_OK);
-  while (sqlite3_step(st) == SQLITE_ROW) {
-    const char* id = (const char*)sqlite3_column_text(st, 0);
-    int found = 0;
-    const cJSON* it;
-    cJSON_ArrayForEach(it, ids) found |= strcmp(it->valuestring, id) == 0;
-    if (!found) fail_msg("outbox event %s never reached SQS", id);
-  }
-  sqlite3_finalize(st);
-  sqlite3_close(db);
+  ts_backend_rows(f->db_path, "SELECT id FROM outbox_event", reached_sqs,
+                  ids);
   cJSON_Delete(ids);
   return got;
 }

@@ -208,13 +208,70 @@ static void rfc3339_ms(int64_t ms, char out[40]) {
   snprintf(out, 40, "%s.%03dZ", base, (int)(ms % 1000));
 }
 
+typedef struct sdk_rows_s {
+  const cJSON* msgs;
+  int first, n, matched;
+} sdk_rows_t;
+
+/* One outbox row (id, causation_id, event_type, aggregate_id, payload,
+** created_at, published_at) against what the SDK received. */
+static void sdk_row(void* arg, int ncols, const char* const* col) {
+  sdk_rows_t* c = arg;
+  const cJSON* m;
+  const char* id = col[0];
+  const char* cause = col[1];
+  const char* type = col[2];
+  const char* agg = col[3];
+  const char* payload = col[4];
+  int64_t created = strtoll(col[5], NULL, 10);
+  cJSON* want_data = cJSON_Parse(payload);
+  char when[40], ev_id[OB_UUID_BUFLEN];
+  int found = 0, cause_ok = 0;
+
+  (void)ncols;
+  assert_non_null(want_data);
+  if (col[6] == NULL)
+    fail_msg("outbox event %s is not marked published", id);
+  rfc3339_ms(created, when);
+  /* The causation id is one of the payments we enqueued. */
+  for (int i = c->first; i < c->first + c->n; i++)
+    if (strcmp(cause, fx_event(i, ev_id)) == 0) cause_ok = 1;
+  if (!cause_ok) fail_msg("outbox event %s: unexpected causation id %s", id, cause);
+
+  cJSON_ArrayForEach(m, c->msgs) {
+    cJSON* ev = cJSON_Parse(str_member(m, "body"));
+    const cJSON* attrs = cJSON_GetObjectItemCaseSensitive(m, "attributes");
+    if (strcmp(str_member(ev, "id"), id) != 0) {
+      cJSON_Delete(ev);
+      continue;
+    }
+    found++;
+    assert_string_equal(str_member(ev, "specversion"), "1.0");
+    assert_string_equal(str_member(ev, "source"), SOURCE);
+    assert_string_equal(str_member(ev, "type"), type);
+    assert_string_equal(str_member(ev, "subject"), agg);
+    assert_string_equal(str_member(ev, "time"), when);
+    assert_string_equal(str_member(ev, "datacontenttype"), "application/json");
+    if (!cJSON_Compare(cJSON_GetObjectItemCaseSensitive(ev, "data"), want_data, 1)) {
+      char* got = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(ev, "data"));
+      fail_msg("event %s: data %s, outbox payload %s", id, got ? got : "(none)",
+               payload);
+    }
+    assert_string_equal(str_member(attrs, "eventType"), type);
+    assert_string_equal(str_member(attrs, "aggregateId"), agg);
+    assert_string_equal(str_member(attrs, "causationId"), cause);
+    cJSON_Delete(ev);
+  }
+  if (found < 1) fail_msg("outbox event %s never reached the SDK", id);
+  c->matched += found;
+  cJSON_Delete(want_data);
+}
+
 /* Every outbox row of db_path reached the SDK at least once, exactly as the
 ** row says; nothing else is in the queue. Event ids were
 ** fx_event(first .. first + n - 1). */
 static void assert_sdk_got_outbox(fixture_t* f, const cJSON* msgs, int first,
                                   int n) {
-  sqlite3* db;
-  sqlite3_stmt* st;
   int rows = 0, matched = 0;
   int total = cJSON_GetArraySize(msgs);
   const cJSON* m;
@@ -232,64 +289,15 @@ static void assert_sdk_got_outbox(fixture_t* f, const cJSON* msgs, int first,
     cJSON_Delete(ev);
   }
 
-  assert_int_equal(sqlite3_open_v2(f->db_path, &db, SQLITE_OPEN_READONLY, NULL),
-                   SQLITE_OK);
-  assert_int_equal(
-      sqlite3_prepare_v2(db, "SELECT id, causation_id, event_type, aggregate_id,"
-                             " payload, created_at, published_at FROM outbox_event"
-                             " ORDER BY created_at, id", -1, &st, NULL),
-      SQLITE_OK);
-  while (sqlite3_step(st) == SQLITE_ROW) {
-    const char* id = (const char*)sqlite3_column_text(st, 0);
-    const char* cause = (const char*)sqlite3_column_text(st, 1);
-    const char* type = (const char*)sqlite3_column_text(st, 2);
-    const char* agg = (const char*)sqlite3_column_text(st, 3);
-    const char* payload = (const char*)sqlite3_column_text(st, 4);
-    int64_t created = sqlite3_column_int64(st, 5);
-    cJSON* want_data = cJSON_Parse(payload);
-    char when[40], ev_id[OB_UUID_BUFLEN];
-    int found = 0, cause_ok = 0;
-
-    rows++;
-    assert_non_null(want_data);
-    if (sqlite3_column_type(st, 6) == SQLITE_NULL)
-      fail_msg("outbox event %s is not marked published", id);
-    rfc3339_ms(created, when);
-    /* The causation id is one of the payments we enqueued. */
-    for (int i = first; i < first + n; i++)
-      if (strcmp(cause, fx_event(i, ev_id)) == 0) cause_ok = 1;
-    if (!cause_ok) fail_msg("outbox event %s: unexpected causation id %s", id, cause);
-
-    cJSON_ArrayForEach(m, msgs) {
-      cJSON* ev = cJSON_Parse(str_member(m, "body"));
-      const cJSON* attrs = cJSON_GetObjectItemCaseSensitive(m, "attributes");
-      if (strcmp(str_member(ev, "id"), id) != 0) {
-        cJSON_Delete(ev);
-        continue;
-      }
-      found++;
-      assert_string_equal(str_member(ev, "specversion"), "1.0");
-      assert_string_equal(str_member(ev, "source"), SOURCE);
-      assert_string_equal(str_member(ev, "type"), type);
-      assert_string_equal(str_member(ev, "subject"), agg);
-      assert_string_equal(str_member(ev, "time"), when);
-      assert_string_equal(str_member(ev, "datacontenttype"), "application/json");
-      if (!cJSON_Compare(cJSON_GetObjectItemCaseSensitive(ev, "data"), want_data, 1)) {
-        char* got = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(ev, "data"));
-        fail_msg("event %s: data %s, outbox payload %s", id, got ? got : "(none)",
-                 payload);
-      }
-      assert_string_equal(str_member(attrs, "eventType"), type);
-      assert_string_equal(str_member(attrs, "aggregateId"), agg);
-      assert_string_equal(str_member(attrs, "causationId"), cause);
-      cJSON_Delete(ev);
-    }
-    if (found < 1) fail_msg("outbox event %s never reached the SDK", id);
-    matched += found;
-    cJSON_Delete(want_data);
+  {
+    sdk_rows_t c = {msgs, first, n, 0};
+    rows = ts_backend_rows(f->db_path,
+                           "SELECT id, causation_id, event_type, aggregate_id,"
+                           " payload, created_at, published_at FROM"
+                           " outbox_event ORDER BY created_at, id",
+                           sdk_row, &c);
+    matched = c.matched;
   }
-  sqlite3_finalize(st);
-  sqlite3_close(db);
   /* One outbox row per payment, all distinct causations. */
   assert_int_equal(rows, n);
   assert_int_equal(fx_count(f, "SELECT count(DISTINCT causation_id) FROM"
