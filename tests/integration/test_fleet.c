@@ -54,6 +54,7 @@ static const char* g_skip;
 static char* g_dir;
 static char* g_url;
 
+static int sh(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 static int sh(const char* fmt, ...) {
   char cmd[4096];
   va_list ap;
