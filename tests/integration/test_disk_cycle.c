@@ -292,18 +292,6 @@ static sq_server_t g_srv;
 static const char* g_skip;
 static char* g_mnt;
 
-static int sh(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char* fmt, ...) {
-  char cmd[4096];
-  va_list ap;
-  int st;
-  va_start(ap, fmt);
-  vsnprintf(cmd, sizeof cmd, fmt, ap);
-  va_end(ap);
-  st = system(cmd);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
 /* A tmpfs in a mount namespace of this process (children inherit it; even
 ** a SIGKILL leaves nothing mounted on the host). NULL and why if this
 ** machine does not allow it. */
@@ -426,7 +414,7 @@ static int cli_enqueue(const char* bin, const char* db, int from, int n,
   snprintf(chunk, sizeof chunk, "%s/chunk.ndjson", g_srv.dir);
   snprintf(err, sizeof err, "%s/enqueue.err", g_srv.dir);
   write_chunk(chunk, from, n);
-  code = sh("ONCEBOX_MAX_DB_BYTES=2M $OB_EMULATOR '%s/oncebox' --db '%s' enqueue --ndjson "
+  code = ts_sh("ONCEBOX_MAX_DB_BYTES=2M $OB_EMULATOR '%s/oncebox' --db '%s' enqueue --ndjson "
             "'%s' 2>'%s'", bin, db, chunk, err);
   *accepted = -1;
   fp = fopen(err, "r");
@@ -444,7 +432,7 @@ static cJSON* cli_stats(const char* bin, const char* db) {
   static char buf[16384];
   size_t n;
   snprintf(out, sizeof out, "%s/stats.json", g_srv.dir);
-  assert_int_equal(sh("ONCEBOX_MAX_DB_BYTES=2M $OB_EMULATOR '%s/oncebox' --db '%s' stats "
+  assert_int_equal(ts_sh("ONCEBOX_MAX_DB_BYTES=2M $OB_EMULATOR '%s/oncebox' --db '%s' stats "
                       "--json >'%s' 2>/dev/null", bin, db, out), 0);
   fp = fopen(out, "r");
   assert_non_null(fp);
@@ -576,7 +564,7 @@ static void test_whole_cycle_on_tmpfs(void** state) {
   q = sq_create_queue(&g_srv, "disk-cycle", NULL);
   /* Offline: every connection is reset after the handshake. */
   sq_fault(&g_srv, "{\"count\":200000,\"mode\":\"reset\"}");
-  assert_int_equal(sh("$OB_EMULATOR '%s/oncebox' --db '%s' init >/dev/null", bin, db), 0);
+  assert_int_equal(ts_sh("$OB_EMULATOR '%s/oncebox' --db '%s' init >/dev/null", bin, db), 0);
   daemon = start_daemon(db, q, log_path);
 
   /* Fill: chunks of payments until the reserve refuses them. */
@@ -596,11 +584,11 @@ static void test_whole_cycle_on_tmpfs(void** state) {
   print_message("filled: %lld payments accepted, then refused (exit 6)\n",
                 total_accepted);
   /* Another type is refused too, with exit 6 and the reason. */
-  assert_int_equal(sh("ONCEBOX_MAX_DB_BYTES=2M $OB_EMULATOR '%s/oncebox' --db '%s' enqueue "
+  assert_int_equal(ts_sh("ONCEBOX_MAX_DB_BYTES=2M $OB_EMULATOR '%s/oncebox' --db '%s' enqueue "
                       "--type OrderPlaced --id "
                       "0190b6d8-3ae7-7ca2-a653-999999999999 --body '{}' "
                       "2>'%s/refused.err'", bin, db, g_srv.dir), 6);
-  assert_int_equal(sh("grep -q 'of its 2.0 MiB cap' '%s/refused.err'",
+  assert_int_equal(ts_sh("grep -q 'of its 2.0 MiB cap' '%s/refused.err'",
                       g_srv.dir), 0);
   /* Handling goes on inside the reserve. */
   wait_until("the daemon handles what is queued", 60, bin, db,
@@ -651,9 +639,9 @@ static void test_whole_cycle_on_tmpfs(void** state) {
   assert_int_equal(got, total_accepted);
   for (int i = 0; i < next + CHUNK; i++)
     if (!seen[i]) fail_msg("payment %d never reached SQS", i);
-  assert_int_equal(sh("$OB_EMULATOR '%s/oncebox' --db '%s' check", bin, db), 0);
-  if (sh("grep -q 'deleted early' '%s'", log_path) != 0) {
-    (void)sh("tail -20 '%s'", log_path);
+  assert_int_equal(ts_sh("$OB_EMULATOR '%s/oncebox' --db '%s' check", bin, db), 0);
+  if (ts_sh("grep -q 'deleted early' '%s'", log_path) != 0) {
+    (void)ts_sh("tail -20 '%s'", log_path);
     fail_msg("the daemon never gave space back");
   }
   free(q);

@@ -54,18 +54,6 @@ static const char* g_skip;
 static char* g_dir;
 static char* g_url;
 
-static int sh(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char* fmt, ...) {
-  char cmd[4096];
-  va_list ap;
-  int st;
-  va_start(ap, fmt);
-  vsnprintf(cmd, sizeof cmd, fmt, ap);
-  va_end(ap);
-  st = system(cmd);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
 static void sleep_ms(int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
   nanosleep(&ts, NULL);
@@ -138,19 +126,19 @@ static void terminal_round(int t, int round, int online) {
               id, pay, 100 + t * 10 + k);
     }
   assert_int_equal(fclose(f), 0);
-  assert_int_equal(sh("'%s/oncebox' --db '%s' --log-level warn enqueue"
+  assert_int_equal(ts_sh("'%s/oncebox' --db '%s' --log-level warn enqueue"
                       " --ndjson '%s' 2>>'%s'", bin, db, nd, log), 0);
-  assert_int_equal(sh("'%s/oncebox' --db '%s' --log-level warn run"
+  assert_int_equal(ts_sh("'%s/oncebox' --db '%s' --log-level warn run"
                       " --until-idle 2>>'%s'", bin, db, log), 0);
   if (online) {
-    assert_int_equal(sh("AWS_ENDPOINT_URL_SQS=https://localhost:%d"
+    assert_int_equal(ts_sh("AWS_ENDPOINT_URL_SQS=https://localhost:%d"
                         " ONCEBOX_SOURCE=" SOURCE_FMT " '%s/oncebox' --db '%s'"
                         " --log-level warn outbox drain --until-empty"
                         " --timeout 30 --outbox-queue-url '%s' 2>>'%s'",
                         g_srv.port, t, bin, db, g_url, log), 0);
   } else {
     /* Offline: nothing listens there. The drain gives up, keeping all. */
-    assert_int_not_equal(sh("AWS_ENDPOINT_URL_SQS=https://localhost:1"
+    assert_int_not_equal(ts_sh("AWS_ENDPOINT_URL_SQS=https://localhost:1"
                             " ONCEBOX_SOURCE=" SOURCE_FMT " '%s/oncebox'"
                             " --db '%s' --log-level error outbox drain"
                             " --until-empty --timeout 1"

@@ -155,18 +155,6 @@ static pid_t start_oncebox(const char* args, const char* errpath) {
   return pid;
 }
 
-static int sh(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char* fmt, ...) {
-  char cmd[8192];
-  va_list ap;
-  int st;
-  va_start(ap, fmt);
-  vsnprintf(cmd, sizeof cmd, fmt, ap);
-  va_end(ap);
-  st = system(cmd);
-  return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static int stop_oncebox(pid_t pid) {
   int st = 0;
   kill(pid, SIGTERM);
@@ -192,7 +180,7 @@ static int wait_health(int port, int want, int timeout_ms, char** body) {
 }
 
 static void print_file(const char* path) {
-  (void)sh("cat '%s' >&2", path);
+  (void)ts_sh("cat '%s' >&2", path);
 }
 
 /* ---- the address rules, on the library ---------------------------------- */
@@ -270,10 +258,10 @@ static void test_port_taken(void** state) {
   uv_run(&loop, UV_RUN_DEFAULT);
   assert_int_equal(uv_loop_close(&loop), 0);
   /* The program: exit 1 at start, the reason said, not a run blind. */
-  assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' run --until-idle "
+  assert_int_equal(ts_sh("$OB_EMULATOR '%s' --db '%s' run --until-idle "
                       "--metrics-listen %s 2>'%s.err'", g_oncebox, db,
                       listen_at, db), 1);
-  assert_int_equal(sh("grep -q 'metrics: cannot listen on %s: Address already "
+  assert_int_equal(ts_sh("grep -q 'metrics: cannot listen on %s: Address already "
                       "in use' '%s.err'", listen_at, db), 0);
   close(fd);
   ts_rmdir(dir);
@@ -307,10 +295,10 @@ static void test_hostile_and_disk_reserve(void** state) {
     fprintf(f, "]}}\n");
   }
   fclose(f);
-  assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' init >/dev/null", g_oncebox,
+  assert_int_equal(ts_sh("$OB_EMULATOR '%s' --db '%s' init >/dev/null", g_oncebox,
                       db), 0);
   /* 512 KiB cap, 64 KiB reserve: 200 messages of ~3.4 KiB go past it. */
-  rc = sh("$OB_EMULATOR '%s' --db '%s' --max-db-bytes 512K enqueue --ndjson "
+  rc = ts_sh("$OB_EMULATOR '%s' --db '%s' --max-db-bytes 512K enqueue --ndjson "
           "'%s' >/dev/null 2>&1", g_oncebox, db, ndjson);
   full = rc == 6 || rc == 3;
   assert_true(full);
@@ -323,9 +311,9 @@ static void test_hostile_and_disk_reserve(void** state) {
   assert_int_equal(wait_health(port, 503, 15000, &body), 503);
   assert_non_null(strstr(body, "\"reasons\":[\"disk_reserve\"]"));
   assert_non_null(strstr(body, "\"status\":\"unhealthy\""));
-  assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' --max-db-bytes 512K health "
+  assert_int_equal(ts_sh("$OB_EMULATOR '%s' --db '%s' --max-db-bytes 512K health "
                       ">'%s.h' 2>&1", g_oncebox, db, errp), 1);
-  assert_int_equal(sh("grep -q 'unhealthy: disk_reserve' '%s.h'", errp), 0);
+  assert_int_equal(ts_sh("grep -q 'unhealthy: disk_reserve' '%s.h'", errp), 0);
 
   /* Hostile requests get a specific status and leave the server serving. */
   assert_int_equal(http_str(port, "BREW /metrics HTCPCP/1.0\r\n\r\n"),
@@ -348,11 +336,11 @@ static void test_hostile_and_disk_reserve(void** state) {
   free(all);
 
   /* Space given back: healthy again, by both. */
-  assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' failed remove --all --force "
+  assert_int_equal(ts_sh("$OB_EMULATOR '%s' --db '%s' failed remove --all --force "
                       ">/dev/null 2>&1", g_oncebox, db), 0);
   assert_int_equal(wait_health(port, 200, 15000, &body), 200);
   assert_non_null(strstr(body, "\"status\":\"ok\",\"reasons\":[]"));
-  assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' --max-db-bytes 512K health "
+  assert_int_equal(ts_sh("$OB_EMULATOR '%s' --db '%s' --max-db-bytes 512K health "
                       ">/dev/null", g_oncebox, db), 0);
   rc = stop_oncebox(pid);
   if (rc != 0) print_file(errp);
@@ -424,11 +412,11 @@ static void test_scrape_during_run(void** state) {
     uuid_n(id, i, 1);
     uuid_n(pay, i, 2);
     snprintf(data, sizeof data, kPayment, pay, 100 + i);
-    assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' enqueue --type "
+    assert_int_equal(ts_sh("$OB_EMULATOR '%s' --db '%s' enqueue --type "
                         "PaymentCaptured --id %s --body '%s' >/dev/null",
                         g_oncebox, db, id, data), 0);
     if (i % 5 == 0)  /* a redelivery: a duplicate */
-      assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' enqueue --type "
+      assert_int_equal(ts_sh("$OB_EMULATOR '%s' --db '%s' enqueue --type "
                           "PaymentCaptured --id %s --body '%s' >/dev/null",
                           g_oncebox, db, id, data), 0);
   }
@@ -440,7 +428,7 @@ static void test_scrape_during_run(void** state) {
     snprintf(ce, sizeof ce, "{\"specversion\":\"1.0\",\"id\":\"%s\","
              "\"source\":\"urn:test:acquirer\",\"type\":\"PaymentCaptured\","
              "\"datacontenttype\":\"application/json\",\"data\":%s}", id, data);
-    assert_int_equal(sh("$OB_EMULATOR '%s' sqs send --queue-url '%s' --body "
+    assert_int_equal(ts_sh("$OB_EMULATOR '%s' sqs send --queue-url '%s' --body "
                         "'%s' >/dev/null", g_oncebox, q_in, ce), 0);
   }
   port = free_port();
@@ -474,11 +462,11 @@ static void test_scrape_during_run(void** state) {
   assert_true(metric(body, "process_start_time_seconds") > 1.7e9);
   assert_non_null(strstr(body, "# TYPE oncebox_handled_total counter\n"));
   /* The format, by Prometheus's own parser. */
-  if (sh("command -v promtool >/dev/null") == 0) {
+  if (ts_sh("command -v promtool >/dev/null") == 0) {
     FILE* f = fopen(prom, "w");
     fputs(body, f);
     fclose(f);
-    assert_int_equal(sh("promtool check metrics <'%s' >&2", prom), 0);
+    assert_int_equal(ts_sh("promtool check metrics <'%s' >&2", prom), 0);
   } else {
     printf("promtool not installed: the format is not checked by it here\n");
   }
@@ -514,7 +502,7 @@ static void test_relay_failing(void** state) {
   uuid_n(id, 1, 5);
   uuid_n(pay, 1, 6);
   snprintf(data, sizeof data, kPayment, pay, 4200);
-  assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' enqueue --type "
+  assert_int_equal(ts_sh("$OB_EMULATOR '%s' --db '%s' enqueue --type "
                       "PaymentCaptured --id %s --body '%s' >/dev/null",
                       g_oncebox, db, id, data), 0);
   /* SQS unavailable: every request answered 503 (ServiceUnavailable). */
@@ -529,12 +517,12 @@ static void test_relay_failing(void** state) {
   assert_null(strstr(body, SQ_SECRET));
   /* The same verdict from the database alone, once the event waited 1 s. */
   sleep_ms(1100);
-  assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' health "
+  assert_int_equal(ts_sh("$OB_EMULATOR '%s' --db '%s' health "
                       "--health-relay-failing 1s >/dev/null", g_oncebox, db), 1);
   sq_clear(&g_srv);
   /* The relay probes again (1 s, doubling) and publishes. */
   assert_int_equal(wait_health(port, 200, 60000, &body), 200);
-  assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' health "
+  assert_int_equal(ts_sh("$OB_EMULATOR '%s' --db '%s' health "
                       "--health-relay-failing 1s >/dev/null", g_oncebox, db), 0);
   free(body);
   body = NULL;
@@ -579,7 +567,7 @@ static void test_effect_unknown(void** state) {
   assert_non_null(sim);
   /* The provider holds its next answers longer than the client waits. */
   assert_int_equal(ps_mode(sim, "slow", 1000, 3000, 0), 0);
-  assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' enqueue --type ChargeOrder "
+  assert_int_equal(ts_sh("$OB_EMULATOR '%s' --db '%s' enqueue --type ChargeOrder "
                       "--id 0190b6d8-3ae7-7ca2-a653-6ff2d5a6f231 --body "
                       "'{\"orderId\":\"order-7\",\"amountInMinorUnits\":1999,"
                       "\"currency\":\"EUR\"}' >/dev/null", g_oncebox, db), 0);
@@ -590,12 +578,12 @@ static void test_effect_unknown(void** state) {
   pid = start_oncebox(args, errp);
   assert_int_equal(wait_health(port, 503, 30000, &body), 503);
   assert_non_null(strstr(body, "\"effects_unknown\""));
-  assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' health >/dev/null",
+  assert_int_equal(ts_sh("$OB_EMULATOR '%s' --db '%s' health >/dev/null",
                       g_oncebox, db), 1);
   /* The provider answers again: the fence learns the outcome. */
   assert_int_equal(ps_mode(sim, "normal", 0, 0, 0), 0);
   assert_int_equal(wait_health(port, 200, 90000, &body), 200);
-  assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' health >/dev/null",
+  assert_int_equal(ts_sh("$OB_EMULATOR '%s' --db '%s' health >/dev/null",
                       g_oncebox, db), 0);
   assert_int_equal(ps_charges(sim, "order-7"), 1);
   assert_int_equal(stop_oncebox(pid), 0);
@@ -622,7 +610,7 @@ static void test_failures_in_period(void** state) {
   db = ts_path(dir, "f.db");
   for (int i = 0; i < 3; i++) {
     uuid_n(id, i, 9);
-    assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' enqueue --type "
+    assert_int_equal(ts_sh("$OB_EMULATOR '%s' --db '%s' enqueue --type "
                         "PaymentCaptured --id %s --body '{\"amount\":1}' "
                         ">/dev/null", g_oncebox, db, id), 0);
   }
@@ -635,7 +623,7 @@ static void test_failures_in_period(void** state) {
   assert_non_null(strstr(body, "\"reasons\":[\"failures\"]"));
   assert_non_null(strstr(body, "\"period_seconds\":3,\"failed_in_period\":3,"));
   /* The one-shot command has no period to count in: the figures only. */
-  assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' health >/dev/null",
+  assert_int_equal(ts_sh("$OB_EMULATOR '%s' --db '%s' health >/dev/null",
                       g_oncebox, db), 0);
   assert_int_equal(wait_health(port, 200, 10000, &body), 200);
   /* 200 comes as soon as at most 2 are left in the window; when the three
@@ -704,7 +692,7 @@ static void test_disk_full(void** state) {
     uuid_n(id, i, 7);
     uuid_n(pay, i, 8);
     snprintf(data, sizeof data, kPayment, pay, 300 + i);
-    assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' enqueue --type "
+    assert_int_equal(ts_sh("$OB_EMULATOR '%s' --db '%s' enqueue --type "
                         "PaymentCaptured --id %s --delay 3000 --body '%s' "
                         ">/dev/null", g_oncebox, db, id, data), 0);
   }
@@ -713,7 +701,7 @@ static void test_disk_full(void** state) {
            "--metrics-refresh 100ms", db, port);
   pid = start_oncebox(args, "/dev/null");
   assert_int_equal(wait_health(port, 200, 10000, &body), 200);
-  (void)sh("dd if=/dev/zero of='%s' bs=64k 2>/dev/null", filler);
+  (void)ts_sh("dd if=/dev/zero of='%s' bs=64k 2>/dev/null", filler);
   assert_int_equal(wait_health(port, 503, 20000, &body), 503);
   assert_non_null(strstr(body, "\"reasons\":[\"db_not_writable\"]"));
   assert_non_null(strstr(body, "\"db_write_error\":\"OB_ENOSPC\""));

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "tests/support/testsupport.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <ftw.h>
 
@@ -105,4 +107,15 @@ char* ts_faketime_lib(void) {
   }
   if (n == 0 || !faketime_works(lib)) return NULL;
   return strdup(lib);
+}
+
+int ts_sh(const char* fmt, ...) {
+  char cmd[8192];
+  va_list ap;
+  int st;
+  va_start(ap, fmt);
+  vsnprintf(cmd, sizeof cmd, fmt, ap);
+  va_end(ap);
+  st = system(cmd);
+  return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }

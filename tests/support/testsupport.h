@@ -35,6 +35,10 @@ void ts_rmdir(char* path);
 /* malloc'd "dir/name". */
 char* ts_path(const char* dir, const char* name);
 
+/* Run a shell command made like printf's (system(3), at most 8 KiB). Its
+** exit status; 128 when it did not exit (a signal) or could not run. */
+int ts_sh(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* Directory of the shared test data (../shared next to the source tree),
 ** from $OB_SHARED_DIR; NULL if it does not exist. */
 const char* ts_shared_dir(void);

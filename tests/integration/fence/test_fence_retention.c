@@ -36,18 +36,6 @@ static struct {
   int seq;
 } g;
 
-static int sh(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char* fmt, ...) {
-  char cmd[8192];
-  va_list ap;
-  int st;
-  va_start(ap, fmt);
-  vsnprintf(cmd, sizeof cmd, fmt, ap);
-  va_end(ap);
-  st = system(cmd);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
 static long long db_int(const char* db, const char* sql) {
   long long v = -1;
   assert_int_equal(ps_db_int(db, sql, &v), 0);
@@ -74,7 +62,7 @@ static void run_case(int hours, int want_parked) {
            "env -u ONCEBOX_DB -u ONCEBOX_PROVIDER_AUTHORIZATION "
            "ONCEBOX_PROVIDER_URL='%s' AWS_CA_BUNDLE='%s'", url, g.ca);
 
-  assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' enqueue --type ChargeOrder --id "
+  assert_int_equal(ts_sh("$OB_EMULATOR '%s' --db '%s' enqueue --type ChargeOrder --id "
                       "0190b6d8-3ae7-7ca2-a653-000000000001 --body "
                       "'{\"orderId\":\"order-1\",\"amountInMinorUnits\":1999,"
                       "\"currency\":\"EUR\"}' >/dev/null", g.oncebox, db),
@@ -82,7 +70,7 @@ static void run_case(int hours, int want_parked) {
   /* Charged, then the provider dies before answering: the reply is lost,
   ** and every retry of this run finds it gone (nothing sent). */
   assert_int_equal(ps_mode(sim, "die_after_charge", 1, 0, 0), 0);
-  rc = sh("%s $OB_EMULATOR '%s' --db '%s' --log-level error run --until-idle >'%s' 2>&1",
+  rc = ts_sh("%s $OB_EMULATOR '%s' --db '%s' --log-level error run --until-idle >'%s' 2>&1",
           env, g.oncebox, db, out);
   assert_int_equal(rc, 5);  /* stalled: the provider is offline */
   assert_int_equal(db_int(db, "SELECT count(*) FROM effect WHERE state IN"
@@ -95,7 +83,7 @@ static void run_case(int hours, int want_parked) {
   v = ps_advance(sim, (long long)hours * 3600 * 1000);
   assert_true(v >= 0);
   assert_int_equal((int)v, hours >= 24 ? 1 : 0);  /* the key pruned */
-  rc = sh("%s LD_PRELOAD='%s' FAKETIME='+%dh' $OB_EMULATOR '%s' --db '%s' "
+  rc = ts_sh("%s LD_PRELOAD='%s' FAKETIME='+%dh' $OB_EMULATOR '%s' --db '%s' "
           "--log-level info run --until-idle >'%s' 2>&1", env, g.faketime,
           hours, g.oncebox, db, out);
   assert_true(rc == 0 || rc == 5);
@@ -106,11 +94,11 @@ static void run_case(int hours, int want_parked) {
                                 " 'unknown' AND parked_at IS NOT NULL AND"
                                 " park_cause = 'key-expired'"), 1);
     assert_int_equal(db_int(db, "SELECT count(*) FROM charge"), 0);
-    assert_int_equal(sh("grep -q 'may have expired' '%s'", out), 0);
-    assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' stats >'%s' 2>&1 && grep -q "
+    assert_int_equal(ts_sh("grep -q 'may have expired' '%s'", out), 0);
+    assert_int_equal(ts_sh("$OB_EMULATOR '%s' --db '%s' stats >'%s' 2>&1 && grep -q "
                         "\"of which 1 past the provider's key retention\" "
                         "'%s'", g.oncebox, db, out, out), 0);
-    assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' effects show >'%s' 2>&1 && grep -q "
+    assert_int_equal(ts_sh("$OB_EMULATOR '%s' --db '%s' effects show >'%s' 2>&1 && grep -q "
                         "'\\[key-expired\\]' '%s'", g.oncebox, db, out, out),
                      0);
   } else {
@@ -120,7 +108,7 @@ static void run_case(int hours, int want_parked) {
                                 " ON e.key = c.effect_key WHERE"
                                 " c.provider_charge_id = e.reference"), 1);
   }
-  assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' check >/dev/null 2>&1", g.oncebox, db),
+  assert_int_equal(ts_sh("$OB_EMULATOR '%s' --db '%s' check >/dev/null 2>&1", g.oncebox, db),
                    0);
   ps_stop(sim);
 }

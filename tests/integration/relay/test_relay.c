@@ -664,17 +664,6 @@ static void test_priority_options(void** state) {
 
 /* The operator's view: run with --outbox-queue-url, outbox show/drain,
 ** stats, through the real binary and its environment variables. */
-static int sh(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char* fmt, ...) {
-  char cmd[4096];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(cmd, sizeof cmd, fmt, ap);
-  va_end(ap);
-  int st = system(cmd);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
 static void test_cli_sync(void** state) {
   (void)state;
   if (g_skip) skip();
@@ -687,7 +676,7 @@ static void test_cli_sync(void** state) {
   snprintf(db, sizeof db, "%s/t.db", dir);
   snprintf(out, sizeof out, "%s/out", dir);
   for (int i = 0; i < 12; i++)
-    assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' enqueue --type PaymentCaptured --id "
+    assert_int_equal(ts_sh("$OB_EMULATOR '%s' --db '%s' enqueue --type PaymentCaptured --id "
                         "0190b6d8-3ae7-7ca2-a653-%012d --body "
                         "'{\"paymentId\":\"5c4080b1-b5d2-4e91-8de8-%012d\","
                         "\"merchantId\":\"3727331a-b533-4c6e-a0f8-48532237307b\","
@@ -697,31 +686,31 @@ static void test_cli_sync(void** state) {
   /* Offline: handled, the outbox holds everything, drain times out. */
   rf_set_endpoint(1);
   /* Exit 5: stopped with the outbox left for an SQS it cannot reach. */
-  assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' --log-level error run --until-idle "
+  assert_int_equal(ts_sh("$OB_EMULATOR '%s' --db '%s' --log-level error run --until-idle "
                       "--outbox-queue-url '%s' --source urn:test:cli 2>/dev/null",
                       ob, db, q), 5);
-  assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' outbox show --unpublished --json > '%s'",
+  assert_int_equal(ts_sh("$OB_EMULATOR '%s' --db '%s' outbox show --unpublished --json > '%s'",
                       ob, db, out), 0);
-  assert_int_equal(sh("grep -c '\"eventType\":' '%s' | grep -qx 12", out), 0);
-  assert_int_equal(sh("ONCEBOX_OUTBOX_QUEUE_URL='%s' '%s' --db '%s' --log-level"
+  assert_int_equal(ts_sh("grep -c '\"eventType\":' '%s' | grep -qx 12", out), 0);
+  assert_int_equal(ts_sh("ONCEBOX_OUTBOX_QUEUE_URL='%s' '%s' --db '%s' --log-level"
                       " error outbox drain --until-empty --timeout 1 2>'%s'",
                       q, ob, db, out), 1);
-  assert_int_equal(sh("grep -q 'timed out with 12 row(s) unpublished' '%s'", out), 0);
-  assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' stats --json > '%s'", ob, db, out), 0);
-  assert_int_equal(sh("grep -q '\"online\":false' '%s'", out), 0);
+  assert_int_equal(ts_sh("grep -q 'timed out with 12 row(s) unpublished' '%s'", out), 0);
+  assert_int_equal(ts_sh("$OB_EMULATOR '%s' --db '%s' stats --json > '%s'", ob, db, out), 0);
+  assert_int_equal(ts_sh("grep -q '\"online\":false' '%s'", out), 0);
   /* Online: drain publishes everything and exits 0. */
   rf_set_endpoint(g_srv.port);
   /* The source is configuration of the terminal, not of the row: the same
   ** variable is set for every oncebox process of the terminal. */
-  assert_int_equal(sh("ONCEBOX_OUTBOX_QUEUE_URL='%s' ONCEBOX_SOURCE=urn:test:cli"
+  assert_int_equal(ts_sh("ONCEBOX_OUTBOX_QUEUE_URL='%s' ONCEBOX_SOURCE=urn:test:cli"
                       " '%s' --db '%s' --log-level error outbox drain"
                       " --until-empty --timeout 30",
                       q, ob, db), 0);
-  assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' stats --json > '%s'", ob, db, out), 0);
-  assert_int_equal(sh("grep -q '\"online\":true' '%s'", out), 0);
-  assert_int_equal(sh("grep -q '\"unpublished\":0' '%s'", out), 0);
-  assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' outbox show --json > '%s'", ob, db, out), 0);
-  assert_int_equal(sh("grep -c '\"publishedAt\":\"' '%s' | grep -qx 12", out), 0);
+  assert_int_equal(ts_sh("$OB_EMULATOR '%s' --db '%s' stats --json > '%s'", ob, db, out), 0);
+  assert_int_equal(ts_sh("grep -q '\"online\":true' '%s'", out), 0);
+  assert_int_equal(ts_sh("grep -q '\"unpublished\":0' '%s'", out), 0);
+  assert_int_equal(ts_sh("$OB_EMULATOR '%s' --db '%s' outbox show --json > '%s'", ob, db, out), 0);
+  assert_int_equal(ts_sh("grep -c '\"publishedAt\":\"' '%s' | grep -qx 12", out), 0);
   cJSON* events = drain_queue(q);
   assert_int_equal(cJSON_GetArraySize(events), 12);
   cJSON* ev;
@@ -787,14 +776,14 @@ static void test_faketime_dead_lease_restart(void** state) {
   /* drain --until-empty, not run --until-idle: an until-idle run stops
   ** while the rows left are publishable only later (a lease still running
   ** counts as that), so only the drain proves the lease ends. */
-  int rc = sh("ONCEBOX_OUTBOX_QUEUE_URL='%s' ONCEBOX_SOURCE="
+  int rc = ts_sh("ONCEBOX_OUTBOX_QUEUE_URL='%s' ONCEBOX_SOURCE="
               "urn:oncebox:test-terminal LD_PRELOAD='%s' FAKETIME='-1d' "
               "$OB_EMULATOR '%s/oncebox' --db "
               "'%s' --log-level warn outbox drain --until-empty --timeout 30 "
               "2>'%s'", q, lib, bin, f->db_path, log);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   int64_t ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
-  sh("cat '%s' >&2", log);
+  ts_sh("cat '%s' >&2", log);
   print_message("published after %lld ms (the dead lease: %d ms)\n",
                 (long long)ms, DEAD_LEASE_MS);
   assert_int_equal(rc, 0);
@@ -802,7 +791,7 @@ static void test_faketime_dead_lease_restart(void** state) {
   /* A day less the moments between the kill and the restart. (On
   ** PostgreSQL the rows' due times are re-based, their leases not: those
   ** are on the server's clock, which the host's jump did not move.) */
-  assert_int_equal(sh("grep -Eq 'clock went back 86(39[0-9]|400) s: re-based "
+  assert_int_equal(ts_sh("grep -Eq 'clock went back 86(39[0-9]|400) s: re-based "
                       "30 deadlines' '%s'", log), 0);
   cJSON* events = drain_queue(q);
   assert_int_equal(cJSON_GetArraySize(events), 30);
@@ -1016,7 +1005,7 @@ static void test_cli_plain_http(void** state) {
   snprintf(db, sizeof db, "%s/t.db", dir);
   snprintf(out, sizeof out, "%s/out", dir);
   for (int i = 0; i < 6; i++)
-    assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' enqueue --type PaymentCaptured --id "
+    assert_int_equal(ts_sh("$OB_EMULATOR '%s' --db '%s' enqueue --type PaymentCaptured --id "
                         "0190b6d8-3ae7-7ca2-a653-%012d --body "
                         "'{\"paymentId\":\"5c4080b1-b5d2-4e91-8de8-%012d\","
                         "\"merchantId\":\"3727331a-b533-4c6e-a0f8-48532237307b\","
@@ -1024,28 +1013,28 @@ static void test_cli_plain_http(void** state) {
                         ob, db, i, i),
                      0);
   ph_plain_endpoint("AWS_ENDPOINT_URL_SQS");
-  assert_int_equal(sh("$OB_EMULATOR '%s' --db '%s' run --until-idle --outbox-queue-url '%s' "
+  assert_int_equal(ts_sh("$OB_EMULATOR '%s' --db '%s' run --until-idle --outbox-queue-url '%s' "
                       "--source urn:oncebox:test-terminal 2>'%s'", ob, db, q,
                       out), 2);
-  assert_int_equal(sh("grep -q 'cannot publish the outbox: AWS_ENDPOINT_URL_SQS "
+  assert_int_equal(ts_sh("grep -q 'cannot publish the outbox: AWS_ENDPOINT_URL_SQS "
                       "is http://127.0.0.1:%d: plain HTTP sends the signed "
                       "requests' '%s'", g_srv.fauxqs_port, out), 0);
-  assert_int_equal(sh("ONCEBOX_OUTBOX_QUEUE_URL='%s' '%s' --db '%s' outbox drain "
+  assert_int_equal(ts_sh("ONCEBOX_OUTBOX_QUEUE_URL='%s' '%s' --db '%s' outbox drain "
                       "--until-empty --timeout 30 2>'%s'", q, ob, db, out), 2);
-  assert_int_equal(sh("grep -q 'set ONCEBOX_SQS_ALLOW_HTTP=1' '%s'", out), 0);
+  assert_int_equal(ts_sh("grep -q 'set ONCEBOX_SQS_ALLOW_HTTP=1' '%s'", out), 0);
   /* The refused run stopped before handling anything; this one handles
   ** the six payments and publishes their events. */
-  assert_int_equal(sh("ONCEBOX_OUTBOX_QUEUE_URL='%s' ONCEBOX_SOURCE="
+  assert_int_equal(ts_sh("ONCEBOX_OUTBOX_QUEUE_URL='%s' ONCEBOX_SOURCE="
                       "urn:oncebox:test-terminal '%s' --db '%s' run --until-idle"
                       " --sqs-allow-http 2>'%s'", q, ob, db, out), 0);
-  assert_int_equal(sh("grep -c 'warn relay: AWS_ENDPOINT_URL_SQS is "
+  assert_int_equal(ts_sh("grep -c 'warn relay: AWS_ENDPOINT_URL_SQS is "
                       "http://127.0.0.1:%d: plain HTTP allowed' '%s' | grep -qx 1",
                       g_srv.fauxqs_port, out), 0);
-  assert_int_equal(sh("ONCEBOX_OUTBOX_QUEUE_URL='%s' ONCEBOX_SOURCE="
+  assert_int_equal(ts_sh("ONCEBOX_OUTBOX_QUEUE_URL='%s' ONCEBOX_SOURCE="
                       "urn:oncebox:test-terminal '%s' --db '%s' outbox drain "
                       "--until-empty --timeout 30 --sqs-allow-http 2>'%s'",
                       q, ob, db, out), 0);
-  assert_int_equal(sh("grep -q 'plain HTTP allowed' '%s'", out), 0);
+  assert_int_equal(ts_sh("grep -q 'plain HTTP allowed' '%s'", out), 0);
   ph_plain_endpoint(NULL);
   cJSON* events = drain_queue(q);
   assert_int_equal(cJSON_GetArraySize(events), 6);

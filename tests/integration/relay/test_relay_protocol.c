@@ -67,17 +67,6 @@ static int group_teardown(void** state) {
   return 0;
 }
 
-static int sh(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char* fmt, ...) {
-  char cmd[4096];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(cmd, sizeof cmd, fmt, ap);
-  va_end(ap);
-  int st = system(cmd);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
 /* ---- the log ----------------------------------------------------------- */
 
 typedef struct logbuf_s {
@@ -226,16 +215,16 @@ static void assert_cli_stats_say(fixture_t* f, const char* want) {
   assert_non_null(p);
   fputs(want, p);
   fclose(p);
-  assert_int_equal(sh("$OB_EMULATOR '%s/oncebox' --db '%s' stats > '%s'", bin, f->db_path,
+  assert_int_equal(ts_sh("$OB_EMULATOR '%s/oncebox' --db '%s' stats > '%s'", bin, f->db_path,
                       out), 0);
-  if (sh("grep -qF -f '%s' '%s'", pat, out) != 0) {
-    sh("cat '%s' >&2", out);
+  if (ts_sh("grep -qF -f '%s' '%s'", pat, out) != 0) {
+    ts_sh("cat '%s' >&2", out);
     fail_msg("oncebox stats does not say: %s", want);
   }
-  assert_int_equal(sh("$OB_EMULATOR '%s/oncebox' --db '%s' stats --json > '%s'", bin,
+  assert_int_equal(ts_sh("$OB_EMULATOR '%s/oncebox' --db '%s' stats --json > '%s'", bin,
                       f->db_path, out), 0);
-  if (sh("grep -qF -f '%s' '%s'", pat, out) != 0) {
-    sh("cat '%s' >&2", out);
+  if (ts_sh("grep -qF -f '%s' '%s'", pat, out) != 0) {
+    ts_sh("cat '%s' >&2", out);
     fail_msg("oncebox stats --json does not say: %s", want);
   }
 }

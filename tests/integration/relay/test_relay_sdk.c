@@ -404,17 +404,6 @@ static void test_offline_then_back_same_engine(void** state) {
 
 /* ---- a new process on the same file --------------------------------------- */
 
-static int sh(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char* fmt, ...) {
-  char cmd[8192];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(cmd, sizeof cmd, fmt, ap);
-  va_end(ap);
-  int st = system(cmd);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
 static void test_offline_then_new_process(void** state) {
   (void)state;
   if (g_skip) skip();
@@ -443,7 +432,7 @@ static void test_offline_then_new_process(void** state) {
 
   /* The terminal restarts with the network back: the oncebox binary, its
   ** outbox configured through the environment. */
-  assert_int_equal(sh("AWS_ENDPOINT_URL_SQS=https://localhost:%d"
+  assert_int_equal(ts_sh("AWS_ENDPOINT_URL_SQS=https://localhost:%d"
                       " ONCEBOX_OUTBOX_QUEUE_URL='%s' ONCEBOX_SOURCE='%s'"
                       " $OB_EMULATOR '%s/oncebox' --db '%s' --log-level error run --until-idle",
                       g_srv.port, q, SOURCE, bin, f->db_path),
