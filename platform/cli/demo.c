@@ -288,7 +288,9 @@ static void print_violation(void* arg, const char* v) {
 static void demo_usage(FILE* out) {
   fprintf(out,
           "usage: oncebox demo [--db FILE] [--payments N] [--seed S] "
-          "[--batch B] [--keep]\n\n"
+          "[--batch B] [--keep]\n"
+          "       oncebox --db HEADOFFICE demo --fleet [--terminals N] ... "
+          "(demo --fleet --help)\n\n"
           "A day at a point-of-sale terminal on one SQLite file: N payments\n"
           "(default 3000) with redeliveries, a worker killed with SIGKILL\n"
           "mid-run and restarted, a replay, a payment captured twice under\n"
@@ -319,6 +321,8 @@ int ob__cmd_demo(cli_t* cli, int argc, char** argv) {
   ob_payout_stats_t ps;
   struct timespec t0, t1;
 
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--fleet") == 0) return ob__cli_demo_fleet(cli, argc, argv);
   memset(&s, 0, sizeof s);
   s.payments = 3000;
   s.batch = 16;

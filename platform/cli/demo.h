@@ -17,4 +17,11 @@ int ob__cli_demo_fence(const char* db_path, uint64_t seed, int orders,
                        demo_expect_fn expect, void* ctx, int* failed_rows,
                        int* handled);
 
+/* oncebox demo --fleet (demo_fleet.c): terminals on SQLite files and a
+** head office (the --db, PostgreSQL or a file) with several consumer
+** processes, one SIGKILLed. An exit code (EXIT_OK only if every expectation
+** holds). */
+struct cli_s;
+int ob__cli_demo_fleet(struct cli_s* cli, int argc, char** argv);
+
 #endif

@@ -318,6 +318,16 @@ sqlite3 "$FB" "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i+1 FROM n WHER
 check "demo" 0 $OB_EMULATOR "$OB" demo --payments 300
 contains "demo says done" out "every payment paid and every order charged exactly once"
 
+# The fleet demo with its head office on a file (PostgreSQL: pg_backend's
+# test_demo_fleet): terminals offline and online, a consumer SIGKILLed.
+check "demo --fleet" 0 $OB_EMULATOR "$OB" demo --fleet --terminals 4
+contains "demo --fleet says done" out "every expectation holds"
+contains "demo --fleet: one booking per payment" out "payments booked twice                                             0  ok"
+FH="$T/fleet-office.db"
+check "demo --fleet on a head office" 0 $OB_EMULATOR "$OB" --db "$FH" demo --fleet --terminals 3
+check "demo --fleet wants a fresh head office" 2 $OB_EMULATOR "$OB" --db "$FH" demo --fleet --terminals 3
+contains "demo --fleet says why" err "wants a fresh one"
+
 # The demo's head office is an in-process sink (ob_outbox_drain): what it
 # published is a publication too. It said "last publish never" next to
 # "50 published", and the relay's state must still say no relay ran.

@@ -422,6 +422,36 @@ static void test_cli_stats(void** state) {
   fx_free(f);
 }
 
+/* `oncebox demo --fleet` with its head office on PostgreSQL: 20 terminals
+** on SQLite files offline and online, 3 consumers on this database, one
+** SIGKILLed; the demo's own expectations all hold (it exits 0 only then),
+** and the bookings are in the database, once each. */
+static void test_demo_fleet(void** state) {
+  char* db = ts_backend_db(NULL, "fleet");
+  char cmd[2048], line[512];
+  const char* bin = getenv("OB_BINARY_DIR");
+  int holds = 0;
+  FILE* p;
+  (void)state;
+  if (bin == NULL) skip();
+  snprintf(cmd, sizeof cmd, "$OB_EMULATOR '%s/oncebox' --db '%s' demo --fleet"
+           " 2>&1", bin, db);
+  p = popen(cmd, "r");
+  assert_non_null(p);
+  while (fgets(line, sizeof line, p) != NULL) {
+    fputs(line, stdout);
+    if (strcmp(line, "every expectation holds\n") == 0) holds = 1;
+  }
+  assert_int_equal(pclose(p), 0);
+  assert_true(holds);
+  assert_int_equal(ts_backend_count(db, "SELECT count(DISTINCT payment_id)"
+                                        " FROM payout_booking"),
+                   320);
+  assert_int_equal(ts_backend_count(db, "SELECT count(*) FROM"
+                                        " payout_booking"),
+                   320);
+  free(db);
+}
 
 static long long partitions_of(fixture_t* f, const char* table) {
   char sql[256];
@@ -658,6 +688,7 @@ int main(void) {
       cmocka_unit_test(test_handler_sql),
       cmocka_unit_test(test_stats_and_check),
       cmocka_unit_test(test_cli_stats),
+      cmocka_unit_test(test_demo_fleet),
       cmocka_unit_test(test_retention_drops_whole_days),
       cmocka_unit_test(test_relay_lease_on_server_clock),
       cmocka_unit_test(test_effect_lease_on_server_clock),
