@@ -167,6 +167,14 @@ static pid_t start_consumer(const fleet_t* f) {
   return pid;
 }
 
+static void stop_consumers(const pid_t* cons, int n) {
+  for (int i = 0; i < n; i++) {
+    int status;
+    kill(cons[i], SIGTERM);
+    waitpid(cons[i], &status, 0);
+  }
+}
+
 /* ---- the terminals ---------------------------------------------------------- */
 
 static void payment_ids(int t, int k, char id[OB_UUID_BUFLEN],
@@ -178,11 +186,12 @@ static void payment_ids(int t, int k, char id[OB_UUID_BUFLEN],
 }
 
 /* One round at terminal t: its payments (twice, the last round's again),
-** handled; handed to the head office when online. The events handed over,
-** or < 0. */
-static long long terminal_round(fleet_t* f, int t, int round, int online) {
+** handled; handed to office (the head office's engine) when online. The
+** events handed over, or < 0. */
+static long long terminal_round(fleet_t* f, int t, int round, int online,
+                                ob_engine_t* office) {
   char path[320];
-  ob_engine_t *e, *office = NULL;
+  ob_engine_t* e;
   ob_batch_result_t r;
   size_t published = 0;
   long long sent = 0;
@@ -211,14 +220,10 @@ static long long terminal_round(fleet_t* f, int t, int round, int online) {
   while (rc == 0 && (rc = ob_run_once(e, &r)) == 0 && r.claimed > 0) {
   }
   if (rc == 0 && online) {
-    office = open_db(f->office, 1);
-    if (office == NULL) rc = -1;
-    while (rc == 0 &&
-           (rc = ob_outbox_drain(e, ob_sink_enqueue, office, 100,
+    while ((rc = ob_outbox_drain(e, ob_sink_enqueue, office, 100,
                                  &published)) == 0 &&
            published > 0)
       sent += (long long)published;
-    ob_close(office);
   }
   if (rc < 0) fprintf(stderr, "demo: terminal %d: %s\n", t, ob_errmsg(e));
   ob_close(e);
@@ -366,9 +371,15 @@ int ob__cli_demo_fleet(cli_t* cli, int argc, char** argv) {
   for (int i = 0; i < f.consumers; i++) cons[i] = start_consumer(&f);
   for (int round = 0; round < ROUNDS; round++) {
     int offline = 0;
+    /* The terminals' way in, for the round (closed before any fork). */
+    office = open_db(f.office, 1);
+    if (office == NULL) {
+      stop_consumers(cons, f.consumers);
+      return EXIT_DB;
+    }
     for (int t = 0; t < f.terminals; t++) {
       int online = round == ROUNDS - 1 || (t + round) % 3 != 0;
-      long long n = terminal_round(&f, t, round, online);
+      long long n = terminal_round(&f, t, round, online, office);
       if (n < 0) {
         f.failures++;
         break;
@@ -376,6 +387,7 @@ int ob__cli_demo_fleet(cli_t* cli, int argc, char** argv) {
       sent += n;
       offline += !online;
     }
+    ob_close(office);
     say("round %d: %d payments at each terminal (each delivered twice), "
         "%d terminal(s) offline; %lld events handed over so far\n",
         round + 1, f.per_round, offline, sent);
@@ -388,15 +400,15 @@ int ob__cli_demo_fleet(cli_t* cli, int argc, char** argv) {
     }
   }
   office = open_db(f.office, 1);
-  if (office == NULL) return EXIT_DB;
+  if (office == NULL) {
+    stop_consumers(cons, f.consumers);
+    return EXIT_DB;
+  }
   for (int w = 0; w < 600 && booked < total; w++) {
     booked = count_of(office, "SELECT count(*) FROM payout_booking");
     if (booked < total) sleep_ms(100);
   }
-  for (int i = 0; i < f.consumers; i++) {
-    kill(cons[i], SIGTERM);
-    waitpid(cons[i], &status, 0);
-  }
+  stop_consumers(cons, f.consumers);
 
   say("\nThe evidence\n");
   {

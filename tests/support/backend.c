@@ -141,37 +141,23 @@ char* ts_backend_db(const char* dir, const char* name) {
   return ts_path(dir, name);
 }
 
+/* The first row's first column, as sqlite3_column_int64 reads it (NULL or
+** not a number: 0). */
+typedef struct first_int_s {
+  int seen;
+  long long v;
+} first_int_t;
+
+static void first_int(void* arg, int ncols, const char* const* cols) {
+  first_int_t* f = arg;
+  if (f->seen++ || ncols < 1) return;
+  f->v = cols[0] != NULL ? strtoll(cols[0], NULL, 10) : 0;
+}
+
 long long ts_backend_count(const char* db, const char* sql) {
-  long long v = -1;
-#if defined(OB_TEST_HAVE_PG)
-  if (ts_backend_is_pg()) {
-    PGconn* c = pg_connect_or_die(db);
-    char* q = translate(sql);
-    PGresult* r = PQexec(c, q);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK)
-      fail_msg("%s: %s", q, PQresultErrorMessage(r));
-    if (PQntuples(r) > 0 && !PQgetisnull(r, 0, 0))
-      v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
-    else if (PQntuples(r) > 0)
-      v = 0;  /* SQLite's sqlite3_column_int64 of NULL */
-    PQclear(r);
-    PQfinish(c);
-    free(q);
-    return v;
-  }
-#endif
-  {
-    sqlite3* s;
-    sqlite3_stmt* st;
-    if (sqlite3_open_v2(db, &s, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
-      fail_msg("open %s: %s", db, sqlite3_errmsg(s));
-    if (sqlite3_prepare_v2(s, sql, -1, &st, NULL) != SQLITE_OK)
-      fail_msg("prepare %s: %s", sql, sqlite3_errmsg(s));
-    if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(s);
-  }
-  return v;
+  first_int_t f = {0, -1};
+  ts_backend_rows(db, sql, first_int, &f);
+  return f.v;
 }
 
 int ts_backend_rows(const char* db, const char* sql, ts_backend_row_cb cb,
