@@ -72,6 +72,7 @@ typedef enum {
   OB__D_DELETE_PUBLISHED,
   OB__D_MARK_SWEPT,
   OB__DL_AHEAD,
+  OB__ENGINE_CLOCK_STORE,
   OB__STMT_COUNT
 } ob__stmt_id_t;
 
@@ -103,11 +104,17 @@ typedef struct ob__db_s {
   int relaxed;        /* the open transaction runs at NORMAL */
   int last_err;       /* code of the last failed statement */
   int user_read_only; /* ob__user_exec refuses statements that write (ob_read) */
+  /* The engine clock (core/engine/engine_clock.c): the value recorded in
+  ** engine_clock, and one to record with the next write transaction's
+  ** commit when it is larger (0: none). A backend without the table
+  ** ignores them. */
+  int64_t clock_stored;
+  int64_t clock_pending;
   char errmsg[OB__ERRMSG_LEN];
 } ob__db_t;
 
 /* Current schema version (PRAGMA user_version). */
-#define OB__SCHEMA_VERSION 12
+#define OB__SCHEMA_VERSION 13
 /* PRAGMA application_id: "OBX1". */
 #define OB__APPLICATION_ID 0x4f425831
 
@@ -141,8 +148,6 @@ int ob__db_open(ob__db_t* db, const char* path, ob_sync_t sync,
 ** metadata writes on every cycle). */
 #define OB__WAL_CHECKPOINT_PAGES 8000
 #define OB__WAL_SIZE_LIMIT_BYTES (16LL * 1024 * 1024)
-/* With a size cap, the WAL is held to a quarter of it, at least this. */
-#define OB__WAL_CAPPED_MIN_BYTES (1024LL * 1024)
 /* The file's page size in *out. 0 or < 0. */
 int ob__db_page_size(ob__db_t* db, int* out);
 /* Rewrite the file with page_size-byte pages (VACUUM out of WAL, then back
@@ -167,6 +172,11 @@ int ob__db_seterr(ob__db_t* db, int code, const char* fmt, ...)
 /* The same with a va_list (for wrappers that take their own ...). */
 int ob__db_vseterr(ob__db_t* db, int code, const char* fmt, va_list ap)
     __attribute__((format(printf, 3, 0)));
+
+/* The engine clock's recorded value (engine_clock, one row): *ms, or
+** OB_ENOTFOUND when none is recorded (a new file; a backend that keeps
+** none). Recording is db_commit's (clock_pending above). */
+int ob__engine_clock_load(ob__db_t* db, int64_t* ms);
 
 /* The observed clock (retention_clock, one row): *ms, or OB_ENOTFOUND when
 ** no engine has recorded it yet. */
@@ -308,7 +318,7 @@ int ob__outbox_insert(ob__db_t* db, const char* id, const char* causation_id,
                       const char* event_type, const char* aggregate_id,
                       const char* payload, size_t payload_len,
                       const char* traceparent, const char* tracestate,
-                      int64_t now);
+                      int64_t now, int64_t wall_behind_ms);
 
 /* Visit up to max unpublished rows due at now in (created_at, id) order.
 ** cb returns 0 to go on, non-zero to stop. Pointers in ev are valid during
@@ -410,6 +420,8 @@ typedef struct ob__relay_row_s {
   int attempt_count;
   char* traceparent;   /* NULL if none */
   char* tracestate;
+  int64_t wall_behind_ms;  /* the wall clock was this far behind the
+                           ** engine clock when it was made; 0: not */
 } ob__relay_row_t;
 
 /* Most event types a relay claims first (ob_relay_options_t.priority_types):

@@ -30,6 +30,9 @@
   V(db_close,                                                                 \
     (ob__db_t* db),                                                           \
     (db))                                                                     \
+  X(int, engine_clock_load,                                                   \
+    (ob__db_t* db, int64_t* ms),                                              \
+    (db, ms))                                                                 \
   X(int, observed_clock_load,                                                 \
     (ob__db_t* db, int64_t* ms),                                              \
     (db, ms))                                                                 \
@@ -112,9 +115,9 @@
     (ob__db_t* db, const char* id, const char* causation_id, const            \
      char* event_type, const char* aggregate_id, const char* payload,         \
      size_t payload_len, const char* traceparent, const char*                 \
-     tracestate, int64_t now),                                                \
+     tracestate, int64_t now, int64_t wall_behind_ms),                        \
     (db, id, causation_id, event_type, aggregate_id, payload,                 \
-     payload_len, traceparent, tracestate, now))                              \
+     payload_len, traceparent, tracestate, now, wall_behind_ms))              \
   X(int, outbox_due,                                                          \
     (ob__db_t* db, int64_t now, size_t max, int (*cb)(void* arg, const        \
      ob_event_t* ev), void* arg),                                             \

@@ -2,27 +2,81 @@
 # SPDX-License-Identifier: Apache-2.0
 # Install dependencies, build, and run every test: the normal build, then the
 # whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer.
+#
+# Each stage's time is printed when it ends, and all of them at the end (also
+# when a stage fails), so a change sees what it costs CI (90 minutes at most;
+# this run is kept under 60 by design, docs/operations.md "CI's budget").
+# Long campaigns are not here: the simulator's campaign (tests/sim/README.md,
+# `ob-sim --campaign`), the mutants (tests/mutants/run.sh) and the benches
+# (tests/bench/run-all.sh) run behind their own flags.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
-bash tests/install-deps.sh
 jobs=$(nproc)
 
+stage_names=()
+stage_secs=()
+stage_now=""
+stage_t0=0
+run_t0=$(date +%s)
+
+stage_end() {
+  [ -n "$stage_now" ] || return 0
+  local s=$(( $(date +%s) - stage_t0 ))
+  stage_names+=("$stage_now")
+  stage_secs+=("$s")
+  printf 'run-all: stage %s took %d min %02d s\n' "$stage_now" $((s / 60)) $((s % 60))
+  stage_now=""
+}
+
+# stage NAME: ends the previous stage (printing its time) and starts NAME.
+stage() {
+  stage_end
+  stage_now=$1
+  stage_t0=$(date +%s)
+  printf 'run-all: stage %s\n' "$stage_now"
+}
+
+summary() {
+  local rc=$?
+  local total=$(( $(date +%s) - run_t0 ))
+  if [ -n "$stage_now" ] && [ "$rc" != 0 ]; then
+    stage_now="$stage_now (failed)"
+  fi
+  stage_end
+  printf 'run-all: stage times\n'
+  for i in "${!stage_names[@]}"; do
+    printf '  %-44s %3d min %02d s\n' "${stage_names[$i]}" \
+      $((stage_secs[$i] / 60)) $((stage_secs[$i] % 60))
+  done
+  printf '  %-44s %3d min %02d s (exit %d)\n' "total" $((total / 60)) \
+    $((total % 60)) "$rc"
+}
+trap summary EXIT
+
+stage install
+bash tests/install-deps.sh
+
+stage "gcc build"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j"$jobs"
 # The same tree under clang, warnings as errors: clang warns where gcc does
 # not (-Wstring-concatenation, -Wformat-nonliteral through va_list), and the
 # fuzz stage, the only other clang build, comes last.
 if command -v clang >/dev/null 2>&1; then
+  stage "clang build"
   CC=clang cmake -S . -B build-clang -DCMAKE_BUILD_TYPE=Debug
   cmake --build build-clang -j"$jobs"
 fi
+
+stage "ctest (gcc)"
 ctest --test-dir build --output-on-failure -j"$jobs"
 
 # The Debian packages (as root: it installs and purges them): built from a
 # clean copy, lintian, dpkg -i, examples/shop against liboncebox-dev, the
 # systemd unit verified and its exposure score checked (docs/packaging.md).
 if [ "$(id -u)" = 0 ]; then
+  stage packaging
   bash tests/packaging/test_deb.sh
 else
   echo "run-all: not root: skipping tests/packaging/test_deb.sh"
@@ -33,12 +87,16 @@ fi
 # packages; armhf's unit label (32-bit: off_t, time_t, size_t), whose build
 # alone costs minutes. OB_CROSS=0 skips them.
 if [ "${OB_CROSS:-1}" != 0 ]; then
+  stage "arm64 (qemu-user)"
   bash tests/cross.sh arm64
+  stage "armhf (qemu-user, unit)"
   OB_CROSS_LABELS=unit bash tests/cross.sh armhf
 fi
 
+stage "ASan+UBSan build"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DOB_SANITIZE=ON
 cmake --build build-asan -j"$jobs"
+stage "ctest (ASan+UBSan)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs"
@@ -49,5 +107,6 @@ UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 # crasher replays already ran in both ctest passes above. Exits 1 on a
 # finding.
 if command -v clang >/dev/null 2>&1; then
+  stage fuzz
   OB_FUZZ_RUNS=${OB_FUZZ_RUNS:-100000} bash tests/fuzz/run_fuzzers.sh -j 2
 fi

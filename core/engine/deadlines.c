@@ -65,10 +65,25 @@ static int apply(ob_engine_t* e, int64_t now) {
   return 0;
 }
 
+/* The wall clock going back moves nothing (the engine clock runs on), but
+** the operator should know that the terminal's clock is wrong. */
+static void note_wall(ob_engine_t* e) {
+  ob__clock_mark_t wall;
+  int64_t back;
+  ob__clock_mark(e->opts.clock, &wall);
+  back = ob__clock_jump(&e->wall_mark, &wall);
+  e->wall_mark = wall;
+  if (back < 0)
+    ob__log(e, OB_LOG_WARN, "clock went back %lld s: the engine clock runs "
+            "on, %lld s ahead of it; no deadline moves", secs(back),
+            secs(ob__eclock_wall_behind(e)));
+}
+
 void ob__deadlines_watch(ob_engine_t* e) {
   ob__clock_mark_t now;
   int64_t jump;
-  ob__clock_mark(e->opts.clock, &now);
+  ob__eclock_mark(e, &now);
+  note_wall(e);
   jump = ob__clock_jump(&e->clock_mark, &now);
   e->clock_mark = now;
   if (jump != 0) {
@@ -83,7 +98,14 @@ void ob__deadlines_watch(ob_engine_t* e) {
 }
 
 void ob__deadlines_open(ob_engine_t* e) {
-  ob__clock_mark(e->opts.clock, &e->clock_mark);
+  int64_t behind;
+  ob__clock_mark(e->opts.clock, &e->wall_mark);
+  ob__eclock_mark(e, &e->clock_mark);
+  behind = ob__eclock_wall_behind(e);
+  if (behind > 0)
+    ob__log(e, OB_LOG_WARN, "clock went back %lld s (behind the engine clock "
+            "this database recorded): the engine clock runs on from there; "
+            "no deadline moves", secs(behind));
   e->jump_pending = 0;
   e->probe_pending = 1;  /* rows may come from a clock ahead of ours */
   ob__deadlines_watch(e);

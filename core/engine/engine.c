@@ -14,6 +14,7 @@
 #include "core/util/errbuf.h"
 #include "core/util/json_check.h"
 #include "core/util/retry.h"
+#include "core/util/space_policy.h"
 #include "core/util/uuid.h"
 
 #define DEFAULT_QUEUE "default"
@@ -29,6 +30,7 @@ void ob_options_init(ob_options_t* o) {
   o->gc_interval_ms = 3600000;
   o->gc_batch = 1000;
   o->poll_interval_ms = 1000;
+  o->idle_horizon_ms = OB_IDLE_HORIZON_POLL;
   o->max_body_bytes = 1024 * 1024;
   o->reserve_db_bytes = OB_RESERVE_AUTO;
   ob_retry_policy_init(&o->retry);
@@ -120,10 +122,12 @@ static int wal_policy(const ob_engine_t* e, ob__db_t* db) {
   int64_t limit = e->opts.wal_size_limit_bytes;
   int page_size = 0;
   if (e->opts.max_db_bytes > 0) {
-    int64_t room = e->opts.max_db_bytes / 4;
+    /* A cap from the filesystem has no 1 MiB floor: on a tiny disk the
+    ** WAL must fit as well (docs/decisions/0021-default-cap.md). */
+    int64_t room = ob__space_wal_room(e->opts.max_db_bytes,
+                                      e->cap_source == OB_CAP_FILESYSTEM);
     int rc = ob__db_page_size(db, &page_size);
     if (rc < 0) return rc;
-    if (room < OB__WAL_CAPPED_MIN_BYTES) room = OB__WAL_CAPPED_MIN_BYTES;
     if (page_size > 0 && pages * page_size > room) pages = room / page_size;
     if (pages < 1) pages = 1;
     if (limit > room) limit = room;
@@ -133,8 +137,33 @@ static int wal_policy(const ob_engine_t* e, ob__db_t* db) {
   return ob__db_set_wal_policy(db, (int)pages, limit);
 }
 
+/* The cap in force and where it came from (docs/decisions/0021): the
+** options' when set, none when they say OB_NO_DB_CAP, else the default for
+** the filesystem platform measured (none if it could not). A reserve asked
+** for beyond half a derived cap is held to half: the disk's size must not
+** make an open fail. */
+static void space_default(ob_engine_t* e, int64_t fs_bytes) {
+  ob__space_default_t d;
+  if (e->opts.max_db_bytes > 0) {
+    e->cap_source = OB_CAP_CONFIGURED;
+    return;
+  }
+  e->cap_source = OB_CAP_NONE;
+  ob__space_default(e->opts.max_db_bytes == 0 ? fs_bytes : 0, &d);
+  e->opts.max_db_bytes = d.cap;
+  if (d.cap <= 0) return;
+  e->cap_source = OB_CAP_FILESYSTEM;
+  if (e->opts.reserve_db_bytes > d.cap / 2)
+    e->opts.reserve_db_bytes = d.cap / 2;
+}
+
 int ob__engine_open(ob_engine_t** out, const ob_options_t* opts,
                     char* errbuf, size_t errlen) {
+  return ob__engine_open_fs(out, opts, 0, errbuf, errlen);
+}
+
+int ob__engine_open_fs(ob_engine_t** out, const ob_options_t* opts,
+                       int64_t fs_bytes, char* errbuf, size_t errlen) {
   ob_engine_t* e;
   int rc;
 
@@ -147,8 +176,9 @@ int ob__engine_open(ob_engine_t** out, const ob_options_t* opts,
   if (opts->batch_size < 1 || opts->batch_size > MAX_BATCH ||
       opts->busy_timeout_ms < 0 || opts->retention_ms < 0 ||
       opts->gc_batch < 1 || opts->poll_interval_ms < 1 ||
+      opts->idle_horizon_ms < OB_IDLE_HORIZON_POLL ||
       opts->gc_interval_ms < 1 || opts->max_body_bytes == 0 ||
-      opts->max_db_bytes < 0 ||
+      (opts->max_db_bytes < 0 && opts->max_db_bytes != OB_NO_DB_CAP) ||
       (opts->reserve_db_bytes != OB_RESERVE_AUTO &&
        (opts->reserve_db_bytes < 0 ||
         (opts->max_db_bytes > 0 &&
@@ -183,6 +213,7 @@ int ob__engine_open(ob_engine_t** out, const ob_options_t* opts,
     return ob__errbuf_set(errbuf, errlen, OB_ENOMEM, "out of memory");
   }
   e->opts.db_path = e->db_path;
+  space_default(e, fs_bytes);
   /* Read during ob_open only: the caller's array need not outlive it. */
   e->opts.migrations = NULL;
   e->opts.nmigrations = 0;
@@ -193,7 +224,13 @@ int ob__engine_open(ob_engine_t** out, const ob_options_t* opts,
     ext.adopt = opts->adopt_existing;
     ext.now_ms = opts->clock->now_ms(opts->clock->ctx);
     rc = ob__db_open_ext(&e->db, e->db_path, opts->synchronous,
-                         opts->busy_timeout_ms, opts->max_db_bytes, &ext);
+                         opts->busy_timeout_ms, e->opts.max_db_bytes, &ext);
+  }
+  /* PostgreSQL's space is its operator's: no cap, derived or not. */
+  if (rc == 0 && ob__db_is_postgresql(&e->db) &&
+      e->cap_source != OB_CAP_NONE) {
+    e->opts.max_db_bytes = 0;
+    e->cap_source = OB_CAP_NONE;
   }
   if (rc == 0) rc = wal_policy(e, &e->db);
   if (rc < 0) {
@@ -203,7 +240,8 @@ int ob__engine_open(ob_engine_t** out, const ob_options_t* opts,
     free(e);
     return rc;
   }
-  e->counters.started_at_ms = opts->clock->now_ms(opts->clock->ctx);
+  ob__eclock_open(e);
+  e->counters.started_at_ms = ob__now(e);
   ob__observed_init(e);
   ob__deadlines_open(e);
   if (ob__processed_has_legacy(&e->db, &e->dedup_legacy) < 0)
@@ -384,7 +422,16 @@ int ob_enqueue(ob_engine_t* e, const ob_envelope_t* env) {
   if (e->db.in_tx) return insert_envelope(e, env, id, now);
   rc = ob__space_admit(e, env->type, envelope_bytes(env));
   if (rc < 0) return rc;
-  rc = insert_envelope(e, env, id, now);  /* autocommit: one transaction */
+  if (e->db.clock_pending > e->db.clock_stored) {
+    /* The engine clock is recorded by a commit (engine_clock.c): an
+    ** `oncebox enqueue` process may write nothing else before it exits. */
+    rc = ob__db_begin(&e->db);
+    if (rc == 0) rc = insert_envelope(e, env, id, now);
+    if (rc == 0) rc = ob__db_commit(&e->db);
+    else if (e->db.in_tx) ob__db_rollback(&e->db);
+  } else {
+    rc = insert_envelope(e, env, id, now);  /* autocommit: one transaction */
+  }
   if (rc == 0 && e->hooks.wake) e->hooks.wake(e);
   return rc;
 }

@@ -36,6 +36,13 @@ struct uv_loop_s;
 int ob__engine_open(ob_engine_t** out, const ob_options_t* opts,
                     char* errbuf, size_t errlen);
 
+/* The same, with the size in bytes of the filesystem that holds db_path as
+** platform measured it (statvfs; ob__space_fs_bytes), for the default cap
+** when opts->max_db_bytes is 0 (docs/decisions/0021-default-cap.md).
+** fs_bytes <= 0 (unknown): no default, as ob__engine_open. */
+int ob__engine_open_fs(ob_engine_t** out, const ob_options_t* opts,
+                       int64_t fs_bytes, char* errbuf, size_t errlen);
+
 /* ---- time, ids, state, logs --------------------------------------------- */
 
 /* The engine's clock (never NULL) and its wall time in ms. */

@@ -45,6 +45,13 @@ typedef struct ob__provider_s {
 ** treated as "maybe sent", the safe side. */
 #define OB__MAX_FRESH 1024
 
+/* The engine clock (core/engine/engine_clock.c). */
+typedef struct ob__eclock_s {
+  int64_t base;        /* its value at mono_base */
+  int64_t mono_base;   /* clock->monotonic_ms when base was taken */
+  int64_t behind_ms;   /* how far the wall clock was behind at the last read */
+} ob__eclock_t;
+
 struct ob_engine_s {
   ob_options_t opts;
   char* db_path;
@@ -63,8 +70,10 @@ struct ob_engine_s {
   int64_t observed_mono_base;   /* clock->monotonic_ms at open */
   int64_t observed_wall_base;   /* the wall clock at open */
   int64_t observed_skew_seen;   /* wall - monotonic progress last warned */
+  ob__eclock_t eclock;          /* the engine clock (engine_clock.c) */
   /* Persisted deadlines against jumps (core/engine/deadlines.c). */
-  ob__clock_mark_t clock_mark;  /* the clock at the last check */
+  ob__clock_mark_t clock_mark;  /* the engine clock at the last check */
+  ob__clock_mark_t wall_mark;   /* the wall clock at the last check */
   int64_t jump_pending;         /* measured, not yet applied (ms, signed) */
   int probe_pending;            /* rows may be ahead of the clock */
   /* Why the last ob_run ended (0: clean stop). */
@@ -85,6 +94,7 @@ struct ob_engine_s {
   int space_pressure;       /* a refusal or OB_ENOSPC since the last heal
                             ** that brought the level back to OK */
   int64_t last_heal_ms;     /* observed time of the last heal */
+  int cap_source;           /* OB_CAP_*: where opts.max_db_bytes came from */
   int proxy_noted;          /* the proxy note was logged */
   int dedup_legacy;         /* dedup records of schema 9 or earlier are
                             ** left (storage/processed.c): claims look for
@@ -152,8 +162,19 @@ struct ob_tx_s {
 #define OB__TX_READ 1
 #define OB__TX_WRITE 2
 
+/* The engine clock (engine_clock.c): start it at open from max(wall, the
+** value recorded in the database); read it (it never goes back, and marks
+** its value for recording at the next write commit); how far the wall clock
+** is behind it (0 within OB__CLOCK_JUMP_MIN_MS); a clock mark of it for
+** deadlines.c's jump measure. */
+void ob__eclock_open(ob_engine_t* e);
+int64_t ob__eclock_read(const ob_engine_t* e);
+int64_t ob__eclock_wall_behind(const ob_engine_t* e);
+void ob__eclock_mark(const ob_engine_t* e, ob__clock_mark_t* m);
+
+/* Every time the engine writes or judges a persisted time by. */
 static inline int64_t ob__now(const ob_engine_t* e) {
-  return e->opts.clock->now_ms(e->opts.clock->ctx);
+  return ob__eclock_read(e);
 }
 
 /* Storage errors after which the transaction cannot go on. */

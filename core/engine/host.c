@@ -16,7 +16,7 @@ int64_t ob__engine_now(const ob_engine_t* e) {
 }
 
 void ob__engine_new_id(ob_engine_t* e, char out[OB_UUID_BUFLEN]) {
-  ob__uuid7_next(&e->idgen, e->opts.clock, out);
+  ob__uuid7_next_at(&e->idgen, e->opts.clock, ob__now(e), out);
 }
 
 const char* ob__engine_db_path(const ob_engine_t* e) {

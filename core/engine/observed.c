@@ -24,8 +24,8 @@
 #define JUMP_WARN_MS 60000
 
 void ob__observed_init(ob_engine_t* e) {
-  int64_t wall = ob__now(e), r;
   const ob_clock_t* c = e->opts.clock;
+  int64_t wall = c->now_ms(c->ctx), r;
   int rc = ob__observed_clock_load(&e->db, &r);
   if (rc != 0) r = wall;
   e->observed_base = r;
@@ -52,7 +52,7 @@ int64_t ob__observed_checkpoint(ob_engine_t* e) {
   const ob_clock_t* c = e->opts.clock;
   int64_t seen = ob__observed_now(e);
   if (c->monotonic_ms != NULL) {
-    int64_t skew = (ob__now(e) - e->observed_wall_base) -
+    int64_t skew = (c->now_ms(c->ctx) - e->observed_wall_base) -
                    (c->monotonic_ms(c->ctx) - e->observed_mono_base);
     if (llabs(skew - e->observed_skew_seen) > JUMP_WARN_MS) {
       ob__log(e, OB_LOG_WARN, "the wall clock jumped by %+lld s since this "

@@ -221,5 +221,6 @@ int ob__space_stats(ob_engine_t* e, ob_stats_t* s) {
   s->db_max_bytes = cap_of(e);
   s->db_reserve_bytes = ob__space_reserve_of(e);
   s->space_level = level;
+  s->db_cap_source = cap_of(e) > 0 ? e->cap_source : OB_CAP_NONE;
   return 0;
 }

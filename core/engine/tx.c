@@ -40,7 +40,7 @@ int ob_tx_emit(ob_tx_t* tx, const char* event_type, const char* aggregate_id,
   if (!ob__json_valid(payload, payload_len))
     return ob__db_seterr(&e->db, OB_EINVAL,
                          "outbox payload of %s is not valid JSON", event_type);
-  ob__uuid7_next(&e->idgen, e->opts.clock, id);
+  ob__uuid7_next_at(&e->idgen, e->opts.clock, ob__now(e), id);
   /* A traced message's events continue its trace (CloudEvents'
   ** distributed-tracing extension): the same trace id, this handling as
   ** their parent. */
@@ -54,7 +54,8 @@ int ob_tx_emit(ob_tx_t* tx, const char* event_type, const char* aggregate_id,
   rc = ob__outbox_insert(&e->db, id, tx->msg ? tx->msg->id : tx->write_id,
                          event_type, aggregate_id, payload, payload_len,
                          traced ? tx->trace_child : NULL,
-                         traced ? tx->msg->tracestate : NULL, tx->now);
+                         traced ? tx->msg->tracestate : NULL, tx->now,
+                         ob__eclock_wall_behind(e));
   if (rc < 0) {
     if (ob__is_fatal(rc)) tx->fatal = rc;
     return rc;
@@ -95,7 +96,8 @@ int64_t ob_tx_now_ms(const ob_tx_t* tx) {
 }
 
 void ob_tx_new_id(ob_tx_t* tx, char out[OB_UUID_BUFLEN]) {
-  ob__uuid7_next(&tx->e->idgen, tx->e->opts.clock, out);
+  ob__uuid7_next_at(&tx->e->idgen, tx->e->opts.clock, ob__now(tx->e),
+                    out);
 }
 
 /* ---- the embedder's transactions (ob_read / ob_write) ------------------- */
@@ -121,8 +123,8 @@ static int embedder_tx(ob_engine_t* e, ob_tx_fn fn, void* arg, int kind) {
   tx.verdict = OB_DONE;
   tx.retry_delay_ms = -1;
   tx.now = ob__now(e);
-  if (kind == OB__TX_WRITE) ob__uuid7_next(&e->idgen, e->opts.clock,
-                                           tx.write_id);
+  if (kind == OB__TX_WRITE)
+    ob__uuid7_next_at(&e->idgen, e->opts.clock, tx.now, tx.write_id);
   rc = kind == OB__TX_READ ? ob__db_begin_read(&e->db) : ob__db_begin(&e->db);
   if (rc < 0) return rc;
   e->db.user_read_only = kind == OB__TX_READ;

@@ -176,7 +176,7 @@ int ob__effect_take(ob_engine_t* e, const char* provider, int max,
     return rc;
   }
   now = ob__now(e);
-  ob__uuid7_next(&e->idgen, e->opts.clock, token);
+  ob__uuid7_next_at(&e->idgen, e->opts.clock, ob__now(e), token);
   n = ob__effect_due(&e->db, provider, now, max, rows);
   rc = n < 0 ? n : 0;
   for (int i = 0; i < n && rc >= 0; i++) {

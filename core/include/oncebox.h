@@ -270,12 +270,18 @@ typedef struct ob_options_s {
                                 ** can be watched (inotify wakes us), so an
                                 ** idle engine does not wake up */
   size_t max_body_bytes;        /* enqueue limit; 1 MiB */
-  int64_t max_db_bytes;         /* size cap of the database file; 0: none.
-                                ** Writes past it fail with OB_ENOSPC and
-                                ** nothing is half-applied, as on a full disk.
-                                ** Keep it below the filesystem's free space
-                                ** minus the WAL (wal_size_limit_bytes, 16
-                                ** MiB): see docs/field.md */
+  int64_t max_db_bytes;         /* size cap of the database file. 0 (the
+                                ** default): derived from the filesystem
+                                ** at each ob_open, 3/5 of its size with
+                                ** the WAL held to a quarter of that
+                                ** (docs/decisions/0021-default-cap.md);
+                                ** OB_NO_DB_CAP: none. Writes past it fail
+                                ** with OB_ENOSPC and nothing is
+                                ** half-applied, as on a full disk. A cap
+                                ** set here should stay below the
+                                ** filesystem's free space minus the WAL
+                                ** (a quarter of the cap): docs/field.md.
+                                ** Ignored on PostgreSQL */
   int64_t reserve_db_bytes;     /* the last bytes below max_db_bytes that new
                                 ** messages may not use: OB_RESERVE_AUTO
                                 ** (the default) is an eighth of the cap,
@@ -286,7 +292,8 @@ typedef struct ob_options_s {
                                 ** past cap - reserve/2 those too; past
                                 ** cap - reserve/4 handling pauses; the rest
                                 ** keeps publish marks and reclaiming going.
-                                ** Ignored without a cap */
+                                ** Held to half a derived cap; ignored
+                                ** without a cap */
   ob_retry_policy_t retry;      /* default policy of every queue */
   const ob_clock_t* clock;      /* NULL: ob_system_clock() */
   ob_log_cb log;                /* NULL: no text logging (ob_log_record_t
@@ -325,15 +332,39 @@ typedef struct ob_options_s {
   ** flash), and afterwards the WAL file is cut back to at most
   ** wal_size_limit_bytes (16 MiB) rather than to 0, so it is not regrown
   ** on every cycle. With a size cap (max_db_bytes) both are held to a
-  ** quarter of the cap, at least 1 MiB, so the disk to keep free beyond
-  ** the cap scales with it. wal_checkpoint_pages 1..1000000;
+  ** quarter of the cap, at least 1 MiB for a configured cap, so the disk to
+  ** keep free beyond the cap scales with it (with the default cap the WAL
+  ** is the derived one, without the 1 MiB floor).
+  ** wal_checkpoint_pages 1..1000000;
   ** wal_size_limit_bytes >= 0. */
   int wal_checkpoint_pages;
   int64_t wal_size_limit_bytes;
+  /* ob_run(OB_RUN_UNTIL_IDLE) ends when nothing is due within this many
+  ** ms (docs/decisions/0020-until-idle.md): work due later (a delayed
+  ** message, a retry's backoff, an outbox row's or an effect's next
+  ** attempt) is left scheduled for a later run. OB_IDLE_HORIZON_POLL (-1,
+  ** ob_options_init's): the poll interval in force, when the run would
+  ** look again anyway: 300000 while the WAL file is watched (see
+  ** poll_interval_ms), else poll_interval_ms. 0: only what is due now;
+  ** > 0: that many ms. Appended last, like the fields above. */
+  int64_t idle_horizon_ms;
 } ob_options_t;
+
+/* idle_horizon_ms: the poll interval in force (see idle_horizon_ms). */
+#define OB_IDLE_HORIZON_POLL (-1)
 
 /* reserve_db_bytes: let the engine size the reserve from the cap. */
 #define OB_RESERVE_AUTO (-1)
+
+/* max_db_bytes: no cap at all, not even the one derived from the
+** filesystem (the disk's own size is then the only limit). */
+#define OB_NO_DB_CAP (-1)
+
+/* ob_stats_t.db_cap_source: where the cap in force came from. */
+#define OB_CAP_NONE 0        /* no cap (OB_NO_DB_CAP, PostgreSQL, or the
+                             ** filesystem could not be measured) */
+#define OB_CAP_CONFIGURED 1  /* max_db_bytes as given */
+#define OB_CAP_FILESYSTEM 2  /* derived from the filesystem's size */
 
 /* Fill o with defaults (db_path NULL). This function can't fail. */
 OB_EXTERN void ob_options_init(ob_options_t* o);
@@ -347,7 +378,11 @@ typedef struct ob_engine_s ob_engine_t;
 ** Open an engine on opts->db_path. The file is created with mode 0600 before
 ** SQLite opens it (so -wal and -shm inherit 0600). WAL is enabled and checked
 ** to be in effect, synchronous is set (FULL by default), foreign keys are on,
-** and the schema is migrated through PRAGMA user_version.
+** and the schema is migrated through PRAGMA user_version. With
+** opts->max_db_bytes 0 the size of the filesystem that holds db_path's
+** directory is measured (statvfs) and the cap derived from it (3/5); if it
+** cannot be measured the engine opens without a cap (ob_stats_t says
+** which).
 **
 ** On success *out is the engine and 0 is returned. On failure *out is NULL,
 ** nothing is left open and a negative code is returned: OB_EVERSION for a
@@ -669,9 +704,8 @@ OB_EXTERN int ob_detach(ob_engine_t* e, void (*done)(ob_engine_t*, void*),
 
 typedef enum {
   OB_RUN_FOREVER = 0,     /* until ob_stop() or a signal */
-  OB_RUN_UNTIL_IDLE = 1   /* until the queue holds no message, ready or
-                          ** delayed, except messages waiting for effects
-                          ** no component can progress right now */
+  OB_RUN_UNTIL_IDLE = 1   /* until nothing is due within the idle horizon
+                          ** (ob_options_t.idle_horizon_ms): see ob_run */
 } ob_run_mode_t;
 
 /* ob_run(OB_RUN_UNTIL_IDLE): stopped, but work is left for a later run. */
@@ -685,14 +719,56 @@ typedef enum {
 ** rolled back by SQLite on the next open). Signals within that second are
 ** the same request: GNU timeout and process-group kills deliver one twice.
 ** After a signal the handler stays installed until the process ends, so a
-** later signal during the caller's own clean-up still ends it. Returns 0 on a clean stop, OB_RUN_STALLED when an until-idle
-** run stopped with work left that nothing can progress right now (outbox
-** rows while SQS can't be reached, an SQS queue that can't be reached,
-** messages waiting for effects whose provider can't be reached or whose
-** lease another process holds), or the negative code of a storage failure
-** that made handling impossible.
+** later signal during the caller's own clean-up still ends it.
+**
+** OB_RUN_UNTIL_IDLE ends the run when nothing is due within the idle
+** horizon H (ob_options_t.idle_horizon_ms; by default the poll interval
+** in force): no queued message, no outbox row and no open effect whose
+** due time (a delay, a retry's backoff, a next attempt, a lease's end) is
+** <= now + H, nothing in flight, and the consumed SQS queue done
+** (ob_consumer_enable).
+** Work due within H is waited for and done in this run; work due later is
+** left scheduled for a later run and does not make the run stalled
+** (ob_scheduled says what and when). Work that is due but waits for a peer
+** the run cannot reach keeps it stalled, whatever H is.
+**
+** Returns 0 on a clean stop (an until-idle run: nothing left that is due
+** within H), OB_RUN_STALLED when an until-idle run stopped with work left
+** that nothing can progress right now (outbox rows while SQS can't be
+** reached, an SQS queue that can't be reached, messages waiting for
+** effects that are parked, whose provider can't be reached or is not
+** enabled in this run), or the negative code of a storage failure that
+** made handling impossible.
 */
 OB_EXTERN int ob_run(ob_engine_t* e, ob_run_mode_t mode, int handle_signals);
+
+/* What is left for later (ob_scheduled). */
+typedef struct ob_scheduled_s {
+  int64_t messages;     /* queued and not ready yet: delayed, waiting for a
+                        ** retry's backoff or for an effect (ob_stats'
+                        ** queue_delayed) */
+  int64_t outbox;       /* unpublished, not parked and not due yet */
+  int64_t effects;      /* open (pending or unknown) and not parked */
+  int64_t earliest_ms;  /* the engine-clock time the first of them falls
+                        ** due (messages waiting for an effect count by
+                        ** their effect's time), still ahead of now; 0
+                        ** when none. Each kind contributes its earliest
+                        ** time, and only when that is ahead: work whose
+                        ** time has passed (an outbox while no relay runs)
+                        ** is due, not scheduled, and may hide a later row
+                        ** of its kind */
+} ob_scheduled_t;
+
+/*
+** Fill *s with the work left for later: for a program to say what an
+** until-idle run (ob_run) left scheduled, as the oncebox CLI's
+** "scheduled:" line does. Reads the database (several reads, not one
+** snapshot: concurrent writers may make the figures disagree slightly).
+** Call from the loop thread or when e is not attached. Returns 0,
+** OB_EINVAL when e or s is NULL, or a negative storage code (s is then
+** zeroed; detail in ob_errmsg).
+*/
+OB_EXTERN int ob_scheduled(ob_engine_t* e, ob_scheduled_t* s);
 
 /* ---------------------------------------------------------------------------
 ** Offline probing, the same for the relay, the SQS consumer and every
@@ -1196,6 +1272,12 @@ typedef struct ob_event_s {
   ** (CloudEvents' distributed-tracing extension on the wire). */
   const char* traceparent;
   const char* tracestate;
+  /* > 0: when the event was made the wall clock was this many ms behind
+  ** the engine clock (an RTC reset, a clock set back), so created_at_ms is
+  ** the engine clock's time, not the wall clock's; the CloudEvent carries
+  ** it as the extension attribute "obwallbehindms". 0: the wall clock was
+  ** right, as far as the engine can tell. */
+  int64_t wall_behind_ms;
 } ob_event_t;
 
 /* Publish one event. Return 0 when it is accepted (it is then marked
@@ -1392,6 +1474,7 @@ typedef struct ob_stats_s {
   int64_t db_oldest_xact_age_ms;
   int64_t db_dead_tuples;
   int db_postgresql;           /* 1: the two above are measured */
+  int db_cap_source;           /* OB_CAP_*: where db_max_bytes came from */
 } ob_stats_t;
 
 /* Fill *s from one read transaction: the engine's own tables only (each

@@ -291,6 +291,12 @@ char* ob__prom_render(const ob__prom_input_t* in, size_t* len) {
     gauge(&b, "oncebox_db_reserve_bytes",
           "The part of the cap kept for critical types and for what gives "
           "space back.", s->db_reserve_bytes);
+    family(&b, "oncebox_db_max_size_info",
+           "Where the cap came from, as a label (configured, or filesystem: "
+           "derived from its size); always 1.");
+    sample_l(&b, "oncebox_db_max_size_info", "source",
+             s->db_cap_source == OB_CAP_FILESYSTEM ? "filesystem"
+                                                   : "configured", 1);
   }
   gauge(&b, "oncebox_space_level",
         "What new messages meet: 0 accepted, 1 only critical types, 2 none, "

@@ -11,6 +11,10 @@
 
 #include "oncebox.h"
 
+/* A configured cap's WAL room is never below this (decision 0017): a small
+** cap was sized by an operator who knows the disk. */
+#define OB__WAL_ROOM_MIN (1024LL * 1024)
+
 int64_t ob__space_reserve(int64_t cap, int64_t asked) {
   int64_t r;
   if (cap <= 0) return 0;
@@ -38,6 +42,38 @@ int64_t ob__space_reclaim_target(int64_t cap, int64_t reserve) {
   if (cap <= 0) return 0;
   if (reserve <= 0) return cap - cap / 8;
   return cap - reserve - reserve / 2;
+}
+
+int64_t ob__space_fs_bytes(int64_t blocks, int64_t bfree, int64_t bavail,
+                           int64_t frsize) {
+  int64_t usable;
+  if (blocks <= 0 || frsize <= 0 || bfree < 0 || bavail < 0 || bfree > blocks)
+    return 0;
+  if (bavail > bfree) bavail = bfree;
+  usable = blocks - (bfree - bavail);
+  if (usable > INT64_MAX / frsize) return INT64_MAX / 2;
+  return usable * frsize;
+}
+
+void ob__space_default(int64_t fs_bytes, ob__space_default_t* out) {
+  out->cap = 0;
+  out->wal_bytes = 0;
+  if (fs_bytes <= 0) return;
+  /* Divide first: no overflow whatever the filesystem's size. */
+  out->cap = fs_bytes / OB__DEFAULT_CAP_DEN * OB__DEFAULT_CAP_NUM +
+             fs_bytes % OB__DEFAULT_CAP_DEN * OB__DEFAULT_CAP_NUM /
+                 OB__DEFAULT_CAP_DEN;
+  out->wal_bytes = out->cap / 4;
+  if (out->wal_bytes > OB__DEFAULT_WAL_MAX)
+    out->wal_bytes = OB__DEFAULT_WAL_MAX;
+}
+
+int64_t ob__space_wal_room(int64_t cap, int derived) {
+  int64_t room;
+  if (cap <= 0) return 0;
+  room = cap / 4;
+  if (derived) return room > OB__DEFAULT_WAL_MAX ? OB__DEFAULT_WAL_MAX : room;
+  return room < OB__WAL_ROOM_MIN ? OB__WAL_ROOM_MIN : room;
 }
 
 const char* ob__space_level_name(ob__space_level_t level) {

@@ -35,6 +35,37 @@ int ob__space_admits(ob__space_level_t level, int critical);
 ** new messages are accepted again for a while, not one at a time. */
 int64_t ob__space_reclaim_target(int64_t cap, int64_t reserve);
 
+/* The default cap (docs/decisions/0021-default-cap.md): with no cap
+** configured the database gets DEFAULT_CAP_NUM/DEFAULT_CAP_DEN of its
+** filesystem and the WAL a quarter of that, at most the 16 MiB of decision
+** 0017, so that the database and its WAL stay within three quarters of the
+** filesystem; the last quarter is for the -shm, other programs, the
+** filesystem's own blocks and a transaction past the checkpoint. */
+#define OB__DEFAULT_CAP_NUM 3
+#define OB__DEFAULT_CAP_DEN 5
+#define OB__DEFAULT_WAL_MAX (16LL * 1024 * 1024)
+
+typedef struct ob__space_default_s {
+  int64_t cap;        /* max_db_bytes; 0 when fs_bytes is 0 (unknown) */
+  int64_t wal_bytes;  /* the WAL's checkpoint interval and size limit */
+} ob__space_default_t;
+
+/* The bytes of a filesystem this process may fill, from statvfs's fields:
+** the blocks in use plus those free to an unprivileged process (the root
+** reserve of ext4 is not ours even as root: the system needs it), times the
+** fragment size. 0 when the fields make no sense. */
+int64_t ob__space_fs_bytes(int64_t blocks, int64_t bfree, int64_t bavail,
+                           int64_t frsize);
+
+/* The default cap and WAL for a filesystem of fs_bytes (fs_bytes <= 0:
+** both 0, no default). This function can't fail. */
+void ob__space_default(int64_t fs_bytes, ob__space_default_t* out);
+
+/* The WAL room for a cap: the derived WAL for a cap from the filesystem
+** (derived != 0), else a quarter of a configured cap, at least 1 MiB
+** (decision 0017); 0 without a cap (the options' WAL as given). */
+int64_t ob__space_wal_room(int64_t cap, int derived);
+
 /* Short words for a level, for stats and errors. */
 const char* ob__space_level_name(ob__space_level_t level);
 

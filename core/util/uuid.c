@@ -80,7 +80,11 @@ static uint64_t seed_seq(const ob_clock_t* c) {
 }
 
 void ob__uuid7_next(ob__uuid7_gen_t* g, const ob_clock_t* c, char out[OB_UUID_BUFLEN]) {
-  int64_t now = c->now_ms(c->ctx);
+  ob__uuid7_next_at(g, c, c->now_ms(c->ctx), out);
+}
+
+void ob__uuid7_next_at(ob__uuid7_gen_t* g, const ob_clock_t* c, int64_t now,
+                       char out[OB_UUID_BUFLEN]) {
   uint64_t rand_a, rand_b;
   uint8_t b[16];
   int i;

@@ -32,5 +32,9 @@ typedef struct ob__uuid7_gen_s {
 ** (bytewise) than every earlier one of this generator. This function can't
 ** fail. */
 void ob__uuid7_next(ob__uuid7_gen_t* g, const ob_clock_t* c, char out[OB_UUID_BUFLEN]);
+/* The same with the timestamp given (the engine clock: decision 0019), c
+** for the random bits only. */
+void ob__uuid7_next_at(ob__uuid7_gen_t* g, const ob_clock_t* c, int64_t now,
+                       char out[OB_UUID_BUFLEN]);
 
 #endif

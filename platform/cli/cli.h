@@ -34,7 +34,8 @@ typedef struct cli_s {
   int sync_normal;           /* --unsafe-sync-normal */
   int json;                  /* --json (per command) */
   int stdin_closed;          /* fd 0 was closed at start (now /dev/null) */
-  long long max_db_bytes;    /* --max-db-bytes or $ONCEBOX_MAX_DB_BYTES; 0 */
+  long long max_db_bytes;    /* --max-db-bytes or $ONCEBOX_MAX_DB_BYTES;
+                             ** 0: from the filesystem; OB_NO_DB_CAP: none */
   long long reserve_db_bytes;  /* --reserve-db-bytes or
                                ** $ONCEBOX_RESERVE_DB_BYTES; -1: auto */
   const char* critical_types;  /* --critical-types or
@@ -288,6 +289,7 @@ typedef enum {
   CFG_DB_PATH, CFG_MAX_DB_BYTES, CFG_RESERVE_DB_BYTES, CFG_CRITICAL_TYPES,
   CFG_BUSY_TIMEOUT, CFG_UNSAFE_SYNC_NORMAL,
   CFG_BATCH, CFG_RETENTION, CFG_GC_INTERVAL, CFG_GC_BATCH, CFG_POLL_INTERVAL,
+  CFG_IDLE_HORIZON,
   CFG_MAX_BODY_BYTES, CFG_WAL_CHECKPOINT_PAGES, CFG_WAL_SIZE_LIMIT,
   CFG_LOG_LEVEL, CFG_LOG_FORMAT,
   CFG_RETRY_MAX, CFG_RETRY_DELAY, CFG_RETRY_MULTIPLIER, CFG_RETRY_MAX_DELAY,

@@ -44,7 +44,10 @@ static const char* const formats[] = {"text", "json", NULL};
 static const setting_t settings[CFG_N] = {
     {"database", K("path", OB_CFG_STRING, 0, 0, CFG_DB_PATH), "ONCEBOX_DB",
      "--db", "--db", 0, 0, NULL},
-    {"database", K("max_bytes", OB_CFG_SIZE, 0, BIG, CFG_MAX_DB_BYTES),
+    /* 0: the cap derived from the filesystem; "none": no cap at all. */
+    {"database",
+     {"max_bytes", OB_CFG_SIZE, 0, BIG, 0, 0, "none", OB_NO_DB_CAP, NULL,
+      CFG_MAX_DB_BYTES},
      "ONCEBOX_MAX_DB_BYTES", "--max-db-bytes", "--max-db-bytes", 0, 0, "0"},
     {"database",
      {"reserve_bytes", OB_CFG_SIZE, 0, BIG, 0, 0, "auto", OB_RESERVE_AUTO,
@@ -76,6 +79,12 @@ static const setting_t settings[CFG_N] = {
      K("poll_interval", OB_CFG_DURATION, 1, INT_MAX, CFG_POLL_INTERVAL),
      "ONCEBOX_POLL_INTERVAL", "--poll-interval", "--poll-interval", 0, 1,
      "1000ms"},
+    /* "poll": the poll interval (docs/decisions/0020-until-idle.md). */
+    {"engine",
+     {"idle_horizon", OB_CFG_DURATION, 0, BIG, 0, 0, "poll",
+      OB_IDLE_HORIZON_POLL, NULL, CFG_IDLE_HORIZON},
+     "ONCEBOX_IDLE_HORIZON", "run/outbox drain --idle-horizon", NULL, 0, 1,
+     "poll"},
     {"engine",
      K("max_body_bytes", OB_CFG_SIZE, 1, 1024LL * 1024 * 1024,
        CFG_MAX_BODY_BYTES),
@@ -611,6 +620,7 @@ void ob__cli_cfg_options(const cli_t* cli, ob_options_t* o) {
   o->gc_interval_ms = (int)ob__cli_cfg_int(cli, CFG_GC_INTERVAL);
   o->gc_batch = (int)ob__cli_cfg_int(cli, CFG_GC_BATCH);
   o->poll_interval_ms = (int)ob__cli_cfg_int(cli, CFG_POLL_INTERVAL);
+  o->idle_horizon_ms = ob__cli_cfg_int(cli, CFG_IDLE_HORIZON);
   o->max_body_bytes = (size_t)ob__cli_cfg_int(cli, CFG_MAX_BODY_BYTES);
   o->wal_checkpoint_pages = (int)ob__cli_cfg_int(cli, CFG_WAL_CHECKPOINT_PAGES);
   o->wal_size_limit_bytes = ob__cli_cfg_int(cli, CFG_WAL_SIZE_LIMIT);

@@ -111,6 +111,15 @@ fail:
   return -1;
 }
 
+/* ob_stats_t.db_cap_source as a word (stats --json, "capSource"). */
+static const char* cap_source(int source) {
+  switch (source) {
+    case OB_CAP_CONFIGURED: return "configured";
+    case OB_CAP_FILESYSTEM: return "filesystem";
+    default: return "none";
+  }
+}
+
 int ob__cmd_stats(cli_t* cli, int argc, char** argv) {
   ob_engine_t* e;
   ob__figures_t r;
@@ -268,6 +277,7 @@ int ob__cmd_stats(cli_t* cli, int argc, char** argv) {
     cJSON* sp = cJSON_AddObjectToObject(o, "space");
     cJSON_AddNumberToObject(sp, "usedBytes", (double)s.db_bytes);
     cJSON_AddNumberToObject(sp, "maxBytes", (double)s.db_max_bytes);
+    cJSON_AddStringToObject(sp, "capSource", cap_source(s.db_cap_source));
     cJSON_AddNumberToObject(sp, "reserveBytes", (double)s.db_reserve_bytes);
     cJSON_AddNumberToObject(sp, "level", s.space_level);
     cJSON_AddStringToObject(sp, "enqueues", ob__cli_space_words(s.space_level));
@@ -325,8 +335,13 @@ int ob__cmd_stats(cli_t* cli, int argc, char** argv) {
       ob__cli_format_bytes(s.db_max_bytes, cap, sizeof cap);
       ob__cli_format_bytes(s.db_reserve_bytes, res, sizeof res);
       if (s.db_max_bytes > 0)
-        printf("space:     %s of a %s cap in use (reserve %s): %s\n", used,
-               cap, res, ob__cli_space_words(s.space_level));
+        printf("space:     %s of a %s cap in use (reserve %s): %s\n"
+               "           the cap is %s\n", used, cap, res,
+               ob__cli_space_words(s.space_level),
+               s.db_cap_source == OB_CAP_FILESYSTEM
+                   ? "3/5 of the filesystem's size (--max-db-bytes sets "
+                     "one, none for no cap)"
+                   : "configured (--max-db-bytes)");
       else
         printf("space:     %s in use, no cap (--max-db-bytes)\n", used);
     }

@@ -9,8 +9,10 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "core/engine/engine_host.h"
 #include "core/relay/relay_tx.h"
 #include "platform/cli/cli.h"
+#include "platform/loop/worker.h"
 #include "platform/relay/relay.h"
 
 static void outbox_usage(FILE* out) {
@@ -19,14 +21,18 @@ static void outbox_usage(FILE* out) {
           "[--limit N] [--json]\n"
           "       oncebox --db FILE outbox retry-parked\n"
           "       oncebox --db FILE outbox drain [--until-empty] [--timeout S]\n"
-          "                [--outbox-queue-url URL] [--source URI] [--ordered]\n"
-          "                [--sqs-allow-http]\n"
+          "                [--idle-horizon MS] [--outbox-queue-url URL]\n"
+          "                [--source URI] [--ordered] [--sqs-allow-http]\n"
           "\n"
           "drain publishes the outbox to SQS (ONCEBOX_OUTBOX_QUEUE_URL, AWS_*\n"
-          "variables) without handling the local queue. It exits 0 once\n"
-          "nothing publishable is left (--until-empty: no unpublished row is\n"
-          "left except parked ones), 1 on --timeout. Parked rows gave up after\n"
-          "SQS refused them; retry-parked makes them publishable again.\n"
+          "variables) without handling the local queue. It exits 0 once no\n"
+          "row is due within the idle horizon (--idle-horizon MS, or with a\n"
+          "unit: 30s, 5m; default the poll interval): rows whose retry is\n"
+          "due later are left for a later drain, named on a \"scheduled:\"\n"
+          "line with the earliest due time. --until-empty waits for those\n"
+          "too: it exits once no unpublished row is left except parked ones.\n"
+          "Exit 1 on --timeout. Parked rows gave up after SQS refused them;\n"
+          "retry-parked makes them publishable again.\n"
           "The money events (MerchantPayoutCreated, OrderCharged) go first;\n"
           "with --ordered, never ahead of an earlier event of their aggregate.\n"
           "\n%s", ob__cli_sqs_allow_http_help);
@@ -92,6 +98,7 @@ typedef struct drain_s {
   ob_engine_t* e;
   uv_timer_t tick;
   int until_empty;
+  int ordered;
   uint64_t deadline;   /* uv_now() ms; 0: none */
   int result;          /* EXIT_* */
   int64_t total;       /* publishable at the start, for the progress bar */
@@ -111,11 +118,26 @@ static void finish(drain_t* d, int result) {
   ob_detach(d->e, detached, d);
 }
 
+/* 1 while a row is left that this drain waits for: any unpublished one
+** with --until-empty, else one due now (a batch in flight included) or
+** within the idle horizon (docs/decisions/0020-until-idle.md); 0 when
+** none; < 0 on error. */
+static int drain_pending(drain_t* d) {
+  int64_t at;
+  int rc = ob__relay_has_pending(d->e, !d->until_empty);
+  if (rc != 0 || d->until_empty) return rc;
+  rc = ob__relay_due_at(d->e, d->ordered, &at);
+  if (rc == OB_ENOTFOUND) return 0;
+  if (rc < 0) return rc;
+  return at - ob__engine_now(d->e) <= ob__idle_horizon_ms(d->e);
+}
+
 /* Every 100 ms. Progress comes from the relay's counters in memory: a
 ** query over the outbox per tick (ob_stats, ~20 counts) took the loop from
 ** the relay and drained a 100,000-row backlog at tens of events/s. The
 ** database is asked only when the relay holds nothing and published
-** nothing since the last tick, with one index probe: is any row left? */
+** nothing since the last tick, with one or two index probes: is any row
+** left that is due within the horizon? */
 static void drain_tick(uv_timer_t* t) {
   drain_t* d = t->data;
   ob__relay_progress_t p;
@@ -127,7 +149,7 @@ static void drain_tick(uv_timer_t* t) {
   if (done > d->total) d->total = done;  /* rows added since the start */
   ob__cli_progress("drain", done, d->total);
   if (!p.busy && done == d->last_done) {
-    pending = ob__relay_has_pending(d->e, !d->until_empty);
+    pending = drain_pending(d);
     if (pending == 0) {
       finish(d, EXIT_OK);
       return;
@@ -146,6 +168,18 @@ static void drain_tick(uv_timer_t* t) {
                  p.online ? "" : " (SQS unreachable)");
     finish(d, EXIT_FAIL);
   }
+}
+
+/* After a drain that ended with rows whose retry is due later: how many
+** and when the first is due, as `run --until-idle` says it. */
+static void drain_scheduled(drain_t* d, int64_t left) {
+  int64_t at;
+  char when[40];
+  if (left <= 0 || ob__relay_due_at(d->e, d->ordered, &at) != 0) return;
+  ob__cli_format_time(at, when);
+  ob__cli_note(OB_LOG_INFO, "drain_scheduled",
+               "scheduled: %lld outbox event(s) left for a later drain; the "
+               "earliest due at %s", (long long)left, when);
 }
 
 static int outbox_drain(cli_t* cli, cli_sync_t* sync, int until_empty,
@@ -171,6 +205,7 @@ static int outbox_drain(cli_t* cli, cli_sync_t* sync, int until_empty,
   if (ob__relay_backlog_count(d.e, &unpublished, &parked) == 0)
     d.total = unpublished - parked;
   d.until_empty = until_empty;
+  d.ordered = sync->ordered;
   uv_loop_init(&loop);
   rc = ob_attach(d.e, &loop);
   if (rc < 0) {
@@ -188,10 +223,12 @@ static int outbox_drain(cli_t* cli, cli_sync_t* sync, int until_empty,
   ob__cli_progress_end();
   uv_loop_close(&loop);
   if (d.result == EXIT_OK && ob__relay_progress(d.e, &p) == 0 &&
-      ob__relay_backlog_count(d.e, &unpublished, &parked) == 0)
+      ob__relay_backlog_count(d.e, &unpublished, &parked) == 0) {
     fprintf(stderr, "outbox drained: %lld published by this drain, %lld "
             "unpublished (%lld parked)\n", (long long)p.published,
             (long long)unpublished, (long long)parked);
+    drain_scheduled(&d, unpublished - parked);
+  }
   ob_close(d.e);
   return d.result;
 }
@@ -203,6 +240,7 @@ int ob__cmd_outbox(cli_t* cli, int argc, char** argv) {
       {"limit", required_argument, NULL, 'l'},
       {"json", no_argument, NULL, 'j'},
       {"until-empty", no_argument, NULL, 'e'},
+      {"idle-horizon", required_argument, NULL, 'H'},
       {"timeout", required_argument, NULL, 't'},
       {"outbox-queue-url", required_argument, NULL, 'q'},
       {"source", required_argument, NULL, 's'},
@@ -238,6 +276,11 @@ int ob__cmd_outbox(cli_t* cli, int argc, char** argv) {
         break;
       case 'j': json = 1; break;
       case 'e': until_empty = 1; break;
+      case 'H':
+        if (ob__cli_cfg_flag(cli, CFG_IDLE_HORIZON, optarg, "--idle-horizon",
+                             "outbox drain") < 0)
+          return EXIT_USAGE;
+        break;
       case 't':
         timeout_s = ob__cli_parse_count(optarg);
         if (timeout_s < 1) {

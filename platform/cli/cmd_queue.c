@@ -272,9 +272,30 @@ int ob__cmd_enqueue(cli_t* cli, int argc, char** argv) {
 
 /* ---- run ---------------------------------------------------------------- */
 
+/* After an until-idle run: what it left for later, if anything, with the
+** earliest due time (docs/decisions/0020-until-idle.md). */
+static void run_scheduled(ob_engine_t* e) {
+  ob_scheduled_t s;
+  char when[40];
+  int rc = ob_scheduled(e, &s);
+  if (rc < 0) {
+    ob__cli_note(OB_LOG_WARN, "run_scheduled", "scheduled: unknown: %s: %s",
+                 ob_strerror(rc), ob_errmsg(e));
+    return;
+  }
+  if (s.messages + s.outbox + s.effects == 0) return;
+  ob__cli_format_time(s.earliest_ms, when);
+  ob__cli_note(OB_LOG_INFO, "run_scheduled",
+               "scheduled: %lld message(s), %lld outbox event(s), %lld "
+               "effect(s) left for a later run; the earliest due at %s",
+               (long long)s.messages, (long long)s.outbox,
+               (long long)s.effects, when);
+}
+
 int ob__cmd_run(cli_t* cli, int argc, char** argv) {
   static const struct option opts[] = {
       {"until-idle", no_argument, NULL, 'u'},
+      {"idle-horizon", required_argument, NULL, 'H'},
       {"batch", required_argument, NULL, 'b'},
       {"outbox-queue-url", required_argument, NULL, 'q'},
       {"source", required_argument, NULL, 's'},
@@ -315,6 +336,11 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
     }
     switch (c) {
       case 'u': until_idle = 1; break;
+      case 'H':
+        if (ob__cli_cfg_flag(cli, CFG_IDLE_HORIZON, optarg, "--idle-horizon",
+                             "run") < 0)
+          return EXIT_USAGE;
+        break;
       case 'q':
         (void)ob__cli_cfg_flag(cli, CFG_RELAY_QUEUE_URL, optarg, "", NULL);
         break;
@@ -358,7 +384,8 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
         }
         break;
       case 'h':
-        printf("usage: oncebox --db FILE run [--until-idle] [--batch N]\n"
+        printf("usage: oncebox --db FILE run [--until-idle [--idle-horizon MS]]\n"
+               "              [--batch N]\n"
                "              [--outbox-queue-url URL] [--source URI] "
                "[--ordered]\n"
                "              [--consume-queue-url URL] [--prefetch N]\n"
@@ -402,15 +429,19 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
                "with an Idempotency-Key; without it they cannot be charged.\n"
                "ONCEBOX_PROVIDER_AUTHORIZATION (environment only) is sent as\n"
                "the Authorization header of every request to it.\n"
-               "--until-idle exits once the queue holds no message, ready or\n"
-               "delayed, the outbox has nothing it can publish right now, and\n"
-               "the consumed SQS queue reports no message visible, in flight\n"
-               "or delayed (it waits up to the visibility timeout, plus 1 s,\n"
-               "for messages a killed worker held to come back, and for its\n"
-               "own retries): exit 0 when everything is done, exit 5 (and a\n"
-               "line saying what is left) when work is left that waits for\n"
-               "SQS or a provider that can't be reached, or SQS messages\n"
-               "someone else still holds.\n"
+               "--until-idle exits once nothing is due within the idle\n"
+               "horizon (--idle-horizon MS, or with a unit: 30s, 5m; default\n"
+               "the poll interval): no queued message, outbox row or effect\n"
+               "due by then, and the consumed SQS queue reports no message\n"
+               "visible, in flight or delayed (it waits up to the visibility\n"
+               "timeout, plus 1 s, for messages a killed worker held to come\n"
+               "back, and for its own retries). Work due later (a delayed\n"
+               "message, a retry's backoff) is left for a later run and\n"
+               "named on a \"scheduled:\" line with the earliest due time.\n"
+               "Exit 0 when nothing due is left, exit 5 (and a line saying\n"
+               "what is left) when work is left that waits for SQS or a\n"
+               "provider that can't be reached, or SQS messages someone\n"
+               "else still holds.\n"
                "SIGTERM/SIGINT: finish the message in hand, exit 0; a second\n"
                "signal a second or more later exits at once.\n"
                "Under systemd (Type=notify, NOTIFY_SOCKET set) it sends READY=1\n"
@@ -515,6 +546,7 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
               sqs_left);
     }
   }
+  if (until_idle) run_scheduled(e);
   ob_close(e);
   return rc == OB_RUN_STALLED ? EXIT_STALLED : EXIT_OK;
 }

@@ -605,10 +605,6 @@ static void executor_kick(ob__worker_t* w) {
   if (w->link.online && x->in_flight < x->max_in_flight) arm(x, 0);
 }
 
-/* With the call's own timeout, how long until a due retry an until-idle
-** run waits for it. */
-#define UNTIL_IDLE_RETRY_WAIT_MS 30000
-
 static int executor_idle(ob__worker_t* w) {
   executor_t* x = w->self;
   int64_t at, now;
@@ -617,13 +613,9 @@ static int executor_idle(ob__worker_t* w) {
   if (ob__effect_next_due(w->e, x->name, &at) != 0) return OB__IDLE_DONE;
   /* Effects open: the provider can't be reached right now. */
   if (!w->link.online) return OB__IDLE_BLOCKED;
-  if (at <= now) return OB__IDLE_BUSY;
-  /* A retry due soon is worth waiting for (a run that ends here leaves an
-  ** effect a second away from its outcome): as long as the call itself may
-  ** take. Later ones wait for the next run: stalled, not done. */
-  return at - now <= x->timeout_ms + UNTIL_IDLE_RETRY_WAIT_MS
-             ? OB__IDLE_BUSY
-             : OB__IDLE_BLOCKED;
+  /* A retry (or a lease's end) due within the horizon is waited for; a
+  ** later one is scheduled work for the next run, not a stall. */
+  return at - now > ob__idle_horizon_ms(w->e) ? OB__IDLE_DONE : OB__IDLE_BUSY;
 }
 
 static void executor_destroy(void* self) {

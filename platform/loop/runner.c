@@ -17,7 +17,10 @@
 #include <uv.h>
 
 #include "core/engine/engine_host.h"
+#include "core/fence/fence.h"
+#include "core/relay/relay_tx.h"
 #include "core/util/retry.h"
+#include "platform/loop/worker.h"
 
 typedef struct ob__runner_s {
   ob_engine_t* e;
@@ -169,6 +172,34 @@ static void next_cb(uv_idle_t* h) {
   do_work(h->data);
 }
 
+/* By default the poll interval in force: the runner looks again then
+** anyway, so work due by then is as good as due now. */
+int64_t ob__idle_horizon_ms(const ob_engine_t* e) {
+  const ob_options_t* o = ob__engine_opts(e);
+  const ob__runner_t* r = ob__engine_runner(e);
+  if (o->idle_horizon_ms != OB_IDLE_HORIZON_POLL) return o->idle_horizon_ms;
+  return r != NULL ? idle_poll_ms(r) : o->poll_interval_ms;
+}
+
+/* An until-idle run with nothing the queue can claim within the horizon:
+** 1 when no component is busy either, and the run may end. Stalled when an
+** open effect is due within the horizon yet no executor took it (its
+** provider is not enabled in this run), or when only messages waiting for
+** effects are left and no open effect is scheduled (they wait for parked
+** ones, a person's). Effects due later are scheduled work, not a stall. */
+static int until_idle_done(ob__runner_t* r, int only_waiting, int64_t now) {
+  int64_t at;
+  int rc;
+  if (!components_idle(r)) return 0;
+  rc = ob__effect_next_due(r->e, NULL, &at);
+  if (rc == 0 ? at - now <= ob__idle_horizon_ms(r->e) : only_waiting) {
+    ob__log(r->e, OB_LOG_INFO, "idle: the messages left wait for effects "
+            "that can't progress right now");
+    if (r->result == 0) r->result = OB_RUN_STALLED;
+  }
+  return 1;
+}
+
 static void do_work(ob__runner_t* r) {
   ob_engine_t* e = r->e;
   ob_batch_result_t res;
@@ -235,20 +266,21 @@ static void do_work(ob__runner_t* r) {
     arm(r, ob__engine_opts(e)->poll_interval_ms);
     return;
   }
-  if (r->mode == OB_RUN_UNTIL_IDLE &&
-      ob__engine_next_due_unwaited(e, &at) == OB_ENOTFOUND &&
-      components_idle(r)) {
-    /* Only messages waiting for effects are left, and no performer can do
-    ** anything for them right now (provider offline, or effects leased by
-    ** a process that died): they stay queued for the next run. */
-    ob__log(e, OB_LOG_INFO, "idle: the messages left wait for effects that "
-            "can't progress right now");
-    if (r->result == 0) r->result = OB_RUN_STALLED;
-    begin_close(r);
-    return;
-  }
-  rc = ob_next_due(e, &at);
   now = ob__engine_now(e);
+  if (r->mode == OB_RUN_UNTIL_IDLE) {
+    /* Idle means nothing due within the horizon (ob_options_t's
+    ** idle_horizon_ms): a message delayed by a day is scheduled work for
+    ** a later run, not a reason to wait a day. Messages waiting for
+    ** effects are judged by their effects. */
+    int64_t u;
+    int urc = ob__engine_next_due_unwaited(e, &u);
+    if ((urc == OB_ENOTFOUND ||
+         (urc == 0 && u - now > ob__idle_horizon_ms(e))) &&
+        until_idle_done(r, urc == OB_ENOTFOUND, now)) {
+      begin_close(r);
+      return;
+    }
+  }
   delay = at - now;
   /* Other processes may enqueue earlier work; look again at least every
   ** poll interval. An until-idle run also looks again soon while a
@@ -511,4 +543,42 @@ int ob_run(ob_engine_t* e, ob_run_mode_t mode, int handle_signals) {
   ob__engine_set_run_result(e, 0);
   uv_loop_close(&loop);
   return rc;
+}
+
+/* Keep the earliest of *best (0: none yet) and *at when *at is still
+** ahead of now: a time already passed is work due now (an outbox with no
+** relay in this run), not scheduled. rc is what found *at: OB_ENOTFOUND
+** adds nothing, another negative code is returned. */
+static int earliest(int rc, const int64_t* at, int64_t now, int64_t* best) {
+  if (rc == OB_ENOTFOUND) return 0;
+  if (rc < 0) return rc;
+  if (*at > now && (*best == 0 || *at < *best)) *best = *at;
+  return 0;
+}
+
+int ob_scheduled(ob_engine_t* e, ob_scheduled_t* s) {
+  ob_stats_t st;
+  int64_t at = 0, now;
+  int rc;
+  if (e == NULL || s == NULL) return OB_EINVAL;
+  memset(s, 0, sizeof *s);
+  if ((rc = ob_stats(e, &st)) < 0) return rc;
+  now = ob__engine_now(e);
+  /* at by pointer: an argument's value may be read before the call that
+  ** sets it (the order of evaluation is unspecified). */
+  rc = earliest(ob__engine_next_due_unwaited(e, &at), &at, now,
+                &s->earliest_ms);
+  if (rc == 0)
+    rc = earliest(ob__relay_due_at(e, 0, &at), &at, now, &s->earliest_ms);
+  if (rc == 0)
+    rc = earliest(ob__effect_next_due(e, NULL, &at), &at, now,
+                  &s->earliest_ms);
+  if (rc < 0) {
+    memset(s, 0, sizeof *s);
+    return rc;
+  }
+  s->messages = st.queue_delayed;
+  s->outbox = st.outbox_unpublished - st.outbox_parked - st.outbox_due;
+  s->effects = st.effects_pending + st.effects_unknown - st.effects_parked;
+  return 0;
 }

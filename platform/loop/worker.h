@@ -60,7 +60,9 @@ typedef struct ob__worker_ops_s {
   void (*started)(ob__worker_t* w);
   /* The timer fired and the worker may work. */
   void (*run)(ob__worker_t* w);
-  /* OB__IDLE_BUSY, OB__IDLE_DONE or OB__IDLE_BLOCKED (engine_host.h). */
+  /* OB__IDLE_BUSY, OB__IDLE_DONE or OB__IDLE_BLOCKED (engine_host.h).
+  ** Work due later than now + ob__idle_horizon_ms is not busy: it is left
+  ** for a later run (done, or blocked when the peer can't be reached). */
   int (*idle)(ob__worker_t* w);
   /* Optional. New local work may exist (outbox rows, effect claims). */
   void (*kick)(ob__worker_t* w);
@@ -157,6 +159,12 @@ void ob__worker_kick_others(ob__worker_t* w);
 ** hold a probe back a day. */
 int64_t ob__worker_now(const ob__worker_t* w);
 int64_t ob__worker_link_now(const ob__worker_t* w);
+
+/* An until-idle run's horizon in ms (ob_options_t.idle_horizon_ms, with
+** OB_IDLE_HORIZON_POLL resolved to the attached runner's poll interval in
+** force): work due later than now plus this is scheduled, not waited for
+** (platform/loop/runner.c). */
+int64_t ob__idle_horizon_ms(const ob_engine_t* e);
 
 /* Around a call that may run handlers (which may call ob_detach): a close
 ** requested inside waits until ob__worker_leave. Returns 1 from leave when

@@ -364,6 +364,7 @@ static void relay_run(ob__worker_t* w) {
     ev.created_at_ms = r->rows[i].created_at;
     ev.traceparent = r->rows[i].traceparent;
     ev.tracestate = r->rows[i].tracestate;
+    ev.wall_behind_ms = r->rows[i].wall_behind_ms;
     r->bodies[i] = ob__cloudevent_encode(&ev, r->source, NULL);
     if (r->bodies[i] == NULL) {
       ob__log(e, OB_LOG_ERROR, "relay: out of memory");
@@ -419,7 +420,9 @@ static int relay_idle(ob__worker_t* w) {
   if (ob__relay_due_at(w->e, r->opts.ordered, &at) != 0) return OB__IDLE_DONE;
   /* Rows left: publishable later, or now but SQS can't be reached. */
   if (!w->link.online) return OB__IDLE_BLOCKED;
-  return at > now ? OB__IDLE_DONE : OB__IDLE_BUSY;
+  /* A row due within the horizon (a retry's backoff about to end) is
+  ** published in this run; later ones are left for the next. */
+  return at - now > ob__idle_horizon_ms(w->e) ? OB__IDLE_DONE : OB__IDLE_BUSY;
 }
 
 static int relay_drain(ob__worker_t* w) {

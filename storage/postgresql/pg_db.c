@@ -516,7 +516,9 @@ int ob__pg_db_begin_relaxed(ob__db_t* db) {
 int ob__pg_db_begin_read(ob__db_t* db) {
   static const char sql[] =
       "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
-  return begin_with(db, sql);
+  int rc = begin_with(db, sql);
+  if (rc == 0) db->pg->read_only_tx = 1;
+  return rc;
 }
 
 int ob__pg_db_commit(ob__db_t* db) {
@@ -524,6 +526,12 @@ int ob__pg_db_commit(ob__db_t* db) {
   PGresult* res;
   int rc = 0;
   OB__ASSERT(db->in_tx);
+  /* The engine clock rides on a write transaction (engine_clock.c). */
+  if (db->clock_pending > db->clock_stored && !db->pg->read_only_tx &&
+      (rc = ob__pg_engine_clock_record(db)) < 0) {
+    ob__pg_db_rollback(db);
+    return rc;
+  }
   res = ob__pg_run(db, sql, NULL, "commit");
   if (res == NULL) {
     rc = db->last_err ? db->last_err : OB_EDB;
@@ -541,6 +549,9 @@ int ob__pg_db_commit(ob__db_t* db) {
   db->in_tx = 0;
   db->savepoints = 0;
   db->relaxed = 0;
+  if (!db->pg->read_only_tx && db->clock_pending > db->clock_stored)
+    db->clock_stored = db->clock_pending;
+  db->pg->read_only_tx = 0;
   return 0;
 }
 
@@ -553,6 +564,7 @@ void ob__pg_db_rollback(ob__db_t* db) {
   db->in_tx = 0;
   db->savepoints = 0;
   db->relaxed = 0;
+  if (db->pg != NULL) db->pg->read_only_tx = 0;
 }
 
 int ob__pg_db_savepoint(ob__db_t* db) {

@@ -61,7 +61,12 @@ struct ob__pg_s {
   ob__pg_user_stmt_t user[OB__USER_STMT_CACHE];
   uint64_t user_clock;
   char shown[256];       /* the connection for messages: never a password */
+  int read_only_tx;      /* the open transaction is READ ONLY */
 };
+
+/* Record db->clock_pending in engine_clock inside the open write
+** transaction (ob__pg_db_commit, just before COMMIT). */
+int ob__pg_engine_clock_record(ob__db_t* db);
 
 /* The parameters of one statement. NULL text is SQL NULL. */
 typedef struct ob__pg_params_s {

@@ -49,6 +49,24 @@ int ob__pg_payout_insert(ob__db_t* db, const char* payout_id,
   return 0;
 }
 
+int ob__pg_engine_clock_load(ob__db_t* db, int64_t* ms) {
+  static const char sql[] = "SELECT ms FROM engine_clock WHERE id = 1";
+  return ob__pg_run_int(db, sql, NULL, "engine clock", ms);
+}
+
+int ob__pg_engine_clock_record(ob__db_t* db) {
+  static const char sql[] =
+      "INSERT INTO engine_clock(id, ms) VALUES (1, $1::bigint)"
+      " ON CONFLICT (id) DO UPDATE SET ms ="
+      " greatest(engine_clock.ms, EXCLUDED.ms)";
+  ob__pg_params_t p;
+  int rc;
+  ob__pg_params_init(&p);
+  ob__pg_p_int(&p, db->clock_pending);
+  rc = ob__pg_run_done(db, sql, &p, "engine clock");
+  return rc < 0 ? rc : 0;
+}
+
 int ob__pg_observed_clock_load(ob__db_t* db, int64_t* ms) {
   static const char sql[] =
       "SELECT observed_ms FROM retention_clock WHERE id = 1";

@@ -69,6 +69,7 @@ const ob__store_ops_t ob__pg_store_ops = {
     .effect_reconcile = ob__pg_effect_reconcile,
     /* pg_ledger.c: what the payout handler writes */
     .payout_insert = ob__pg_payout_insert,
+    .engine_clock_load = ob__pg_engine_clock_load,
     .observed_clock_load = ob__pg_observed_clock_load,
     .observed_clock_store = ob__pg_observed_clock_store,
     .deadlines_ahead = ob__pg_deadlines_ahead,

@@ -14,12 +14,14 @@ int ob__pg_outbox_insert(ob__db_t* db, const char* id,
                          const char* causation_id, const char* event_type,
                          const char* aggregate_id, const char* payload,
                          size_t payload_len, const char* traceparent,
-                         const char* tracestate, int64_t now) {
+                         const char* tracestate, int64_t now,
+                         int64_t wall_behind_ms) {
   static const char sql[] =
       "INSERT INTO outbox_event(id, causation_id, event_type, aggregate_id,"
-      " payload, created_at, next_attempt_at, traceparent, tracestate)"
-      " VALUES ($1::text, $2::text, $3::text, $4::text, $5::text,"
-      " $6::bigint, $6::bigint, $7::text, $8::text)";
+      " payload, created_at, next_attempt_at, traceparent, tracestate,"
+      " wall_behind_ms) VALUES ($1::text, $2::text, $3::text, $4::text,"
+      " $5::text, $6::bigint, $6::bigint, $7::text, $8::text,"
+      " nullif($9::bigint, 0))";
   ob__pg_params_t p;
   int rc;
   /* A text parameter ends at its NUL; a payload with one is not JSON
@@ -35,6 +37,7 @@ int ob__pg_outbox_insert(ob__db_t* db, const char* id,
   ob__pg_p_int(&p, now);
   ob__pg_p_text(&p, traceparent);
   ob__pg_p_text(&p, tracestate);
+  ob__pg_p_int(&p, wall_behind_ms > 0 ? wall_behind_ms : 0);
   rc = ob__pg_run_done(db, sql, &p, "outbox insert");
   return rc < 0 ? rc : 0;
 }
@@ -52,7 +55,8 @@ int ob__pg_outbox_due(ob__db_t* db, int64_t now, size_t max,
   ** rows afterwards in one transaction of its own. */
   static const char sql[] =
       "SELECT id, causation_id, event_type, aggregate_id, payload,"
-      " created_at, attempt_count, traceparent, tracestate FROM outbox_event"
+      " created_at, attempt_count, traceparent, tracestate,"
+      " coalesce(wall_behind_ms, 0) FROM outbox_event"
       " WHERE published_at IS NULL AND parked_at IS NULL"
       " AND next_attempt_at <= $1::bigint ORDER BY created_at, id"
       " LIMIT $2::bigint";
@@ -82,6 +86,7 @@ int ob__pg_outbox_due(ob__db_t* db, int64_t now, size_t max,
     ev.attempt_count = (int)ob__pg_int(res, i, 6);
     ev.traceparent = col(res, i, 7);
     ev.tracestate = col(res, i, 8);
+    ev.wall_behind_ms = ob__pg_int(res, i, 9);
     visited++;
     if (cb(arg, &ev) != 0) break;
   }

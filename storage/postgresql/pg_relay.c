@@ -59,7 +59,7 @@ static int row_cmp(const void* a, const void* b) {
   " WHERE (id, created_at) IN"                                              \
   " (SELECT id, created_at FROM c) RETURNING id, causation_id,"             \
   " event_type, aggregate_id, payload, created_at, attempt_count,"          \
-  " traceparent, tracestate"
+  " traceparent, tracestate, coalesce(wall_behind_ms, 0)"
 
 /* MATERIALIZED: the locking select runs once, before the update. */
 #define CLAIM_PLAIN(cond)                                                   \
@@ -141,6 +141,7 @@ static int claim_run(ob__db_t* db, const char* sql, const ob__pg_params_t* p,
     r->attempt_count = (int)ob__pg_int(res, i, 6);
     r->traceparent = ob__pg_dup(res, i, 7, NULL, &oom);
     r->tracestate = ob__pg_dup(res, i, 8, NULL, &oom);
+    r->wall_behind_ms = ob__pg_int(res, i, 9);
     (*n)++;
     /* The NOT NULL columns are never NULL: a NULL copy is out of memory. */
     if (oom || !r->id || !r->causation_id || !r->event_type ||

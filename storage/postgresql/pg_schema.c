@@ -46,6 +46,8 @@
 static const char* const migrations[] = {
     /* 0 -> 1 */
     OB__PG_SCHEMA_1 OB__PG_PARTITION_FN,
+    /* 1 -> 2 */
+    OB__PG_SCHEMA_2,
 };
 
 #define MIGRATION_COUNT ((int)(sizeof migrations / sizeof migrations[0]))

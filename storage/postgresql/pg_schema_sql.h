@@ -19,7 +19,7 @@
 #ifndef OB_STORAGE_PG_SCHEMA_SQL_H
 #define OB_STORAGE_PG_SCHEMA_SQL_H
 
-#define OB__PG_SCHEMA_VERSION 1
+#define OB__PG_SCHEMA_VERSION 2
 #define OB__PG_APPLICATION "oncebox"
 
 /* 0 -> 1 */
@@ -196,5 +196,14 @@
   "  version BIGINT NOT NULL CHECK (version >= 1),"                          \
   "  applied_at BIGINT NOT NULL,"                                            \
   "  PRIMARY KEY (name, version));"
+
+/* 1 -> 2: SQLite's 12 -> 13 (docs/decisions/0019): the engine clock's
+** recorded value (the largest any host's engine recorded), and per event
+** how far the wall clock was behind the engine clock when it was made. */
+#define OB__PG_SCHEMA_2                                                      \
+  "CREATE TABLE engine_clock ("                                              \
+  "  id BIGINT PRIMARY KEY CHECK (id = 1),"                                  \
+  "  ms BIGINT NOT NULL);"                                                   \
+  "ALTER TABLE outbox_event ADD COLUMN wall_behind_ms BIGINT;"
 
 #endif

@@ -350,6 +350,16 @@ int ob__sqlite_db_begin_read(ob__db_t* db) {
 int ob__sqlite_db_commit(ob__db_t* db) {
   int rc;
   OB__ASSERT(db->in_tx);  /* every commit follows a successful begin */
+  /* The engine clock rides on a transaction that writes anyway: no commit
+  ** of its own, and never one that only read. */
+  if (db->clock_pending > db->clock_stored &&
+      sqlite3_txn_state(db->db, "main") == SQLITE_TXN_WRITE) {
+    rc = ob__sqlite_engine_clock_record(db);
+    if (rc < 0) {
+      ob__sqlite_db_rollback(db);
+      return rc;
+    }
+  }
   rc = ob__db_exec_fixed(db, "COMMIT");
   /* A failed COMMIT (disk full, I/O error) may leave the transaction open;
   ** roll it back so the connection is usable and nothing half-applies. */
@@ -359,6 +369,7 @@ int ob__sqlite_db_commit(ob__db_t* db) {
   }
   db->in_tx = 0;
   db->savepoints = 0;
+  if (db->clock_pending > db->clock_stored) db->clock_stored = db->clock_pending;
   restore_sync(db);
   return 0;
 }

@@ -8,12 +8,12 @@ int ob__sqlite_outbox_insert(ob__db_t* db, const char* id, const char* causation
                       const char* event_type, const char* aggregate_id,
                       const char* payload, size_t payload_len,
                       const char* traceparent, const char* tracestate,
-                      int64_t now) {
+                      int64_t now, int64_t wall_behind_ms) {
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__O_INSERT,
       "INSERT INTO outbox_event(id, causation_id, event_type, aggregate_id,"
-      " payload, created_at, next_attempt_at, traceparent, tracestate)"
-      " VALUES (?1,?2,?3,?4,?5,?6,?6,?7,?8)");
+      " payload, created_at, next_attempt_at, traceparent, tracestate,"
+      " wall_behind_ms) VALUES (?1,?2,?3,?4,?5,?6,?6,?7,?8,?9)");
   if (st == NULL) return db->last_err;
   sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 2, causation_id, -1, SQLITE_STATIC);
@@ -23,6 +23,8 @@ int ob__sqlite_outbox_insert(ob__db_t* db, const char* id, const char* causation
   sqlite3_bind_int64(st, 6, now);
   if (traceparent) sqlite3_bind_text(st, 7, traceparent, -1, SQLITE_STATIC);
   if (tracestate) sqlite3_bind_text(st, 8, tracestate, -1, SQLITE_STATIC);
+  if (wall_behind_ms > 0) sqlite3_bind_int64(st, 9, wall_behind_ms);
+  else sqlite3_bind_null(st, 9);
   int rc = ob__db_step_done(db, st, "outbox insert");
   return rc < 0 ? rc : 0;
 }
@@ -33,8 +35,8 @@ int ob__sqlite_outbox_due(ob__db_t* db, int64_t now, size_t max,
   sqlite3_stmt* st = ob__db_stmt(
       db, OB__O_DUE,
       "SELECT id, causation_id, event_type, aggregate_id, payload, created_at,"
-      " attempt_count, traceparent, tracestate FROM outbox_event"
-      " WHERE published_at IS NULL AND parked_at IS NULL"
+      " attempt_count, traceparent, tracestate, coalesce(wall_behind_ms, 0)"
+      " FROM outbox_event WHERE published_at IS NULL AND parked_at IS NULL"
       " AND next_attempt_at <= ?1 ORDER BY created_at, id LIMIT ?2");
   if (st == NULL) return db->last_err;
   sqlite3_bind_int64(st, 1, now);
@@ -51,6 +53,7 @@ int ob__sqlite_outbox_due(ob__db_t* db, int64_t now, size_t max,
     ev.attempt_count = sqlite3_column_int(st, 6);
     ev.traceparent = (const char*)sqlite3_column_text(st, 7);
     ev.tracestate = (const char*)sqlite3_column_text(st, 8);
+    ev.wall_behind_ms = sqlite3_column_int64(st, 9);
     if (!ev.id || !ev.causation_id || !ev.event_type || !ev.aggregate_id ||
         !ev.payload) {
       rc = SQLITE_NOMEM;

@@ -79,7 +79,8 @@ static int row_cmp(const void* a, const void* b) {
   " UNION ALL " B("12") " ORDER BY created_at, id LIMIT ?4"
 #define CLAIM_RETURNING                                                      \
   " RETURNING id, causation_id, event_type, aggregate_id, payload,"          \
-  " created_at, attempt_count, traceparent, tracestate"
+  " created_at, attempt_count, traceparent, tracestate,"                    \
+  " coalesce(wall_behind_ms, 0)"
 
 _Static_assert(OB__RELAY_MAX_PRIORITY == 8, "one branch per priority slot");
 
@@ -103,6 +104,7 @@ static int claim_step(sqlite3_stmt* st, int max, ob__relay_row_t* rows,
     r->attempt_count = sqlite3_column_int(st, 6);
     r->traceparent = dup_text(st, 7, NULL);
     r->tracestate = dup_text(st, 8, NULL);
+    r->wall_behind_ms = sqlite3_column_int64(st, 9);
     (*n)++;
     if (!r->id || !r->causation_id || !r->event_type || !r->aggregate_id ||
         !r->payload ||

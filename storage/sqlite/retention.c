@@ -83,6 +83,34 @@ int ob__sqlite_retention_sweep(ob__db_t* db, int64_t cutoff, int batch,
                    cutoff, batch, deleted);
 }
 
+int ob__sqlite_engine_clock_load(ob__db_t* db, int64_t* ms) {
+  sqlite3_stmt* st = NULL;
+  int rc = sqlite3_prepare_v2(
+      db->db, "SELECT ms FROM engine_clock WHERE id = 1", -1, &st, NULL);
+  if (rc != SQLITE_OK) return ob__db_fail(db, rc, "engine clock");
+  rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    *ms = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return 0;
+  }
+  sqlite3_finalize(st);
+  return rc == SQLITE_DONE ? OB_ENOTFOUND : ob__db_fail(db, rc, "engine clock");
+}
+
+/* In the open write transaction, before its COMMIT (db.c). */
+int ob__sqlite_engine_clock_record(ob__db_t* db) {
+  sqlite3_stmt* st = ob__db_stmt(
+      db, OB__ENGINE_CLOCK_STORE,
+      "INSERT INTO engine_clock(id, ms) VALUES (1, ?1)"
+      " ON CONFLICT(id) DO UPDATE SET ms = max(ms, excluded.ms)");
+  int rc;
+  if (st == NULL) return db->last_err;
+  sqlite3_bind_int64(st, 1, db->clock_pending);
+  rc = ob__db_step_done(db, st, "engine clock");
+  return rc < 0 ? rc : 0;
+}
+
 int ob__sqlite_observed_clock_load(ob__db_t* db, int64_t* ms) {
   sqlite3_stmt* st = NULL;
   int rc = sqlite3_prepare_v2(

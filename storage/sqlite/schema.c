@@ -289,6 +289,16 @@ static const char* const migrations[] = {
     ** join when it runs. Every insert paid for it: a random key, so about
     ** one more page per message written. */
     "DROP INDEX IF EXISTS outbox_causation;",
+
+    /* 12 -> 13: the engine clock (docs/decisions/0019): the value it had,
+    ** so a restart under a wall clock set back starts from there; and, per
+    ** event, how far the wall clock was behind it when the event was made
+    ** (NULL: not behind), which the CloudEvent carries. */
+    "CREATE TABLE engine_clock ("
+    "  id INTEGER PRIMARY KEY CHECK (id = 1),"
+    "  ms INTEGER NOT NULL"
+    ") STRICT;"
+    "ALTER TABLE outbox_event ADD COLUMN wall_behind_ms INTEGER;",
 };
 
 #define MIGRATION_COUNT ((int)(sizeof migrations / sizeof migrations[0]))
@@ -376,6 +386,7 @@ static const char* const own_tables[] = {
     "queue",          "processed_message", "merchant_payout", "outbox_event",
     "failed_message", "relay_status",      "effect",          "charge",
     "retention_clock", "retention_swept",  "event_source",    "schema_migration",
+    "engine_clock",
 };
 
 int ob__schema_is_own_table(const char* name) {

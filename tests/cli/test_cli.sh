@@ -197,6 +197,19 @@ check "stats with a cap" 0 env ONCEBOX_MAX_DB_BYTES=256k $OB_EMULATOR "$OB" --db
 contains "stats space line" out "of a 256 KiB cap in use (reserve 64 KiB): only critical types accepted"
 check "stats space json" 0 env ONCEBOX_MAX_DB_BYTES=256k $OB_EMULATOR "$OB" --db "$CAP" stats --json
 contains "stats json space" out '"refusing":true'
+contains "stats json cap source" out '"capSource":"configured"'
+# Nothing configured: a cap from the filesystem's size; none on request
+# (docs/decisions/0021-default-cap.md).
+check "stats default cap" 0 $OB_EMULATOR "$OB" --db "$CAP" stats --json
+contains "stats default cap source" out '"capSource":"filesystem"'
+check "stats default cap text" 0 $OB_EMULATOR "$OB" --db "$CAP" stats
+contains "stats default cap words" out "the cap is 3/5 of the filesystem's size"
+check "stats no cap" 0 env ONCEBOX_MAX_DB_BYTES=none $OB_EMULATOR "$OB" --db "$CAP" stats --json
+contains "stats no cap source" out '"capSource":"none"'
+check "stats no cap flag" 0 $OB_EMULATOR "$OB" --db "$CAP" --max-db-bytes none stats
+contains "stats no cap words" out "no cap (--max-db-bytes)"
+check "config show none" 0 env ONCEBOX_MAX_DB_BYTES=none $OB_EMULATOR "$OB" config show
+contains "config show none value" out "database.max_bytes             = none"
 
 # Plain http:// to SQS (docs/security.md, "Plain HTTP"): refused, exit 2,
 # naming where it was set (AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL, or

@@ -309,7 +309,7 @@ cp "$EX" "$T/example.conf"; chmod 600 "$T/example.conf"
 check "example file valid" 0 $OB_EMULATOR "$OB" config check "$T/example.conf"
 sed 's/^#\(\[retry\.\|[a-z_]* = \)/\1/' "$EX" >"$T/example-all.conf"
 chmod 600 "$T/example-all.conf"
-equals "example: every key uncommented" "$(grep -c '^[a-z_]* = ' "$T/example-all.conf")" 46
+equals "example: every key uncommented" "$(grep -c '^[a-z_]* = ' "$T/example-all.conf")" 47
 # Every setting config show lists is in the example, under its section.
 missing_keys=$($OB_EMULATOR "$OB" config show 2>/dev/null | sed -n 's/^\([a-z_]*\)\.\([a-z_]*\) *= .*/\1 \2/p' |
   while read -r sec key; do

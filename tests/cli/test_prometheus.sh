@@ -81,10 +81,14 @@ now=$(date +%s)
 if [[ "$ts" =~ ^[0-9]+\.[0-9]{3}$ ]] && [ $(( ${ts%.*} - now )) -le 5 ] &&
    [ $(( now - ${ts%.*} )) -le 60 ]; then pass=$((pass + 1)); else
   fail=$((fail + 1)); echo "FAIL timestamp: '$ts', now $now"; fi
-# Absent by design: no relay has run, nothing published, no cap.
+# Absent by design: no relay has run, nothing published.
 lacks "no relay_online" "$P" "oncebox_relay_online"
 lacks "no last publish" "$P" "oncebox_last_publish_timestamp_seconds"
-lacks "no max size" "$P" "oncebox_db_max_size_bytes"
+# Nothing configured: the cap derived from the filesystem (decision 0021).
+equals "default cap source" "$(value "$P" 'oncebox_db_max_size_info{source="filesystem"}')" 1
+check "stats with no cap" 0 env ONCEBOX_MAX_DB_BYTES=none $OB_EMULATOR "$OB" --db "$DB" stats --prometheus
+lacks "no max size" "$T/out" "oncebox_db_max_size_bytes"
+lacks "no cap source" "$T/out" "oncebox_db_max_size_info"
 # No counter: a one-shot read cannot know one.
 lacks "no _total" "$P" "_total"
 # A HELP and a TYPE line for every family, each once.
@@ -104,6 +108,7 @@ sqlite3 "$DB" "INSERT INTO relay_status(name, online, last_publish_at, last_erro
   equals "relay error" "$(value "$T/b.prom" oncebox_relay_error)" 1
   equals "last publish" "$(value "$T/b.prom" oncebox_last_publish_timestamp_seconds)" 1700000000.123
   equals "max size" "$(value "$T/b.prom" oncebox_db_max_size_bytes)" 4194304
+  equals "cap source" "$(value "$T/b.prom" 'oncebox_db_max_size_info{source="configured"}')" 1
   lacks "error words not in labels" "$T/b.prom" "connection refused"
   promcheck "promtool: relay and cap" "$T/b.prom"
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Clocks that jump (docs/field.md): retention counts the time the engine
 ** observed passing, not the wall clock (this file), and persisted deadlines
-** are re-based when the clock goes back, their leases kept when it goes
+** keep their length when the clock goes back (the engine clock runs on),
+** their leases kept when it goes
 ** forward (clocks/). A real SQLite file; the wall and the monotonic clock
 ** are driven separately through ob_clock_t, as a terminal without NTP sees
 ** them (its RTC reset or set forward, its uptime steady), and through real
@@ -205,6 +206,12 @@ int main(int argc, char** argv) {
       cmocka_unit_test(test_forward_jump_keeps_relay_leases),
       cmocka_unit_test(test_forward_jump_keeps_effect_leases),
       cmocka_unit_test(test_faketime_retries_jump_back_in_run),
+      cmocka_unit_test(test_new_queue_rows_after_backward_jump),
+      cmocka_unit_test(test_new_queue_rows_after_flat_rtc_restart),
+      cmocka_unit_test(test_new_outbox_rows_after_backward_restart),
+      cmocka_unit_test(test_engine_clock_follows_forward),
+      cmocka_unit_test(test_every_time_column_is_classified),
+      cmocka_unit_test(test_faketime_new_rows_handled),
   };
   /* The faketime case runs this executable again as its child process. */
   if (argc == 3 && strcmp(argv[1], "--retry-child") == 0)

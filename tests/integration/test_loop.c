@@ -283,12 +283,16 @@ static void test_other_process_sequential_enqueues(void** state) {
   fx_free(f);
 }
 
-/* --until-idle waits for delayed messages, then returns. */
+/* --until-idle waits for delayed messages due within its horizon (here a
+** minute; by default the poll interval, 50 ms here), then returns. */
 static void test_until_idle_waits_for_delayed(void** state) {
   fixture_t* f = fx_new_real(4);
   char id[OB_UUID_BUFLEN], body[256];
   ob_envelope_t env;
   (void)state;
+  ob_close(f->e);
+  f->opts.idle_horizon_ms = 60000;
+  fx_open(f);
   ob_register_payout(f->e);
   for (int i = 0; i < 10; i++) fx_enqueue(f, PAY, fx_event(i, id), fx_payment(i, body));
   memset(&env, 0, sizeof env);

@@ -40,6 +40,10 @@
 # consumer, provider_sim, hostile_cli, canary) run in a second pass, after
 # every other test passed.
 #
+# OB_MUTANT_TESTS (a ctest -R regex) runs only those tests, in one pass:
+# `OB_MUTANT_TESTS='^sim' tests/mutants/run.sh NAME...` shows which mutants
+# the simulator alone kills (docs/simulator.md, "Mutants").
+#
 # The script runs from a copy of itself (so that editing it during a run
 # cannot break the run: bash reads a script as it goes).
 #
@@ -73,7 +77,7 @@ while [ $# -gt 0 ]; do
     --work) work=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --no-baseline) baseline=0; shift ;;
-    -h|--help) sed -n '2,48p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,52p' "$0"; exit 0 ;;
     -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     *) only+=("$1"); shift ;;
   esac
@@ -112,6 +116,11 @@ build_tree() {  # $1: log file
 # the first failure). Together they are the whole suite minus the excluded
 # campaigns.
 run_suite() {  # $1: log file; returns non-zero if a test failed
+  if [ -n "${OB_MUTANT_TESTS:-}" ]; then
+    ctest --test-dir "$build" -j"$jobs" --stop-on-failure --output-on-failure \
+      -R "$OB_MUTANT_TESTS" > "$1" 2>&1
+    return
+  fi
   ctest --test-dir "$build" -j"$jobs" --stop-on-failure --output-on-failure \
     -E "($exclude)|($slow)" > "$1" 2>&1 || return 1
   ctest --test-dir "$build" -j"$jobs" --stop-on-failure --output-on-failure \

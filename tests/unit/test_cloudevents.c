@@ -159,6 +159,33 @@ static void test_encode_trace(void** state) {
   free(s);
 }
 
+/* The engine clock's time says so (decision 0019): an Integer extension
+** attribute, only when the wall clock was behind; the decoder ignores it. */
+static void test_encode_wall_behind(void** state) {
+  ob_event_t ev = sample();
+  ob__cloudevent_t ce;
+  char err[128];
+  char* s;
+  cJSON* doc;
+  cJSON* a;
+  (void)state;
+  s = ob__cloudevent_encode(&ev, "urn:x", NULL);
+  assert_null(strstr(s, "obwallbehindms"));
+  free(s);
+  ev.wall_behind_ms = 86400000;
+  s = ob__cloudevent_encode(&ev, "urn:x", NULL);
+  doc = cJSON_Parse(s);
+  assert_non_null(doc);
+  a = cJSON_GetObjectItem(doc, "obwallbehindms");
+  assert_non_null(a);
+  assert_true(cJSON_IsNumber(a));
+  assert_true(a->valuedouble == 86400000.0);
+  cJSON_Delete(doc);
+  assert_int_equal(ob__cloudevent_decode(s, strlen(s), &ce, err, sizeof err), 0);
+  ob__cloudevent_free(&ce);
+  free(s);
+}
+
 /* ---- round trips ------------------------------------------------------- */
 
 static void test_round_trip(void** state) {
@@ -747,6 +774,7 @@ int main(void) {
       cmocka_unit_test(test_encode_bytes_without_trace),
       cmocka_unit_test(test_encode_escapes_source),
       cmocka_unit_test(test_encode_trace),
+      cmocka_unit_test(test_encode_wall_behind),
       cmocka_unit_test(test_round_trip),
       cmocka_unit_test(test_round_trip_trace),
       cmocka_unit_test(test_long_sources),

@@ -148,6 +148,7 @@ static void test_optional_families(void** state) {
   s.last_publish_at_ms = 1700000000123LL;
   s.db_max_bytes = 1048576;
   s.db_reserve_bytes = 131072;
+  s.db_cap_source = OB_CAP_FILESYSTEM;
   s.space_level = 1;
   t = ob__prom_render(&in, NULL);
   assert_non_null(t);
@@ -157,6 +158,8 @@ static void test_optional_families(void** state) {
                             "1700000000.123\n"));
   assert_non_null(strstr(t, "\noncebox_db_max_size_bytes 1048576\n"));
   assert_non_null(strstr(t, "\noncebox_db_reserve_bytes 131072\n"));
+  assert_non_null(strstr(t, "\noncebox_db_max_size_info{source=\"filesystem\"} "
+                            "1\n"));
   assert_non_null(strstr(t, "\noncebox_space_level 1\n"));
   assert_non_null(strstr(t, "\noncebox_payouts 12\n"));
   assert_non_null(strstr(t, "\noncebox_charges 5\n"));

@@ -91,4 +91,12 @@ void test_forward_jump_keeps_effect_leases(void** state);
 void test_faketime_retries_jump_back_in_run(void** state);
 int clocks_retry_child(const char* dir);
 
+/* new_work.c: rows never attempted before a backward jump (issue 33). */
+void test_new_queue_rows_after_backward_jump(void** state);
+void test_new_queue_rows_after_flat_rtc_restart(void** state);
+void test_new_outbox_rows_after_backward_restart(void** state);
+void test_engine_clock_follows_forward(void** state);
+void test_every_time_column_is_classified(void** state);
+void test_faketime_new_rows_handled(void** state);
+
 #endif

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <sqlite3.h>
 
 #include "core/relay/relay_tx.h"
 #include "tests/integration/relay/relay_fixture.h"
@@ -717,6 +718,30 @@ static void test_cli_sync(void** state) {
   cJSON_ArrayForEach(ev, events)
     assert_string_equal(cJSON_GetObjectItem(ev, "source")->valuestring, "urn:test:cli");
   cJSON_Delete(events);
+  /* Rows whose retry is due tomorrow (decision 0020): drain and run
+  ** --until-idle end at once, exit 0, and say what is left and when;
+  ** SQS is reachable, so nothing is stalled. */
+  {
+    sqlite3* h = NULL;
+    assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(h, "UPDATE outbox_event SET published_at ="
+                                  " NULL, next_attempt_at = CAST(unixepoch('now')"
+                                  " AS INTEGER) * 1000 + 86400000 WHERE id IN"
+                                  " (SELECT id FROM outbox_event LIMIT 2)",
+                                  NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(h);
+  }
+  assert_int_equal(ts_sh("ONCEBOX_OUTBOX_QUEUE_URL='%s' timeout 60 '%s' --db '%s'"
+                      " outbox drain 2>'%s'", q, ob, db, out), 0);
+  assert_int_equal(ts_sh("grep -q 'scheduled: 2 outbox event(s) left for a later"
+                      " drain; the earliest due at 20[0-9-]*T' '%s'", out), 0);
+  assert_int_equal(ts_sh("timeout 60 '%s' --db '%s' run --until-idle"
+                      " --outbox-queue-url '%s' 2>'%s'", ob, db, q, out), 0);
+  assert_int_equal(ts_sh("grep -q 'scheduled: 0 message(s), 2 outbox event(s)'"
+                      " '%s'", out), 0);
+  events = drain_queue(q);
+  assert_int_equal(cJSON_GetArraySize(events), 0);
+  cJSON_Delete(events);
   ts_rmdir(dir);
   free(q);
 }
@@ -791,8 +816,55 @@ static void test_faketime_dead_lease_restart(void** state) {
   /* A day less the moments between the kill and the restart. (On
   ** PostgreSQL the rows' due times are re-based, their leases not: those
   ** are on the server's clock, which the host's jump did not move.) */
-  assert_int_equal(ts_sh("grep -Eq 'clock went back 86(39[0-9]|400) s: re-based "
-                      "30 deadlines' '%s'", log), 0);
+  /* (The engine clock ran on from the value recorded at the kill: no
+  ** deadline moved, docs/decisions/0019.) */
+  assert_int_equal(ts_sh("grep -Eq 'clock went back 86(39[0-9]|400) s \\(behind "
+                      "the engine clock' '%s'", log), 0);
+  cJSON* events = drain_queue(q);
+  assert_int_equal(cJSON_GetArraySize(events), 30);
+  assert_all_delivered(f, events, 30);
+  cJSON_Delete(events);
+  fx_free(f);
+  free(q);
+  free(lib);
+}
+
+/* Issue 33's outbox reproduction: 30 payments handled while SQS is away
+** (their events never attempted: next_attempt_at = created_at, no
+** clock_ref), the clock set back a day, SQS back: `outbox drain` publishes
+** all 30 at once. Before the engine clock it published 0 in 30 s: the
+** re-base skipped rows that had never waited. */
+static void test_faketime_never_attempted_rows(void** state) {
+  (void)state;
+  if (g_skip) skip();
+  const char* bin = getenv("OB_BINARY_DIR");
+  assert_non_null(bin);
+  char* lib = ts_faketime_lib();
+  if (lib == NULL) {
+    print_message("skipped: no libfaketime that fakes this build's clock "
+                  "(faketime missing, a sanitizer build, or a cross build "
+                  "without the target's libfaketime)\n");
+    skip();
+  }
+  char* q = sq_create_queue(&g_srv, "relay-never-attempted", NULL);
+  fixture_t* f = rf_terminal();
+  char log[1024];
+  rf_enqueue_payments(f, 0, 30);
+  fx_drain(f);
+  ob_close(f->e);
+  f->e = NULL;
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM outbox_event WHERE"
+                               " attempt_count = 0 AND published_at IS NULL"),
+                   30);
+  snprintf(log, sizeof log, "%s/drain.log", f->dir);
+  rf_set_endpoint(g_srv.port);
+  int rc = ts_sh("ONCEBOX_OUTBOX_QUEUE_URL='%s' ONCEBOX_SOURCE="
+              "urn:oncebox:test-terminal LD_PRELOAD='%s' FAKETIME='-1d' "
+              "$OB_EMULATOR '%s/oncebox' --db "
+              "'%s' --log-level warn outbox drain --until-empty --timeout 30 "
+              "2>'%s'", q, lib, bin, f->db_path, log);
+  ts_sh("cat '%s' >&2", log);
+  assert_int_equal(rc, 0);
   cJSON* events = drain_queue(q);
   assert_int_equal(cJSON_GetArraySize(events), 30);
   assert_all_delivered(f, events, 30);
@@ -1056,6 +1128,7 @@ int main(void) {
       cmocka_unit_test(test_priority_relay),
       cmocka_unit_test(test_priority_options),
       cmocka_unit_test(test_faketime_dead_lease_restart),
+      cmocka_unit_test(test_faketime_never_attempted_rows),
       cmocka_unit_test(test_plain_http_refused),
       cmocka_unit_test(test_plain_http_opt_in),
       cmocka_unit_test(test_cli_plain_http),
