@@ -146,13 +146,7 @@ static void test_faketime_gc(void** state) {
   assert_non_null(bin);
   /* libfaketime is an LD_PRELOAD library, which a sanitizer build refuses
   ** (its runtime must come first): then this case cannot run. */
-  lib = ts_faketime_lib();
-  if (lib == NULL) {
-    print_message("skipped: no libfaketime that fakes this build's clock "
-                  "(faketime missing, a sanitizer build, or a cross build "
-                  "without the target's libfaketime)\n");
-    skip();
-  }
+  TS_FAKETIME_OR_SKIP(lib);
   dir = ts_mkdtemp("clocks-cli");
   for (int i = 0; i < 20; i++) {
     snprintf(cmd, sizeof cmd,

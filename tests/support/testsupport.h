@@ -61,5 +61,19 @@ void ts_exec_built(const char* path, char* const argv[]);
 ** the library's own effect (FAKETIME shifts the time `oncebox` logs).
 ** malloc'd. */
 char* ts_faketime_lib(void);
+/* Why a case that needs it skips, and the case's first lines (in a cmocka
+** test: lib = ts_faketime_lib(), or print why and skip). */
+#define TS_NO_FAKETIME                                                      \
+  "skipped: no libfaketime that fakes this build's clock (faketime "        \
+  "missing, a sanitizer build, or a cross build without the target's "      \
+  "libfaketime)"
+#define TS_FAKETIME_OR_SKIP(lib)                                            \
+  do {                                                                      \
+    (lib) = ts_faketime_lib();                                              \
+    if ((lib) == NULL) {                                                    \
+      print_message("%s\n", TS_NO_FAKETIME);                                \
+      skip();                                                               \
+    }                                                                       \
+  } while (0)
 
 #endif

@@ -110,18 +110,13 @@ void test_faketime_retries_jump_back_in_run(void** state) {
   CLOCKS_SQLITE_ONLY("the CLI under libfaketime on a SQLite file");
   char self[1024], p[1024], cmd[2048];
   char* dir;
-  char* lib = ts_faketime_lib();
+  char* lib;
   ssize_t n;
   pid_t pid;
   int st = 0, exited = 0;
   int64_t t0, waited;
   (void)state;
-  if (lib == NULL) {
-    print_message("skipped: no libfaketime that fakes this build's clock "
-                  "(faketime missing, a sanitizer build, or a cross build "
-                  "without the target's libfaketime)\n");
-    skip();
-  }
+  TS_FAKETIME_OR_SKIP(lib);
   n = readlink("/proc/self/exe", self, sizeof self - 1);
   assert_true(n > 0);
   self[n] = '\0';

@@ -286,13 +286,7 @@ void test_faketime_new_rows_handled(void** state) {
   (void)state;
   CLOCKS_SQLITE_ONLY("the CLI under libfaketime on a SQLite file");
   assert_non_null(bin);
-  lib = ts_faketime_lib();
-  if (lib == NULL) {
-    print_message("skipped: no libfaketime that fakes this build's clock "
-                  "(faketime missing, a sanitizer build, or a cross build "
-                  "without the target's libfaketime)\n");
-    skip();
-  }
+  TS_FAKETIME_OR_SKIP(lib);
   for (size_t k = 0; k < sizeof fakes / sizeof fakes[0]; k++) {
     char* dir = ts_mkdtemp("clocks-new");
     char cmd[2048], path[1024];

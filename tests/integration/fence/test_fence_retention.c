@@ -138,9 +138,7 @@ static int group_setup(void** state) {
   snprintf(g.oncebox, sizeof g.oncebox, "%s/oncebox", bin ? bin : ".");
   g.skip = ps_skip_reason();
   if (g.skip == NULL && (g.faketime = ts_faketime_lib()) == NULL)
-    g.skip = "skipped: no libfaketime that fakes this build's clock "
-             "(faketime missing, a sanitizer build, or a cross build "
-             "without the target's libfaketime)";
+    g.skip = TS_NO_FAKETIME;
   if (g.skip != NULL) return 0;
   g.pki = ts_path(g.dir, "pki");
   g.ca = ts_path(g.pki, "ca.crt");

@@ -759,13 +759,8 @@ static void test_faketime_dead_lease_restart(void** state) {
   if (g_skip) skip();
   const char* bin = getenv("OB_BINARY_DIR");
   assert_non_null(bin);
-  char* lib = ts_faketime_lib();
-  if (lib == NULL) {
-    print_message("skipped: no libfaketime that fakes this build's clock "
-                  "(faketime missing, a sanitizer build, or a cross build "
-                  "without the target's libfaketime)\n");
-    skip();
-  }
+  char* lib;
+  TS_FAKETIME_OR_SKIP(lib);
   char* q = sq_create_queue(&g_srv, "relay-clock-back", NULL);
   fixture_t* f = rf_terminal();
   char log[1024];
@@ -839,13 +834,8 @@ static void test_faketime_never_attempted_rows(void** state) {
   if (g_skip) skip();
   const char* bin = getenv("OB_BINARY_DIR");
   assert_non_null(bin);
-  char* lib = ts_faketime_lib();
-  if (lib == NULL) {
-    print_message("skipped: no libfaketime that fakes this build's clock "
-                  "(faketime missing, a sanitizer build, or a cross build "
-                  "without the target's libfaketime)\n");
-    skip();
-  }
+  char* lib;
+  TS_FAKETIME_OR_SKIP(lib);
   char* q = sq_create_queue(&g_srv, "relay-never-attempted", NULL);
   fixture_t* f = rf_terminal();
   char log[1024];
