@@ -19,6 +19,13 @@
 #include "core/util/errbuf.h"
 #include "platform/http/http_int.h"
 
+/* The test transport (tests/sim), NULL in every real process. */
+static const ob__http_transport_t* g_transport;
+
+void ob__http_set_transport(const ob__http_transport_t* t) {
+  g_transport = t;
+}
+
 void ob__http_config_init(ob__http_config_t* cfg) {
   if (cfg == NULL) return;
   memset(cfg, 0, sizeof *cfg);
@@ -104,7 +111,10 @@ int ob__http_client_open(ob__http_client_t** out, uv_loop_t* loop,
                        : "resolve entry needs a host and an IP literal");
     goto fail;
   }
-  rc = ob__tls_conf_init(&c->tls, cfg->ca_file, errbuf, errlen);
+  /* No sockets under the test transport, so no TLS either. */
+  c->simulated = g_transport != NULL;
+  rc = c->simulated ? 0 : ob__tls_conf_init(&c->tls, cfg->ca_file, errbuf,
+                                            errlen);
   if (rc < 0) goto fail;  /* freed itself; loud detail in errbuf */
   ob__hlist_init(&c->ops);
   ob__hlist_init(&c->done);
@@ -190,6 +200,11 @@ static void op_complete(ob__http_op_t* op, int err, const char* detail,
 
   if (op->state != OB__OP_ACTIVE) return;
   op->state = OB__OP_DONE;
+  if (op->xfer) {  /* deadline, cancel or close: the transport lets go */
+    op->xfer = 0;
+    if (g_transport != NULL) g_transport->cancel(g_transport->ctx,
+                                                 (ob__http_xfer_t*)op);
+  }
   op->result = err;
   snprintf(op->detail, sizeof op->detail, "%s", detail ? detail : "");
   uv_timer_stop(&op->deadline);
@@ -507,6 +522,18 @@ int ob__http_request(ob__http_client_t* c, ob__http_req_t* req, ob__http_cb cb) 
   c->nops_alive++;
   req->op_ = op;
   uv_timer_start(&op->deadline, on_deadline, op->timeout_ms, 0);
+  if (c->simulated && g_transport != NULL) {
+    ob__http_xfer_info_t info = {c->loop, req->method, req->url, req->headers,
+                                 req->nheaders, req->body, req->body_len,
+                                 op->timeout_ms};
+    op->xfer = 1;
+    rc = g_transport->start(g_transport->ctx, (ob__http_xfer_t*)op, &info);
+    if (rc < 0) {
+      op->xfer = 0;
+      op_complete(op, rc, "refused by the test transport", 0);
+    }
+    return 0;
+  }
   op_start(op);
   return 0;
 
@@ -531,7 +558,7 @@ static void on_client_closed(uv_handle_t* h) {
   ob__http_client_t* c = h->data;
 
   if (c->close_cb != NULL) c->close_cb(c, c->close_arg);
-  ob__tls_conf_free(&c->tls);
+  if (!c->simulated) ob__tls_conf_free(&c->tls);
   free_resolve(c);
   free(c);
 }
@@ -557,6 +584,27 @@ void ob__http_client_close(ob__http_client_t* c, ob__http_close_cb cb,
   for (ob__hlink_t* l = c->conns.next; l != &c->conns; l = l->next)
     ob__http_conn_close(OB__CONTAINER_OF(l, ob__http_conn_t, link), 1);
   ob__http_client_maybe_closed(c);
+}
+
+/* ---- the test transport's answers -------------------------------------- */
+
+void ob__http_xfer_feed(ob__http_xfer_t* xfer, const void* raw, size_t len) {
+  ob__http_op_t* op = (ob__http_op_t*)xfer;
+  if (op == NULL || !op->xfer || op->state != OB__OP_ACTIVE) return;
+  op->xfer = 0;
+  op->request_sent = 1;
+  ob__http_op_on_data(op, raw, len);
+  if (op->state == OB__OP_ACTIVE)
+    ob__http_op_on_error(op, OB__HTTP_E_EOF, "connection closed");
+}
+
+void ob__http_xfer_fail(ob__http_xfer_t* xfer, int err, int request_sent,
+                        const char* detail) {
+  ob__http_op_t* op = (ob__http_op_t*)xfer;
+  if (op == NULL || !op->xfer || op->state != OB__OP_ACTIVE) return;
+  op->xfer = 0;
+  op->request_sent = request_sent;
+  ob__http_op_on_error(op, err, detail);
 }
 
 /* ---- small queries ---------------------------------------------------------- */

@@ -224,4 +224,49 @@ typedef struct ob__http_stats_s {
 
 void ob__http_client_stats(const ob__http_client_t* client, ob__http_stats_t* s);
 
+/*
+** Test-only transport seam (tests/sim, docs/simulator.md). When a transport
+** is installed, ob__http_client_open skips the CA bundle and TLS, and every
+** request, instead of going to a socket, is handed to start() with its
+** method, URL, headers and body; the serialized request, the deadline, the
+** response parser (llhttp) and the completion path stay the real ones. The
+** transport completes the exchange LATER, from the loop, exactly once, with
+** ob__http_xfer_feed (raw HTTP/1.1 response bytes) or ob__http_xfer_fail
+** (a transport error), unless cancel() was called first (deadline, cancel,
+** client close): then it must forget xfer and never touch it again.
+** Process-global; install before opening clients, remove after closing
+** them. NULL removes it. Not thread-safe; costs one pointer test when unset.
+*/
+typedef struct ob__http_xfer_s ob__http_xfer_t;  /* an op, opaque */
+
+typedef struct ob__http_xfer_info_s {
+  uv_loop_t* loop;                  /* the client's loop */
+  const char* method;
+  const char* url;
+  const ob__http_header_t* headers; /* the caller's extra headers */
+  size_t nheaders;
+  const void* body;
+  size_t body_len;
+  uint64_t timeout_ms;              /* the request's deadline */
+} ob__http_xfer_info_t;
+
+typedef struct ob__http_transport_s {
+  void* ctx;
+  /* 0: the transport owns the exchange; < 0: the request fails at once
+  ** with that OB__HTTP_E_* code (request_sent 0). info lives during the
+  ** call only. */
+  int (*start)(void* ctx, ob__http_xfer_t* xfer,
+               const ob__http_xfer_info_t* info);
+  void (*cancel)(void* ctx, ob__http_xfer_t* xfer);
+} ob__http_transport_t;
+
+void ob__http_set_transport(const ob__http_transport_t* t);
+/* The server's answer (the whole response; an incomplete one is a
+** connection closed early). Marks the request sent. */
+void ob__http_xfer_feed(ob__http_xfer_t* xfer, const void* raw, size_t len);
+/* A transport error (OB__HTTP_E_*); request_sent 1: the server may have
+** acted on it (an answer lost). */
+void ob__http_xfer_fail(ob__http_xfer_t* xfer, int err, int request_sent,
+                        const char* detail);
+
 #endif

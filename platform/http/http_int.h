@@ -279,6 +279,7 @@ struct ob__http_op_s {
   int result;
   char detail[OB__HTTP_DETAIL];
   int reused, retried, request_sent;
+  int xfer;               /* held by the test transport (tests/sim) */
 };
 
 
@@ -302,6 +303,7 @@ struct ob__http_client_s {
   ob__http_close_cb close_cb;
   void* close_arg;
   ob__http_stats_t stats;
+  int simulated;              /* opened with the test transport: no TLS */
 };
 
 /* conn.c: open a connection for op (which it reports to), to op->url. */
