@@ -220,6 +220,16 @@ typedef struct sim_report_s {
   sim_net_stats_t net;
   sim_disk_stats_t disk;
   int64_t sqs_messages;
+  /* ChargeOrder through the fence to the simulated provider. */
+  int64_t charge_orders, charge_acked, charge_dup_msgs, charge_second_msgs;
+  int64_t charges_done;      /* acknowledged orders with their charge row */
+  int64_t charges_parked[4]; /* key-expired, conflict, replayed-error,
+                             ** attempts: parked for a person at the end */
+  int64_t charge_reconciles; /* operator's ob_effects_reconcile rounds */
+  int64_t psp_weather;       /* provider fault periods */
+  int64_t psp_requests, psp_calls, psp_charges, psp_replays, psp_replayed_5xx,
+      psp_409, psp_422, psp_400, psp_err_before, psp_err_after, psp_pruned,
+      psp_reused_after_prune, psp_lookups, psp_searches, psp_twice;
 } sim_report_t;
 
 int sim_run(const sim_config_t* c, sim_report_t* out);

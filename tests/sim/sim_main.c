@@ -39,12 +39,16 @@ static void replay_line(const sim_config_t* c) {
 
 static void print_report(const sim_config_t* c, const sim_report_t* r) {
   printf("seed %llu: %d days, %s, fs %lld MiB, cap %lld MiB | payments %lld "
-         "acked %lld refused %lld | sqs %lld msgs | hash %016llx (%llu events)"
-         " | %s\n",
+         "acked %lld refused %lld | orders %lld acked %lld charged %lld "
+         "parked %lld | sqs %lld msgs | hash %016llx (%llu events) | %s\n",
          (unsigned long long)c->seed, r->days, r->mode ? "script" : "service",
          (long long)(r->fs_bytes >> 20), (long long)(r->max_db_bytes >> 20),
          (long long)r->payments, (long long)r->acked,
-         (long long)r->refused_enqueues, (long long)r->sqs_messages,
+         (long long)r->refused_enqueues, (long long)r->charge_orders,
+         (long long)r->charge_acked, (long long)r->charges_done,
+         (long long)(r->charges_parked[0] + r->charges_parked[1] +
+                     r->charges_parked[2] + r->charges_parked[3]),
+         (long long)r->sqs_messages,
          (unsigned long long)r->hash, (unsigned long long)r->trace_events,
          r->violations ? "VIOLATIONS" : "ok");
   if (c->verbose || r->violations) {
@@ -65,7 +69,30 @@ static void print_report(const sim_config_t* c, const sim_report_t* r) {
            (long long)r->kills, (long long)r->power_losses,
            (long long)r->restarts, (long long)r->sync_runs,
            (long long)r->spin_stops, (long long)r->operator_actions);
-    printf("  invariants: one payout per payment; one published payout event "
+    printf("  charges: orders %lld (same message twice %lld, a second "
+           "message %lld) acked %lld charged once %lld; parked for a person: "
+           "key-expired %lld conflict %lld replayed-error %lld attempts %lld; "
+           "reconcile rounds %lld; provider weather %lld: requests %lld "
+           "charge calls %lld charges %lld replays %lld (5xx %lld) 409 %lld "
+           "422 %lld 400 %lld 5xx before %lld after %lld keys pruned %lld "
+           "reused after prune %lld lookups %lld searches %lld orders "
+           "charged twice %lld\n",
+           (long long)r->charge_orders, (long long)r->charge_dup_msgs,
+           (long long)r->charge_second_msgs, (long long)r->charge_acked,
+           (long long)r->charges_done, (long long)r->charges_parked[0],
+           (long long)r->charges_parked[1], (long long)r->charges_parked[2],
+           (long long)r->charges_parked[3], (long long)r->charge_reconciles,
+           (long long)r->psp_weather, (long long)r->psp_requests,
+           (long long)r->psp_calls, (long long)r->psp_charges,
+           (long long)r->psp_replays, (long long)r->psp_replayed_5xx,
+           (long long)r->psp_409, (long long)r->psp_422, (long long)r->psp_400,
+           (long long)r->psp_err_before, (long long)r->psp_err_after,
+           (long long)r->psp_pruned, (long long)r->psp_reused_after_prune,
+           (long long)r->psp_lookups, (long long)r->psp_searches,
+           (long long)r->psp_twice);
+    printf("  invariants: one charge at the provider per order; every "
+           "acknowledged order charged once, its charge row the provider's; "
+           "one payout per payment; one published payout event "
            "per payment; every outbox row in SQS with its id; every "
            "acknowledged payment paid and published within %d min of "
            "healing; queue and outbox drained; ob_check clean; until-idle "

@@ -23,8 +23,10 @@
 
 #include <uv.h>
 
+#include "oncebox_charge.h"
 #include "oncebox_payout.h"
 #include "tests/sim/sim.h"
+#include "tests/sim/sim_provider.h"
 
 #define MIN_MS 60000ll
 #define HOUR_MS 3600000ll
@@ -38,7 +40,7 @@
 #define RTC_RESET_MS 946684800000ll  /* 2000-01-01T00:00:00Z */
 #define MAX_RETRY 64
 
-enum { EV_PAY, EV_CLOCK, EV_NET, EV_DISK, EV_KILL, EV_RESTART, EV_SYNC,
+enum { EV_PAY, EV_CHARGE, EV_CLOCK, EV_NET, EV_DISK, EV_KILL, EV_RESTART, EV_SYNC,
        EV_OPERATOR, EV_HEAL, EV_END, EV_N };
 
 typedef struct world_s {
@@ -64,6 +66,20 @@ typedef struct world_s {
   char retry_body[MAX_RETRY][256];
   int64_t retry_delay[MAX_RETRY];
   int nretry;
+  /* ChargeOrder: the orders the shop sent, the provider, what the world
+  ** made possible. */
+  sim_provider_t* psp;
+  struct order_s {
+    char id[37];
+    char msg[37];
+    char body[160];
+    int acked;
+  }* orders;
+  size_t norders, orders_cap;
+  int psp_twice_seen;     /* the safety violation is recorded once */
+  int expiry_possible;    /* a key may have outlived the provider's memory */
+  int err_after_ever;     /* the provider saved a 5xx for a key */
+  int64_t partition_since, last_operator;
 } world_t;
 
 static int64_t now(void) { return sim_mono_ms(); }
@@ -107,6 +123,23 @@ static int open_terminal(world_t* w) {
     return rc;
   }
   if ((rc = ob_register_payout(w->e)) < 0) goto fail;
+  {
+    /* The payment provider, as an embedder enables it: over HTTPS on the
+    ** attached loop (service) or inside ob_run (script). */
+    ob_provider_options_t po;
+    ob_provider_options_init(&po);
+    po.name = OB_CHARGE_PROVIDER;
+    po.base_url = SIM_PROVIDER_BASE_URL;
+    po.idempotency_keys = 1;
+    po.lookup_path = NULL;  /* Stripe has no lookup by idempotency key */
+    po.reference_lookup_path = SIM_PROVIDER_SEARCH_PATH;
+    rc = ob_provider_enable(w->e, &po, err, sizeof err);
+    if (rc < 0) {
+      fprintf(stderr, "ob-sim: provider: %s\n", err);
+      goto fail;
+    }
+    if ((rc = ob_register_charge_order(w->e)) < 0) goto fail;
+  }
   ob_relay_options_init(&r);
   r.queue_url = QUEUE_URL;
   r.source = "urn:oncebox:sim-terminal";
@@ -210,6 +243,66 @@ static void ev_pay(world_t* w) {
   w->next[EV_PAY] = now() + between(w, 10000, 8 * MIN_MS);
 }
 
+/* An order to charge (ChargeOrder): a new one, sometimes sent twice with
+** the same message id (a retry after a timeout), sometimes a second
+** message id for an order already sent (a redelivery by another path). A
+** refused enqueue is dropped: the shop was told no. */
+static int enqueue_charge(world_t* w, struct order_s* o, const char* msg) {
+  ob_envelope_t env;
+  int rc;
+  if (!w->up) return OB_ESTATE;
+  memset(&env, 0, sizeof env);
+  env.id = msg;
+  env.type = OB_CHARGE_MESSAGE_TYPE;
+  env.body = o->body;
+  env.body_len = strlen(o->body);
+  rc = ob_enqueue(w->e, &env);
+  sim_trace("charge enqueue %s %s: %s", o->id, msg, ob_err_name(rc));
+  if (rc == 0) {
+    if (!o->acked) w->rep->charge_acked++;
+    o->acked = 1;
+  }
+  return rc;
+}
+
+static void ev_charge(world_t* w) {
+  struct order_s* o;
+  char msg[37];
+  if (now() > w->end - 45 * MIN_MS) {
+    w->next[EV_CHARGE] = INT64_MAX;
+    return;
+  }
+  w->next[EV_CHARGE] = now() + between(w, 2 * MIN_MS, 24 * MIN_MS);
+  if (w->norders > 0 && sim_rng_chance(&w->rng, 40)) {
+    size_t back = (size_t)sim_rng_below(&w->rng, w->norders < 40 ? w->norders : 40);
+    o = &w->orders[w->norders - 1 - back];
+    uuid4(w, msg);
+    w->rep->charge_second_msgs++;
+    enqueue_charge(w, o, msg);
+    return;
+  }
+  if (w->norders == w->orders_cap) {
+    size_t cap = w->orders_cap ? w->orders_cap * 2 : 256;
+    struct order_s* n = realloc(w->orders, cap * sizeof *n);
+    if (n == NULL) abort();
+    w->orders = n;
+    w->orders_cap = cap;
+  }
+  o = &w->orders[w->norders++];
+  memset(o, 0, sizeof *o);
+  uuid4(w, o->id);
+  uuid4(w, o->msg);
+  snprintf(o->body, sizeof o->body,
+           "{\"orderId\":\"%s\",\"amountInMinorUnits\":%llu,"
+           "\"currency\":\"EUR\"}",
+           o->id, (unsigned long long)between(w, 100, 99999));
+  w->rep->charge_orders++;
+  if (enqueue_charge(w, o, o->msg) == 0 && sim_rng_chance(&w->rng, 20)) {
+    w->rep->charge_dup_msgs++;
+    enqueue_charge(w, o, o->msg);
+  }
+}
+
 /* ---- faults --------------------------------------------------------------------- */
 
 static void ev_clock(world_t* w) {
@@ -223,6 +316,8 @@ static void ev_clock(world_t* w) {
     default: d = sim_true_ms() - wall; break;  /* NTP puts it right */
   }
   sim_clock_jump_ms(d);
+  /* A wall clock a day ahead ages every idempotency key by as much. */
+  if (d > 20 * HOUR_MS) w->expiry_possible = 1;
   w->rep->clock_jumps[k]++;
   sim_trace("clock %d jump %lld ms -> wall %lld", k, (long long)d,
             (long long)sim_wall_ms());
@@ -231,19 +326,38 @@ static void ev_clock(world_t* w) {
 
 static void ev_net(world_t* w) {
   int k = (int)sim_rng_below(&w->rng, 4);
+  unsigned pb = 0, pa = 0;
+  int64_t inflight = 2000;
   sim_net_set_partition(0);
   sim_net_set_latency(5, 80);
   sim_net_set_loss(0, 0);
   if (k == 0) {
     sim_net_set_partition(1);
     w->rep->partitions++;
+    if (w->partition_since < 0) w->partition_since = now();
   } else if (k == 1) {
-    /* bad weather: slow, lossy, failing */
+    /* bad weather: slow, lossy, failing; the provider too: errors before
+    ** and after acting, slow charges (a longer in-flight window) */
     sim_net_set_latency(between(w, 50, 2000), between(w, 2000, 45000));
     sim_net_set_loss((unsigned)between(w, 0, 300), (unsigned)between(w, 0, 300));
+    pb = (unsigned)between(w, 0, 150);
+    pa = (unsigned)between(w, 0, 20);
+    inflight = between(w, 2000, 90000);
     w->rep->weather++;
+  } else if (k == 2 && sim_rng_chance(&w->rng, 300)) {
+    /* the provider alone has a bad hour */
+    pb = (unsigned)between(w, 0, 50);
+    pa = (unsigned)between(w, 0, 5);
   }
-  sim_trace("net k %d", k);
+  if (k != 0 && w->partition_since >= 0) {
+    if (now() - w->partition_since > 20 * HOUR_MS) w->expiry_possible = 1;
+    w->partition_since = -1;
+  }
+  sim_provider_set_faults(w->psp, pb, pa);
+  sim_provider_set_in_flight(w->psp, inflight);
+  if (pa > 0) w->err_after_ever = 1;
+  if (pb > 0 || pa > 0 || inflight > 2000) w->rep->psp_weather++;
+  sim_trace("net k %d psp %u %u %lld", k, pb, pa, (long long)inflight);
   w->next[EV_NET] = now() + between(w, MIN_MS, 12 * HOUR_MS);
 }
 
@@ -337,16 +451,51 @@ static void ev_sync(world_t* w) {
   w->next[EV_SYNC] = now() + between(w, 5 * MIN_MS, 30 * MIN_MS);
 }
 
+/* Effects parked for a person, by cause. */
+typedef struct {
+  world_t* w;
+  const char* keys[64];
+  char buf[64][48];
+  size_t n, parked;
+} parked_t;
+
+static int parked_effect(void* arg, const ob_effect_t* ef) {
+  parked_t* p = arg;
+  if (ef->park_cause == NULL) return 0;
+  p->parked++;
+  /* a conflict (the provider holds two results) is a person's alone */
+  if (strcmp(ef->park_cause, "conflict") == 0 || p->n == 64) return 0;
+  snprintf(p->buf[p->n], sizeof p->buf[0], "%s", ef->key);
+  p->keys[p->n] = p->buf[p->n];
+  p->n++;
+  return 0;
+}
+
 /* The operator looks at the failure store: removes what can never succeed,
-** retries the rest. */
+** retries the rest; and at the effects parked for a person: reconciles
+** all but conflicts (the engine then asks the provider again, by key or,
+** once the key may be gone, by the order's reference). */
 static void ev_operator(world_t* w) {
+  parked_t p;
+  int64_t since = now() - w->last_operator;
   w->next[EV_OPERATOR] = now() + between(w, 12 * HOUR_MS, 2 * DAY_MS);
   if (!w->up) return;
+  w->last_operator = now();
   int n = ob_failed_count(w->e, NULL);
   if (n > 0) {
     int r = ob_failed_retry_filter(w->e, NULL, 0, NULL, NULL);
     sim_trace("operator: %d failed, retried %d", n, r);
     w->rep->operator_actions++;
+  }
+  memset(&p, 0, sizeof p);
+  p.w = w;
+  ob_effect_list(w->e, 0, NULL, parked_effect, &p);
+  /* parked for more than 20 hours: its key may be forgotten by now */
+  if (p.parked > 0 && since > 20 * HOUR_MS) w->expiry_possible = 1;
+  if (p.n > 0) {
+    int r = ob_effects_reconcile(w->e, p.keys, p.n);
+    sim_trace("operator: %zu effects parked, reconciled %d", p.parked, r);
+    w->rep->charge_reconciles++;
   }
 }
 
@@ -360,6 +509,13 @@ static void ev_heal(world_t* w) {
   w->next[EV_HEAL] = INT64_MAX;
   w->next[EV_CLOCK] = w->next[EV_NET] = w->next[EV_DISK] = INT64_MAX;
   w->next[EV_KILL] = INT64_MAX;
+  sim_provider_set_faults(w->psp, 0, 0);
+  sim_provider_set_in_flight(w->psp, 2000);
+  if (w->partition_since >= 0 && now() - w->partition_since > 20 * HOUR_MS)
+    w->expiry_possible = 1;
+  w->partition_since = -1;
+  /* the operator looks once more, early in the healed hour */
+  w->next[EV_OPERATOR] = now() + 5 * MIN_MS;
   if (!w->up) w->next[EV_RESTART] = now();
   {
     char files[256];
@@ -369,6 +525,128 @@ static void ev_heal(world_t* w) {
   }
 }
 
+/* ---- the charge invariants ---------------------------------------------------- */
+
+/* Safety, after every step: one charge at the provider per order. */
+static void check_provider(world_t* w) {
+  char why[512];
+  if (w->psp_twice_seen) return;
+  if (sim_provider_check(w->psp, why, sizeof why) > 0) {
+    w->psp_twice_seen = 1;
+    sim_oracle_violation(w->oracle, "provider-charged-an-order-twice", "%s",
+                         why);
+  }
+}
+
+typedef struct {
+  char order[40];
+  char charge[64];
+  char cause[24];   /* the charge effect's park cause, or "" */
+  int state;        /* the charge effect's state, 0: none */
+} crow_t;
+
+typedef struct {
+  crow_t* r;
+  size_t n, cap;
+} crows_t;
+
+static crow_t* crow_at(crows_t* c, const char* order, int add) {
+  for (size_t i = 0; i < c->n; i++)
+    if (strcmp(c->r[i].order, order) == 0) return &c->r[i];
+  if (!add) return NULL;
+  if (c->n == c->cap) {
+    size_t cap = c->cap ? c->cap * 2 : 256;
+    crow_t* n = realloc(c->r, cap * sizeof *n);
+    if (n == NULL) abort();
+    c->r = n;
+    c->cap = cap;
+  }
+  memset(&c->r[c->n], 0, sizeof c->r[0]);
+  snprintf(c->r[c->n].order, sizeof c->r[0].order, "%s", order);
+  return &c->r[c->n++];
+}
+
+static int charge_row(void* arg, const ob_value_t* c, size_t n) {
+  char order[64];
+  crow_t* r;
+  (void)n;
+  snprintf(order, sizeof order, "%.*s", (int)c[0].n, (const char*)c[0].p);
+  r = crow_at(arg, order, 1);
+  snprintf(r->charge, sizeof r->charge, "%.*s", (int)c[1].n,
+           (const char*)c[1].p);
+  return 0;
+}
+
+static int charges_fn(ob_tx_t* tx, void* arg) {
+  return ob_tx_exec(tx, "SELECT order_id, provider_charge_id FROM charge",
+                    NULL, 0, charge_row, arg) < 0;
+}
+
+static int charge_effect(void* arg, const ob_effect_t* ef) {
+  crow_t* r;
+  if (strncmp(ef->key, "charge:", 7) != 0) return 0;
+  r = crow_at(arg, ef->key + 7, 1);
+  r->state = (int)ef->state;
+  snprintf(r->cause, sizeof r->cause, "%s", ef->park_cause ? ef->park_cause : "");
+  return 0;
+}
+
+/* At the end, after the world healed: every acknowledged order is charged
+** once at the provider, and its charge row carries that charge's id. An
+** effect parked for a person is counted, not a violation, when the world
+** made it possible: key-expired and conflict only after a key could have
+** outlived the provider's 24 hours (a wall clock a day ahead, a day
+** offline, a day parked), replayed-error only after the provider saved a
+** 5xx for a key. */
+static void check_charges_final(world_t* w) {
+  crows_t c = {NULL, 0, 0};
+  sim_oracle_t* o = w->oracle;
+  if (ob_read(w->e, charges_fn, &c) != 0)
+    sim_oracle_violation(o, "final-read-failed", "charge: %s", ob_errmsg(w->e));
+  ob_effect_list(w->e, 0, NULL, charge_effect, &c);
+  for (size_t i = 0; i < w->norders; i++) {
+    const struct order_s* od = &w->orders[i];
+    const crow_t* r = crow_at(&c, od->id, 0);
+    const char* first = sim_provider_first_charge(w->psp, od->id);
+    int n = sim_provider_charges_of(w->psp, od->id);
+    if (!od->acked) {
+      if (n > 0)
+        sim_oracle_violation(o, "charged-without-acknowledgement",
+                             "order %s: refused, yet %d charges", od->id, n);
+      continue;
+    }
+    if (r != NULL && r->cause[0] != '\0' && r->charge[0] == '\0') {
+      int k = strcmp(r->cause, "key-expired") == 0     ? 0
+              : strcmp(r->cause, "conflict") == 0      ? 1
+              : strcmp(r->cause, "replayed-error") == 0 ? 2
+                                                       : 3;
+      int allowed = k < 2 ? w->expiry_possible : k == 2 ? w->err_after_ever : 0;
+      w->rep->charges_parked[k]++;
+      if (!allowed)
+        sim_oracle_violation(o, "charge-parked-without-cause",
+                             "order %s: effect parked (%s) though the world "
+                             "never made that possible; %d charges",
+                             od->id, r->cause, n);
+      continue;
+    }
+    if (r == NULL || r->charge[0] == '\0') {
+      sim_oracle_violation(o, "liveness-acked-order-not-charged",
+                           "order %s (message %s): no charge row after the "
+                           "world healed; effect state %d; %d charges at the "
+                           "provider", od->id, od->msg, r ? r->state : 0, n);
+      continue;
+    }
+    if (n != 1 || first == NULL || strcmp(first, r->charge) != 0) {
+      sim_oracle_violation(o, "charge-row-not-the-providers",
+                           "order %s: row %s, provider %s (%d charges)",
+                           od->id, r->charge, first ? first : "(none)", n);
+      continue;
+    }
+    w->rep->charges_done++;
+  }
+  free(c.r);
+}
+
 /* ---- the driver ------------------------------------------------------------------ */
 
 static void on_stop(uv_timer_t* t) { uv_stop(t->loop); }
@@ -376,6 +654,7 @@ static void on_stop(uv_timer_t* t) { uv_stop(t->loop); }
 static void schedule_first(world_t* w) {
   int64_t t = now();
   w->next[EV_PAY] = t + between(w, 1000, 5 * MIN_MS);
+  w->next[EV_CHARGE] = t + between(w, 1000, 10 * MIN_MS);
   w->next[EV_CLOCK] = t + between(w, HOUR_MS, 2 * DAY_MS);
   w->next[EV_NET] = t + between(w, MIN_MS, 12 * HOUR_MS);
   w->next[EV_DISK] = t + between(w, HOUR_MS, 2 * DAY_MS);
@@ -466,6 +745,10 @@ int sim_run(const sim_config_t* c, sim_report_t* rep) {
   w->sqs = sim_sqs_new(c->seed);
   w->oracle = sim_oracle_new();
   sim_net_route(SQS_HOST, sim_sqs_service, w->sqs);
+  w->psp = sim_provider_new(c->seed, NULL);
+  if (w->psp == NULL) abort();
+  sim_net_route(SIM_PROVIDER_HOST, sim_provider_service, w->psp);
+  w->partition_since = -1;
   uv_loop_init(&w->loop);
   uv_timer_init(&w->loop, &w->stop);
   sim_trace("world seed %llu mode %d fs %lld cap %lld",
@@ -473,6 +756,7 @@ int sim_run(const sim_config_t* c, sim_report_t* rep) {
             (long long)w->max_db_bytes);
   w->t0 = now();
   w->end = w->t0 + (int64_t)c->days * DAY_MS;
+  w->last_operator = w->t0;
   schedule_first(w);
   if (open_terminal(w) < 0) w->next[EV_RESTART] = now() + MIN_MS;
   for (;;) {
@@ -483,6 +767,7 @@ int sim_run(const sim_config_t* c, sim_report_t* rep) {
     if (k == EV_END) break;
     switch (k) {
       case EV_PAY: ev_pay(w); break;
+      case EV_CHARGE: ev_charge(w); break;
       case EV_CLOCK: ev_clock(w); break;
       case EV_NET: ev_net(w); break;
       case EV_DISK: ev_disk(w); break;
@@ -495,6 +780,7 @@ int sim_run(const sim_config_t* c, sim_report_t* rep) {
     }
     sim_oracle_scan_sqs(w->oracle, w->sqs);
     if (w->up) sim_oracle_check_step(w->oracle, w->e);
+    check_provider(w);
   }
   sim_oracle_scan_sqs(w->oracle, w->sqs);
   {
@@ -504,8 +790,11 @@ int sim_run(const sim_config_t* c, sim_report_t* rep) {
               (long long)sim_vfs_used(), (long long)sim_vfs_free(),
               (long long)d.full);
   }
-  if (w->up) sim_oracle_check_final(w->oracle, w->e);
-  else
+  check_provider(w);
+  if (w->up) {
+    sim_oracle_check_final(w->oracle, w->e);
+    check_charges_final(w);
+  } else
     sim_oracle_violation(w->oracle, "liveness-terminal-down",
                          "the terminal could not be started after the world "
                          "healed");
@@ -526,12 +815,33 @@ int sim_run(const sim_config_t* c, sim_report_t* rep) {
   sim_net_stats(&rep->net);
   sim_vfs_stats(&rep->disk);
   rep->sqs_messages = (int64_t)sim_sqs_sent(w->sqs, NULL, NULL);
+  {
+    sim_provider_stats_t ps;
+    sim_provider_stats(w->psp, &ps);
+    rep->psp_requests = ps.requests;
+    rep->psp_calls = ps.calls;
+    rep->psp_charges = ps.charges;
+    rep->psp_replays = ps.replays;
+    rep->psp_replayed_5xx = ps.replayed_5xx;
+    rep->psp_409 = ps.in_flight_409;
+    rep->psp_422 = ps.conflicts_422;
+    rep->psp_400 = ps.invalid_400;
+    rep->psp_err_before = ps.errors_before;
+    rep->psp_err_after = ps.errors_after;
+    rep->psp_pruned = ps.pruned;
+    rep->psp_reused_after_prune = ps.reused_after_prune;
+    rep->psp_lookups = ps.lookups;
+    rep->psp_searches = ps.searches;
+    rep->psp_twice = ps.orders_charged_twice;
+  }
   rep->hash = sim_trace_hash();
   rep->trace_events = sim_trace_count();
   result = rep->violations;
   sim_net_uninstall();
   sim_oracle_free(w->oracle);
   sim_sqs_free(w->sqs);
+  sim_provider_free(w->psp);
+  free(w->orders);
   sim_vfs_reset();
   unlink(w->db);
   rmdir(w->dir);
