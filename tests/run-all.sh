@@ -5,7 +5,7 @@
 #
 # Each stage's time is printed when it ends, and all of them at the end (also
 # when a stage fails), so a change sees what it costs CI (90 minutes at most;
-# this run is kept under 60 by design, docs/operations.md "CI's budget").
+# this run is kept under 60 by design, tests/README.md).
 # Long campaigns are not here: the simulator's campaign (tests/sim/README.md,
 # `ob-sim --campaign`), the mutants (tests/mutants/run.sh) and the benches
 # (tests/bench/run-all.sh) run behind their own flags.

@@ -515,8 +515,12 @@ static void executor_run(ob__worker_t* w) {
     }
   }
   if (!w->link.online && x->in_flight == 0) {
-    /* The probe failed before it was sent: wait for the next probe. */
-    arm(x, w->link.next_probe_at - ob__worker_link_now(w));
+    /* The probe failed before it was sent: wait for the next probe. One
+    ** that is due and took nothing (no effect due, or each leased
+    ** elsewhere) looks again later: at once would spin (the simulator's
+    ** seed 24 with orders every 3 to 30 minutes, docs/simulator.md). */
+    delay = w->link.next_probe_at - ob__worker_link_now(w);
+    arm(x, delay > 0 ? delay : LEASED_RETRY_MS);
     return;
   }
   /* Every slot busy: a completion runs the next round. */

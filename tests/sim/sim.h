@@ -202,6 +202,7 @@ typedef struct sim_config_s {
   int64_t fs_bytes;    /* 0: from the seed (8 MiB on a quarter of seeds) */
   int cap;             /* -1: from the seed; 0: no max_db_bytes; 1: a cap */
   int verbose;
+  int charge_gap_max_min;  /* 0: orders every 2 to 24 minutes; N: 3 to N */
 } sim_config_t;
 
 typedef struct sim_report_s {

@@ -22,7 +22,7 @@ static const char* prog = "ob-sim";
 static void usage(void) {
   fprintf(stderr,
           "usage: %s --seed S [--days D] [--mode service|script] [--fs-mib N]"
-          " [--cap 0|1] [-v|-vv]\n"
+          " [--cap 0|1] [--charge-gap MAXMIN] [-v|-vv]\n"
           "       %s --seeds A-B | --campaign N [--from S] | --determinism S"
           "\n", prog, prog);
   exit(2);
@@ -34,6 +34,8 @@ static void replay_line(const sim_config_t* c) {
   if (c->mode >= 0) printf(" --mode %s", c->mode ? "script" : "service");
   if (c->fs_bytes > 0) printf(" --fs-mib %lld", (long long)(c->fs_bytes >> 20));
   if (c->cap >= 0) printf(" --cap %d", c->cap);
+  if (c->charge_gap_max_min > 0)
+    printf(" --charge-gap %d", c->charge_gap_max_min);
   printf("\n");
 }
 
@@ -149,7 +151,7 @@ static int one(const sim_config_t* c, sim_report_t* r) {
 }
 
 int main(int argc, char** argv) {
-  sim_config_t c = {0, 7, -1, 0, -1, 0};
+  sim_config_t c = {0, 7, -1, 0, -1, 0, 0};
   sim_report_t r;
   unsigned long long from = 0, to = 0, det = 0;
   long campaign = 0;
@@ -166,6 +168,7 @@ int main(int argc, char** argv) {
     else if (strcmp(a, "--mode") == 0) c.mode = strcmp(v, "script") == 0, i++;
     else if (strcmp(a, "--fs-mib") == 0) c.fs_bytes = atoll(v) << 20, i++;
     else if (strcmp(a, "--cap") == 0) c.cap = atoi(v), i++;
+    else if (strcmp(a, "--charge-gap") == 0) c.charge_gap_max_min = atoi(v), i++;
     else if (strcmp(a, "--seeds") == 0) {
       if (sscanf(v, "%llu-%llu", &from, &to) != 2) usage();
       i++;

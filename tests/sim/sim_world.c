@@ -272,7 +272,12 @@ static void ev_charge(world_t* w) {
     w->next[EV_CHARGE] = INT64_MAX;
     return;
   }
-  w->next[EV_CHARGE] = now() + between(w, 2 * MIN_MS, 24 * MIN_MS);
+  /* --charge-gap N: a quieter order stream (3 to N minutes), which found
+  ** the executor's spin of a due probe with nothing to take. */
+  w->next[EV_CHARGE] = now() + (w->cfg.charge_gap_max_min > 0
+                                    ? between(w, 3 * MIN_MS,
+                                              w->cfg.charge_gap_max_min * MIN_MS)
+                                    : between(w, 2 * MIN_MS, 24 * MIN_MS));
   if (w->norders > 0 && sim_rng_chance(&w->rng, 40)) {
     size_t back = (size_t)sim_rng_below(&w->rng, w->norders < 40 ? w->norders : 40);
     o = &w->orders[w->norders - 1 - back];
