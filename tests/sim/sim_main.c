@@ -118,7 +118,9 @@ static int run_child(const sim_config_t* c, sim_report_t* r) {
   }
   if (pid == 0) {
     close(fd[0]);
-    alarm((unsigned)(c->days * 15 + 30));
+    /* A hang's real-time bound, loose enough for a sanitizer build on a
+    ** loaded 2-core machine (a 7-day world there: 40 to 90 s). */
+    alarm((unsigned)(c->days * 45 + 60));
     sim_run(c, r);
     print_report(c, r);
     fflush(stdout);
