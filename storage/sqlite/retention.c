@@ -83,19 +83,22 @@ int ob__sqlite_retention_sweep(ob__db_t* db, int64_t cutoff, int batch,
                    cutoff, batch, deleted);
 }
 
-int ob__sqlite_engine_clock_load(ob__db_t* db, int64_t* ms) {
+/* The one value of a one-row clock table: 0, OB_ENOTFOUND when no row. */
+static int load_clock(ob__db_t* db, const char* sql, const char* what,
+                      int64_t* ms) {
   sqlite3_stmt* st = NULL;
-  int rc = sqlite3_prepare_v2(
-      db->db, "SELECT ms FROM engine_clock WHERE id = 1", -1, &st, NULL);
-  if (rc != SQLITE_OK) return ob__db_fail(db, rc, "engine clock");
+  int rc = sqlite3_prepare_v2(db->db, sql, -1, &st, NULL);
+  if (rc != SQLITE_OK) return ob__db_fail(db, rc, what);
   rc = sqlite3_step(st);
-  if (rc == SQLITE_ROW) {
-    *ms = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return 0;
-  }
+  if (rc == SQLITE_ROW) *ms = sqlite3_column_int64(st, 0);
   sqlite3_finalize(st);
-  return rc == SQLITE_DONE ? OB_ENOTFOUND : ob__db_fail(db, rc, "engine clock");
+  if (rc == SQLITE_ROW) return 0;
+  return rc == SQLITE_DONE ? OB_ENOTFOUND : ob__db_fail(db, rc, what);
+}
+
+int ob__sqlite_engine_clock_load(ob__db_t* db, int64_t* ms) {
+  return load_clock(db, "SELECT ms FROM engine_clock WHERE id = 1",
+                    "engine clock", ms);
 }
 
 /* In the open write transaction, before its COMMIT (db.c). */
@@ -112,19 +115,8 @@ int ob__sqlite_engine_clock_record(ob__db_t* db) {
 }
 
 int ob__sqlite_observed_clock_load(ob__db_t* db, int64_t* ms) {
-  sqlite3_stmt* st = NULL;
-  int rc = sqlite3_prepare_v2(
-      db->db, "SELECT observed_ms FROM retention_clock WHERE id = 1", -1, &st,
-      NULL);
-  if (rc != SQLITE_OK) return ob__db_fail(db, rc, "observed clock");
-  rc = sqlite3_step(st);
-  if (rc == SQLITE_ROW) {
-    *ms = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return 0;
-  }
-  sqlite3_finalize(st);
-  return rc == SQLITE_DONE ? OB_ENOTFOUND : ob__db_fail(db, rc, "observed clock");
+  return load_clock(db, "SELECT observed_ms FROM retention_clock WHERE id = 1",
+                    "observed clock", ms);
 }
 
 int ob__sqlite_observed_clock_store(ob__db_t* db, int64_t ms) {
