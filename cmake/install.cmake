@@ -34,6 +34,12 @@ else()
   set(OB_CONFIG_PG_NOTE "this build has no PostgreSQL backend")
   set(OB_PC_PG_LIBS "")
 endif()
+# llhttp as Debian 13's library: liboncebox.a needs it too.
+if(OB_LLHTTP_FROM STREQUAL "library")
+  set(OB_PC_LLHTTP_LIBS " -lllhttp")
+else()
+  set(OB_PC_LLHTTP_LIBS "")
+endif()
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/onceboxConfig.cmake.in
   ${PROJECT_BINARY_DIR}/onceboxConfig.cmake INSTALL_DESTINATION ${OB_CMAKE_DIR})
 # As the SONAME: before 1.0 only the same minor version is compatible.

@@ -1,27 +1,39 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Install what oncebox needs to build and to run every test, on Debian 12 as
-# root, and the packages given as arguments. Safe to run twice.
+# Install what oncebox needs to build and to run every test, on Debian 12
+# (bookworm) or 13 (trixie) as root, and the packages given as arguments.
+# Safe to run twice.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 
 # g++ (in build-essential too): tests/cli/test_headers.sh compiles the
 # public headers as C++.
+# What differs between the releases: llhttp (Debian 12 ships its C sources
+# in node-llhttp, Debian 13 a library, libllhttp-dev), the PostgreSQL server
+# (15, 17) and clang's runtime (14, 19).
+. /etc/os-release
+case "${VERSION_CODENAME:-}" in
+  bookworm) release_pkgs=(node-llhttp postgresql-15 libclang-rt-14-dev) ;;
+  trixie)   release_pkgs=(libllhttp-dev postgresql-17 libclang-rt-19-dev) ;;
+  *) echo "install-deps.sh: Debian 12 (bookworm) or 13 (trixie) expected," \
+          "this is '${PRETTY_NAME:-unknown}'" >&2
+     exit 2 ;;
+esac
 pkgs=(build-essential g++ cmake pkg-config
       libsqlite3-dev sqlite3 libuv1-dev libmbedtls-dev libcjson-dev
-      libcmocka-dev node-llhttp
+      libcmocka-dev
       openssl socat faketime ca-certificates
       debhelper dpkg-dev lintian fakeroot groff-base man-db systemd
       prometheus python3
-      libpq-dev postgresql-15
-      clang libclang-rt-14-dev)
+      libpq-dev
+      clang "${release_pkgs[@]}")
 # (The Debian packaging: tests/packaging/deb.sh and test_deb.sh; groff-base
 # and man-db for the man_pages test; systemd for systemd-analyze and the
 # package's systemd-sysusers.) prometheus for promtool: tests/cli/
 # test_prometheus.sh checks `stats --prometheus` with `promtool check metrics`
 # (only promtool is used; the package brings the server and its web assets).
 # python3: tests/cli/test_logs.sh parses every log line with its json module.
-# libpq-dev and postgresql-15 (issue 20, docs/postgresql.md): libpq for the
+# libpq-dev and postgresql-15/17 (issue 20, docs/postgresql.md): libpq for the
 # build's PostgreSQL support (ONCEBOX_POSTGRESQL=AUTO finds it), and the
 # server programs the tests start in temporary directories (initdb, pg_ctl:
 # tests/support/pg_server.c). The package's own cluster is not used; as
