@@ -26,8 +26,14 @@ static int lock_claim(ob__db_t* db, const char* consumer,
   int rc;
   if (key == NULL) return ob__db_seterr(db, OB_ENOMEM, "dedup claim: out of "
                                         "memory");
-  snprintf(key, klen, "%s\x1f%s\x1f%lld", consumer, message_id,
-           (long long)source_ref);
+  /* klen fits by construction; the check is for the compiler (gcc 14's
+  ** -Wformat-truncation cannot follow the strlen above). */
+  int n = snprintf(key, klen, "%s\x1f%s\x1f%lld", consumer, message_id,
+                   (long long)source_ref);
+  if (n < 0 || (size_t)n >= klen) {
+    if (key != stack) free(key);
+    return ob__db_seterr(db, OB_ETOOBIG, "dedup claim: lock key too long");
+  }
   rc = ob__pg_lock_key(db, key);
   if (key != stack) free(key);
   return rc;
