@@ -3,6 +3,7 @@
 ** Internals of the HTTP client, shared by its files (not for other layers):
 **   url.c       URL parsing
 **   tls.c       mbedTLS engine on memory buffers (no sockets; unit-testable)
+**   tls_record.c  the server's plaintext TLS records, for failure messages
 **   response.c  llhttp-based response parser with header/body caps
 **   conn.c      one connection: DNS, TCP, TLS handshake, byte pumping, pool
 **   client.c    client object, requests, completion delivery
@@ -22,6 +23,7 @@
 #include <uv.h>
 
 #include "platform/http/http_client.h"
+#include "platform/http/tls_record.h"
 
 #define OB__CONTAINER_OF(ptr, type, field) \
   ((type*)(void*)((char*)(ptr)-offsetof(type, field)))
@@ -72,7 +74,8 @@ typedef struct ob__tls_conf_s {
 } ob__tls_conf_t;
 
 /* Seed the DRBG, load ca_file (OB__HTTP_E_TLS_CA if it yields nothing) and
-** build the client config: TLS 1.2 only, VERIFY_REQUIRED, and the explicit
+** build the client config: TLS 1.2, and 1.3 where mbedTLS has it (3.6),
+** VERIFY_REQUIRED, and the explicit
 ** allow-lists of docs/security.md "TLS parameters" (cipher suites, groups,
 ** signature hashes, certificate profile). Reads the file synchronously: call
 ** at startup, not from a hot loop callback. On failure everything is freed
@@ -115,6 +118,7 @@ typedef struct ob__tls_s {
   char leaf_from[24];    /* validity of the server's certificate, UTC */
   char leaf_to[24];
   char detail[560];
+  ob__tls_sniff_t sniff; /* the server's plaintext records, as fed */
 } ob__tls_t;
 
 /* Prepare a session for hostname. Refuses (OB__HTTP_E_TLS_NO_HOSTNAME) a NULL
@@ -149,6 +153,11 @@ static inline size_t ob__tls_out_len(const ob__tls_t* t) { return t->out.len; }
 ** and *len; the engine's queue is left empty. */
 void ob__tls_take_out(ob__tls_t* t, uint8_t** buf, size_t* len);
 void ob__tls_free(ob__tls_t* t);
+/* After the handshake: "TLSv1.2" / "TLSv1.3" and the suite's mbedTLS name
+** ("TLS-ECDHE-RSA-WITH-AES-128-GCM-SHA256", "TLS1-3-AES-128-GCM-SHA256");
+** "" before. Static strings. */
+const char* ob__tls_version(const ob__tls_t* t);
+const char* ob__tls_suite(const ob__tls_t* t);
 
 /* ---- response.c --------------------------------------------------------- */
 typedef struct ob__http_limits_s {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
-** mbedTLS 2.28 client engine over two memory queues (the tlsuv "memory BIO"
+** mbedTLS client engine (2.28 or 3.6: the differences are in tls_compat.h) over two memory queues (the tlsuv "memory BIO"
 ** pattern): the network layer feeds received ciphertext in and drains
 ** outgoing ciphertext; this file never sees a socket, so it is testable with
 ** bytes alone. Unlike tlsuv, the outgoing queue is bounded: the send
@@ -11,9 +11,12 @@
 ** server's name is checked by our own verify callback on top of mbedTLS's
 ** (docs/security.md "Host names and IP literals"): mbedTLS 2.28 does not
 ** know iPAddress SANs, lets a wildcard match an IP and falls back to the CN.
-** Failures are turned into sentences that say what is wrong.
+** Failures are turned into sentences that say what is wrong; what the
+** server chose or answered is read from its plaintext records
+** (tls_record.h), never from mbedTLS's private fields.
 */
 #include <arpa/inet.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,14 +29,18 @@
 
 #include "core/util/errbuf.h"
 #include "platform/http/http_int.h"
+#include "platform/http/tls_compat.h"
+#include "platform/http/tls_record.h"
 
 /* ---- the allow-lists (docs/security.md "TLS parameters") ---------------- */
 
 /* ECDHE only (forward secrecy), AEAD only (no CBC, no CCM-8), in Mozilla's
 ** "intermediate" order. No RSA key exchange, no static ECDH, no DHE, no PSK.
 ** The same list for SQS and the payment provider: both open their client
-** through ob__tls_conf_init. */
+** through ob__tls_conf_init. Where the library speaks TLS 1.3, its AEAD
+** suites first (1.3 preferred; its key exchange is always ephemeral). */
 static const int k_suites[] = {
+    OB__TLS13_SUITES
     MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
     MBEDTLS_TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
     MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
@@ -42,15 +49,17 @@ static const int k_suites[] = {
     MBEDTLS_TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
     0};
 
-/* Groups for ECDHE, and (TLS 1.2 rule) the curve of an ECDSA server key. */
-static const mbedtls_ecp_group_id k_groups[] = {
-    MBEDTLS_ECP_DP_CURVE25519, MBEDTLS_ECP_DP_SECP256R1,
-    MBEDTLS_ECP_DP_SECP384R1, MBEDTLS_ECP_DP_NONE};
+/* Groups for ECDHE (and TLS 1.3's key share), and (TLS 1.2 rule) the curve
+** of an ECDSA server key. Their TLS numbers for the checks below. */
+static const ob__tls_group_t k_groups[] = {
+    OB__TLS_GROUP_X25519, OB__TLS_GROUP_P256, OB__TLS_GROUP_P384,
+    OB__TLS_GROUP_END};
+static const uint16_t k_group_ids[] = {0x001d, 0x0017, 0x0018};
 
-/* Hashes for the signature_algorithms extension and the ServerKeyExchange
-** signature: no SHA-1, no SHA-224, no MD5. */
-static const int k_sig_hashes[] = {MBEDTLS_MD_SHA512, MBEDTLS_MD_SHA384,
-                                   MBEDTLS_MD_SHA256, MBEDTLS_MD_NONE};
+/* The signature_algorithms extension, the ServerKeyExchange (1.2) and
+** CertificateVerify (1.3) signatures: SHA-256/384/512 only, no SHA-1,
+** SHA-224 or MD5 (tls_compat.h spells it for each mbedTLS). */
+static const ob__tls_sig_t k_sigs[] = {OB__TLS_SIGS_ALLOWED, OB__TLS_SIG_END};
 
 /* The certificate chain: SHA-2 (256 and up) signatures, RSA keys of 2048
 ** bits or more, EC keys on P-256, P-384 or P-521 (CAs use P-521 too; the
@@ -78,11 +87,21 @@ static int suite_allowed(int id) {
 }
 
 static int group_allowed(uint16_t tls_id) {
-  const mbedtls_ecp_curve_info* ci = mbedtls_ecp_curve_info_from_tls_id(tls_id);
-  if (ci == NULL) return 0;
-  for (size_t i = 0; k_groups[i] != MBEDTLS_ECP_DP_NONE; i++)
-    if (k_groups[i] == ci->grp_id) return 1;
+  for (size_t i = 0; i < sizeof k_group_ids / sizeof k_group_ids[0]; i++)
+    if (k_group_ids[i] == tls_id) return 1;
   return 0;
+}
+
+/* mbedTLS 3 runs TLS 1.3 on PSA crypto, which must be initialised first:
+** once per process, whichever client opens first. */
+static pthread_once_t g_crypto_once = PTHREAD_ONCE_INIT;
+static int g_crypto_status;
+
+static void crypto_init_once(void) { g_crypto_status = ob__tls_psa_init(); }
+
+static int crypto_init(void) {
+  if (pthread_once(&g_crypto_once, crypto_init_once) != 0) return -1;
+  return g_crypto_status;
 }
 
 /* A fixed personalization string: mixed into the DRBG seed so two devices
@@ -111,6 +130,13 @@ int ob__tls_conf_init(ob__tls_conf_t* tc, const char* ca_file, char* err,
   mbedtls_ssl_config_init(&tc->conf);
   tc->ca_count = 0;
   if (ca_file == NULL) ca_file = OB__HTTP_DEFAULT_CA_FILE;
+
+  if ((rc = crypto_init()) != 0) {
+    ob__errbuf_set(err, errlen, 0,
+                   "TLS: psa_crypto_init failed (status %d)", rc);
+    ret = OB__HTTP_E_TLS;
+    goto fail;
+  }
 
   rc = mbedtls_ctr_drbg_seed(&tc->drbg, mbedtls_entropy_func, &tc->entropy,
                              (const unsigned char*)k_pers, sizeof k_pers - 1);
@@ -143,19 +169,17 @@ int ob__tls_conf_init(ob__tls_conf_t* tc, const char* ca_file, char* err,
     goto fail;
   }
   /* REQUIRED is the client default already; explicit so nobody "fixes" it.
-  ** TLS 1.2 only: the default preset still negotiates 1.1 on 2.28 and 1.3
-  ** is compiled out of Debian's build. */
+  ** The same verification (chain, verify_cb's name check) under 1.2 and
+  ** 1.3. TLS 1.2 at least (2.28's default preset still negotiates 1.1);
+  ** 1.3 as well where the library has it (3.6; Debian's 2.28 has not). */
   mbedtls_ssl_conf_authmode(&tc->conf, MBEDTLS_SSL_VERIFY_REQUIRED);
-  mbedtls_ssl_conf_min_version(&tc->conf, MBEDTLS_SSL_MAJOR_VERSION_3,
-                               MBEDTLS_SSL_MINOR_VERSION_3);
-  mbedtls_ssl_conf_max_version(&tc->conf, MBEDTLS_SSL_MAJOR_VERSION_3,
-                               MBEDTLS_SSL_MINOR_VERSION_3);
+  ob__tls_conf_versions(&tc->conf, OB__TLS_V12, OB__TLS_MAX_VERSION);
   mbedtls_ssl_conf_ca_chain(&tc->conf, &tc->ca, NULL);
   mbedtls_ssl_conf_rng(&tc->conf, mbedtls_ctr_drbg_random, &tc->drbg);
   /* The allow-lists. The arrays are static: mbedTLS keeps the pointers. */
   mbedtls_ssl_conf_ciphersuites(&tc->conf, k_suites);
-  mbedtls_ssl_conf_curves(&tc->conf, k_groups);
-  mbedtls_ssl_conf_sig_hashes(&tc->conf, k_sig_hashes);
+  ob__tls_conf_groups(&tc->conf, k_groups);
+  ob__tls_conf_sigs(&tc->conf, k_sigs);
   mbedtls_ssl_conf_cert_profile(&tc->conf, &k_cert_profile);
 #if defined(MBEDTLS_DHM_C)
   /* No DHE suite is offered; should one ever be, not below 2048 bits. */
@@ -224,6 +248,7 @@ static int bio_recv(void* ctx, unsigned char* buf, size_t len) {
   if (avail == 0) return t->eof ? 0 : MBEDTLS_ERR_SSL_WANT_READ;
   n = len < avail ? len : avail;
   memcpy(buf, t->in.p + t->in.off, n);
+  ob__tls_sniff_feed(&t->sniff, buf, n); /* what mbedTLS reads, in order */
   t->in.off += n;
   if (t->in.off == t->in.len) t->in.off = t->in.len = 0;
   return (int)n;
@@ -342,7 +367,7 @@ static void subject_cn(const mbedtls_x509_crt* crt, char* out, size_t cap) {
 
 /* 1 when crt is for t's host; else 0 with the reason in t->name_why. */
 static int name_matches(ob__tls_t* t, const mbedtls_x509_crt* crt) {
-  int has_san = (crt->ext_types & MBEDTLS_X509_EXT_SUBJECT_ALT_NAME) != 0;
+  int has_san = ob__tls_crt_has_san(crt);
   int want = t->ip_len ? SAN_TAG_IP : SAN_TAG_DNS;
   int typed = 0; /* SAN entries of the type that could match */
   char sans[160];
@@ -501,65 +526,57 @@ static int cert_failure(ob__tls_t* t, uint32_t flags) {
   return verify_code(flags);
 }
 
-static const char* alert_name(int a) {
-  switch (a) {
-    case 0: return "close_notify";
-    case 10: return "unexpected_message";
-    case 20: return "bad_record_mac";
-    case 22: return "record_overflow";
-    case 40: return "handshake_failure";
-    case 42: return "bad_certificate";
-    case 43: return "unsupported_certificate";
-    case 44: return "certificate_revoked";
-    case 45: return "certificate_expired";
-    case 46: return "certificate_unknown";
-    case 47: return "illegal_parameter";
-    case 48: return "unknown_ca";
-    case 49: return "access_denied";
-    case 50: return "decode_error";
-    case 51: return "decrypt_error";
-    case 70: return "protocol_version";
-    case 71: return "insufficient_security";
-    case 80: return "internal_error";
-    case 86: return "inappropriate_fallback";
-    case 90: return "user_canceled";
-    case 109: return "missing_extension";
-    case 110: return "unsupported_extension";
-    case 112: return "unrecognized_name";
-    case 116: return "certificate_required";
-    case 120: return "no_application_protocol";
-    default: return "unknown";
-  }
-}
-
-/* A fatal alert from the server. Before the ServerHello it answers our
-** ClientHello, and two answers have a precise meaning. */
+/* A fatal alert from the server. In the clear (tls_record.h) it is named:
+** before the ServerHello it answers our ClientHello, and three answers
+** have a precise meaning. After the ServerHello (TLS 1.3) or the
+** ChangeCipherSpec (TLS 1.2) alerts are encrypted, and mbedTLS 3 has no
+** public getter for a received one: then only its error code says that
+** one came. */
 static int alert_failure(ob__tls_t* t) {
-  const mbedtls_ssl_context* s = &t->ssl;
-  int a = -1;
+  const ob__tls_sniff_t* sn = &t->sniff;
+  int a = sn->alert;
 
-  if (s->in_msg != NULL && s->in_msgtype == MBEDTLS_SSL_MSG_ALERT &&
-      s->in_msglen >= 2)
-    a = s->in_msg[1];
-  if (!t->handshake_done && s->state == MBEDTLS_SSL_SERVER_HELLO) {
-    if (a == MBEDTLS_SSL_ALERT_MSG_PROTOCOL_VERSION) {
+  if (a < 0 || sn->alert_level != MBEDTLS_SSL_ALERT_LEVEL_FATAL) {
+    snprintf(t->detail, sizeof t->detail,
+             "TLS: '%.96s' sent a fatal alert %s; it was encrypted (%s "
+             "protects alerts from the server's %s on), so this client "
+             "cannot name it",
+             t->host,
+             t->handshake_done ? "on an established connection"
+                               : "during the handshake",
+             sn->hello ? ob__tls_version_name(sn->version) : "TLS",
+             sn->version == OB__TLS_V13 ? "ServerHello" : "ChangeCipherSpec");
+    return OB__HTTP_E_TLS;
+  }
+  if (!t->handshake_done && !sn->alert_after_hello) {
+    if (a == MBEDTLS_SSL_ALERT_MSG_PROTOCOL_VERSION && !OB__TLS_HAVE_13) {
       snprintf(t->detail, sizeof t->detail,
                "TLS: '%.96s' requires TLS 1.3 (it answered our TLS 1.2 "
                "ClientHello with a protocol_version alert), which this "
-               "build's mbedTLS 2.28 does not speak: it does TLS 1.2 only. "
-               "The server must also accept TLS 1.2 with " OB__TLS_ALLOWED,
+               "build's " OB__TLS_LIB " does not speak: it does TLS 1.2 "
+               "only. The server must also accept TLS 1.2 with "
+               OB__TLS_ALLOWED,
+               t->host);
+      return OB__HTTP_E_TLS_PROTOCOL;
+    }
+    if (a == MBEDTLS_SSL_ALERT_MSG_PROTOCOL_VERSION) {
+      snprintf(t->detail, sizeof t->detail,
+               "TLS: '%.96s' speaks neither TLS 1.3 nor TLS 1.2, the "
+               "versions this client offers (it answered our ClientHello "
+               "with a protocol_version alert)",
                t->host);
       return OB__HTTP_E_TLS_PROTOCOL;
     }
     if (a == MBEDTLS_SSL_ALERT_MSG_HANDSHAKE_FAILURE ||
         a == MBEDTLS_SSL_ALERT_MSG_INSUFFICIENT_SECURITY) {
       snprintf(t->detail, sizeof t->detail,
-               "TLS: '%.96s' accepts none of the TLS 1.2 parameters this "
+               "TLS: '%.96s' accepts none of the TLS %s parameters this "
                "client allows (%s alert in answer to the ClientHello). "
                "Allowed: " OB__TLS_ALLOWED ". A server offering only RSA "
                "key exchange, CBC or CCM-8 suites, DHE, P-192/P-224 or SHA-1 "
                "signatures is refused by design",
-               t->host, alert_name(a));
+               t->host, OB__TLS_HAVE_13 ? "1.2 or 1.3" : "1.2",
+               ob__tls_alert_name(a));
       return OB__HTTP_E_TLS_PROTOCOL;
     }
     if (a == MBEDTLS_SSL_ALERT_MSG_UNRECOGNIZED_NAME) {
@@ -572,43 +589,33 @@ static int alert_failure(ob__tls_t* t) {
   }
   snprintf(t->detail, sizeof t->detail,
            "TLS: '%.96s' sent a fatal %s alert (%d) %s", t->host,
-           alert_name(a), a,
+           ob__tls_alert_name(a), a,
            t->handshake_done ? "on an established connection"
                              : "during the handshake");
   return OB__HTTP_E_TLS;
 }
 
-/* The handshake message mbedTLS was looking at when it failed: type and
-** body, or NULL. */
-static const uint8_t* hs_msg(const ob__tls_t* t, int type, size_t* len) {
-  const mbedtls_ssl_context* s = &t->ssl;
-  if (s->in_msg == NULL || s->in_msgtype != MBEDTLS_SSL_MSG_HANDSHAKE ||
-      s->in_hslen < 4 || s->in_hslen > s->in_msglen || s->in_msg[0] != type)
-    return NULL;
-  *len = s->in_hslen - 4;
-  return s->in_msg + 4;
-}
-
-/* A ServerHello that chose a suite we did not offer (mbedTLS refuses it;
+/* A ServerHello with a version or suite we refuse (mbedTLS refuses it;
 ** this names it). 0 when that is not what happened. */
 static int server_hello_failure(ob__tls_t* t) {
-  size_t n;
-  const uint8_t* b = hs_msg(t, MBEDTLS_SSL_HS_SERVER_HELLO, &n);
-  size_t sid;
-  int id;
+  const ob__tls_sniff_t* sn = &t->sniff;
   const char* name;
 
-  /* version(2) random(32) session_id(1+n) cipher_suite(2) */
-  if (b == NULL || n < 35) return 0;
-  sid = b[34];
-  if (n < 35 + sid + 2) return 0;
-  id = (b[35 + sid] << 8) | b[36 + sid];
-  if (suite_allowed(id)) return 0;
-  name = mbedtls_ssl_get_ciphersuite_name(id);
+  if (!sn->hello) return 0;
+  if (sn->version < OB__TLS_V12) {
+    snprintf(t->detail, sizeof t->detail,
+             "TLS: '%.96s' offered a protocol older than TLS 1.2 (it chose "
+             "%s)",
+             t->host, ob__tls_version_name(sn->version));
+    return OB__HTTP_E_TLS_PROTOCOL;
+  }
+  if (suite_allowed(sn->suite)) return 0;
+  name = mbedtls_ssl_get_ciphersuite_name(sn->suite);
   snprintf(t->detail, sizeof t->detail,
            "TLS: '%.96s' chose the cipher suite %s (0x%04x), which this "
            "client did not offer and refuses (allowed: " OB__TLS_ALLOWED ")",
-           t->host, name && strcmp(name, "unknown") != 0 ? name : "?", id);
+           t->host, name && strcmp(name, "unknown") != 0 ? name : "?",
+           sn->suite);
   return OB__HTTP_E_TLS_PROTOCOL;
 }
 
@@ -625,32 +632,29 @@ static const char* hash_name(int h) {
   }
 }
 
-/* A ServerKeyExchange on a group or with a signature hash we refuse. */
+/* A TLS 1.2 ServerKeyExchange on a group or with a signature hash we
+** refuse. */
 static int key_exchange_failure(ob__tls_t* t) {
-  size_t n;
-  const uint8_t* b = hs_msg(t, MBEDTLS_SSL_HS_SERVER_KEY_EXCHANGE, &n);
-  uint16_t grp;
-  size_t plen;
+  const ob__tls_sniff_t* sn = &t->sniff;
+  int hash = sn->ske_sigalg >> 8, sig = sn->ske_sigalg & 0xff;
 
-  /* ECParameters: curve_type 3 (named_curve), NamedCurve(2); ECPoint(1+n);
-  ** then SignatureAndHashAlgorithm: hash(1) signature(1). */
-  if (b == NULL || n < 4 || b[0] != 3) return 0;
-  grp = (uint16_t)((b[1] << 8) | b[2]);
-  if (!group_allowed(grp)) {
-    const mbedtls_ecp_curve_info* ci = mbedtls_ecp_curve_info_from_tls_id(grp);
+  if (!sn->ske || !sn->ske_named) return 0;
+  if (!group_allowed(sn->ske_group)) {
+    const mbedtls_ecp_curve_info* ci =
+        mbedtls_ecp_curve_info_from_tls_id(sn->ske_group);
     snprintf(t->detail, sizeof t->detail,
              "TLS: '%.96s' chose the ECDHE group %s (0x%04x), which this "
              "client refuses (allowed: x25519, P-256, P-384)",
-             t->host, ci ? ci->name : "?", grp);
+             t->host, ci ? ci->name : "?", sn->ske_group);
     return OB__HTTP_E_TLS_PROTOCOL;
   }
-  plen = b[3];
-  if (n < 4 + plen + 2) return 0;
-  if (b[4 + plen] < 4 || b[4 + plen] > 6) {
+  /* (hash, signature) pairs with RSA, DSA or ECDSA; RSA-PSS (0x08..) is
+  ** SHA-2 only. */
+  if (sn->ske_sigalg != 0 && hash < 4 && sig >= 1 && sig <= 3) {
     snprintf(t->detail, sizeof t->detail,
              "TLS: '%.96s' signed its key exchange with %s, which this client "
              "refuses (allowed: SHA-256, SHA-384, SHA-512)",
-             t->host, hash_name(b[4 + plen]));
+             t->host, hash_name(hash));
     return OB__HTTP_E_TLS_PROTOCOL;
   }
   return 0;
@@ -658,70 +662,46 @@ static int key_exchange_failure(ob__tls_t* t) {
 
 /* A handshake message split across records: mbedTLS 2.28 cannot put it
 ** back together (upstream added that in 3.6.3). In practice: a
-** certificate chain over 16 KB. */
+** certificate chain over 16 KB. Only in the clear: a TLS 1.3 Certificate
+** is encrypted. */
 static int fragment_failure(ob__tls_t* t) {
-  const mbedtls_ssl_context* s = &t->ssl;
-  size_t body;
+  const ob__tls_sniff_t* sn = &t->sniff;
+  size_t body = sn->split_len;
 
-  if (t->handshake_done || s->in_msg == NULL ||
-      s->in_msgtype != MBEDTLS_SSL_MSG_HANDSHAKE || s->in_hslen < 4 ||
-      s->in_hslen <= s->in_msglen)
-    return 0;
-  body = s->in_hslen - 4;
-  if (s->in_msg[0] == MBEDTLS_SSL_HS_CERTIFICATE) {
+  if (t->handshake_done || sn->split_type < 0) return 0;
+  if (sn->split_type == MBEDTLS_SSL_HS_CERTIFICATE) {
     if (body > MBEDTLS_SSL_IN_CONTENT_LEN)
       snprintf(t->detail, sizeof t->detail,
                "TLS: the certificate chain of '%.96s' is too large for this "
                "build: its Certificate message is %zu bytes, more than one "
-               "TLS record holds (%d), and mbedTLS 2.28 cannot reassemble a "
-               "handshake message split across records. The server must "
-               "send a smaller chain (fewer or smaller certificates, under "
-               "about 16 KB in all)",
+               "TLS record holds (%d), and " OB__TLS_LIB " cannot "
+               "reassemble a handshake message split across records. The "
+               "server must send a smaller chain (fewer or smaller "
+               "certificates, under about 16 KB in all)",
                t->host, body, (int)MBEDTLS_SSL_IN_CONTENT_LEN);
     else
       snprintf(t->detail, sizeof t->detail,
                "TLS: '%.96s' split its Certificate message (%zu bytes) "
-               "across TLS records, which this build's mbedTLS 2.28 cannot "
-               "reassemble",
+               "across TLS records, which this build's " OB__TLS_LIB
+               " cannot reassemble",
                t->host, body);
     return OB__HTTP_E_TLS_CERT;
   }
   snprintf(t->detail, sizeof t->detail,
-           "TLS: '%.96s' sent a handshake message (type %u, %zu bytes) split "
-           "across TLS records, which this build's mbedTLS 2.28 cannot "
+           "TLS: '%.96s' sent a handshake message (type %d, %zu bytes) split "
+           "across TLS records, which this build's " OB__TLS_LIB " cannot "
            "reassemble",
-           t->host, (unsigned)s->in_msg[0], body);
+           t->host, sn->split_type, body);
   return OB__HTTP_E_TLS;
 }
 
+/* mbedTLS's error code first where it is unambiguous, then what the
+** records show, then mbedTLS's own words. */
 static int map_error(ob__tls_t* t, int rc) {
   char mb[160];
   int code;
 
   switch (rc) {
-    case MBEDTLS_ERR_X509_CERT_VERIFY_FAILED:
-    case MBEDTLS_ERR_SSL_BAD_HS_CERTIFICATE: {
-      /* BAD_HS_CERTIFICATE with flags: the chain verified but the usage
-      ** (EKU, keyUsage) or the key's curve is wrong (-0x7a00). */
-      uint32_t flags = mbedtls_ssl_get_verify_result(&t->ssl);
-      if (flags != 0 && flags != (uint32_t)-1) return cert_failure(t, flags);
-      break;
-    }
-    case MBEDTLS_ERR_SSL_BAD_HS_PROTOCOL_VERSION:
-      snprintf(t->detail, sizeof t->detail,
-               "TLS: '%.96s' offered a protocol older than TLS 1.2", t->host);
-      return OB__HTTP_E_TLS_PROTOCOL;
-    case MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE:
-      return alert_failure(t);
-    case MBEDTLS_ERR_SSL_BAD_HS_SERVER_HELLO:
-      if ((code = server_hello_failure(t)) != 0) return code;
-      break;
-    case MBEDTLS_ERR_SSL_BAD_HS_SERVER_KEY_EXCHANGE:
-      if ((code = key_exchange_failure(t)) != 0) return code;
-      break;
-    case MBEDTLS_ERR_SSL_FEATURE_UNAVAILABLE:
-      if ((code = fragment_failure(t)) != 0) return code;
-      break;
     case MBEDTLS_ERR_SSL_CONN_EOF:
       if (!t->handshake_done) {
         snprintf(t->detail, sizeof t->detail,
@@ -734,13 +714,39 @@ static int map_error(ob__tls_t* t, int rc) {
     case MBEDTLS_ERR_SSL_ALLOC_FAILED:
       snprintf(t->detail, sizeof t->detail, "TLS: out of memory");
       return OB_ENOMEM;
+    case MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE:
+      return alert_failure(t);
     default:
       break;
+  }
+  if (!t->handshake_done) {
+    /* Verification failed (the chain, our name check, or the usage and
+    ** key checks mbedTLS does after it): the flags say which. */
+    uint32_t flags = mbedtls_ssl_get_verify_result(&t->ssl);
+    if (flags != 0 && flags != (uint32_t)-1) return cert_failure(t, flags);
+    if ((code = server_hello_failure(t)) != 0) return code;
+    if ((code = key_exchange_failure(t)) != 0) return code;
+    if (rc == MBEDTLS_ERR_SSL_FEATURE_UNAVAILABLE &&
+        (code = fragment_failure(t)) != 0)
+      return code;
+    if (rc == OB__TLS_ERR_OLD_PROTOCOL) {
+      snprintf(t->detail, sizeof t->detail,
+               "TLS: '%.96s' offered a protocol older than TLS 1.2", t->host);
+      return OB__HTTP_E_TLS_PROTOCOL;
+    }
   }
   mbedtls_strerror(rc, mb, sizeof mb);
   snprintf(t->detail, sizeof t->detail, "TLS: %s%s (-0x%04x)",
            t->handshake_done ? "" : "handshake failed: ", mb, (unsigned)-rc);
   return OB__HTTP_E_TLS;
+}
+
+const char* ob__tls_version(const ob__tls_t* t) {
+  return t->handshake_done ? mbedtls_ssl_get_version(&t->ssl) : "";
+}
+
+const char* ob__tls_suite(const ob__tls_t* t) {
+  return t->handshake_done ? mbedtls_ssl_get_ciphersuite(&t->ssl) : "";
 }
 
 /* ---- session ------------------------------------------------------------ */
@@ -752,6 +758,7 @@ int ob__tls_init(ob__tls_t* t, ob__tls_conf_t* tc, const char* hostname,
 
   memset(t, 0, sizeof *t);
   mbedtls_ssl_init(&t->ssl);  /* first: makes ob__tls_free always safe */
+  ob__tls_sniff_init(&t->sniff);
   t->out_cap = out_cap ? out_cap : OB__TLS_OUT_CAP;
   len = hostname ? strlen(hostname) : 0;
   if (len > 1 && hostname[len - 1] == '.') len--; /* "a.test." is "a.test" */
@@ -849,7 +856,10 @@ int ob__tls_read(ob__tls_t* t, void* buf, size_t len) {
 
   if (t->failed) return t->failed;
   if (!t->handshake_done) return OB_ESTATE;
-  rc = mbedtls_ssl_read(&t->ssl, buf, len);
+  /* A TLS 1.3 NewSessionTicket (mbedTLS 3) is no data: read on. */
+  while ((rc = mbedtls_ssl_read(&t->ssl, buf, len)) == OB__TLS_ERR_NEW_TICKET &&
+         OB__MBEDTLS3) {
+  }
   if (rc > 0) return rc;
   if (rc == 0 || rc == MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY ||
       rc == MBEDTLS_ERR_SSL_CONN_EOF)
