@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include <mbedtls/ctr_drbg.h>
+#include <mbedtls/oid.h> /* 2.28: MBEDTLS_X509_EXT_* are OID flags */
 #include <mbedtls/pk.h>
 #include <mbedtls/ssl.h>
 #include <mbedtls/version.h>
@@ -89,6 +90,16 @@ typedef mbedtls_ecp_group_id ob__tls_group_t;
 #define OB__TLS_GROUP_P384 MBEDTLS_ECP_DP_SECP384R1
 #define OB__TLS_GROUP_END MBEDTLS_ECP_DP_NONE
 #endif
+
+/* A curve's group as this mbedTLS names it (tests configure servers). */
+static inline ob__tls_group_t ob__tls_group_of(mbedtls_ecp_group_id id) {
+#if OB__MBEDTLS3
+  const mbedtls_ecp_curve_info* ci = mbedtls_ecp_curve_info_from_grp_id(id);
+  return ci != NULL ? ci->tls_id : OB__TLS_GROUP_END;
+#else
+  return id;
+#endif
+}
 
 /* The list is kept by pointer: it must outlive the config. */
 static inline void ob__tls_conf_groups(mbedtls_ssl_config* c,

@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include <cjson/cJSON.h>
-#include <mbedtls/md5.h>
+#include <mbedtls/md.h>
 
 #include "tests/sim/sim.h"
 
@@ -49,27 +49,34 @@ size_t sim_sqs_sent(const sim_sqs_t* q, void (*fn)(void*, const char*),
 
 int64_t sim_sqs_send_calls(const sim_sqs_t* q) { return q->send_calls; }
 
-static void md5_hex(mbedtls_md5_context* c, char out[33]) {
+/* MD5 through the generic md API: the same calls on mbedTLS 2.28 and 3.6
+** (3.x renamed mbedtls_md5_*_ret). */
+static void md5_start(mbedtls_md_context_t* c) {
+  mbedtls_md_init(c);
+  if (mbedtls_md_setup(c, mbedtls_md_info_from_type(MBEDTLS_MD_MD5), 0) == 0)
+    (void)mbedtls_md_starts(c);
+}
+
+static void md5_hex(mbedtls_md_context_t* c, char out[33]) {
   unsigned char d[16];
-  mbedtls_md5_finish_ret(c, d);
+  if (mbedtls_md_finish(c, d) != 0) memset(d, 0, sizeof d);
   for (int i = 0; i < 16; i++) snprintf(out + 2 * i, 3, "%02x", d[i]);
 }
 
 static void md5_body(const char* s, char out[33]) {
-  mbedtls_md5_context c;
-  mbedtls_md5_init(&c);
-  mbedtls_md5_starts_ret(&c);
-  mbedtls_md5_update_ret(&c, (const unsigned char*)s, strlen(s));
+  mbedtls_md_context_t c;
+  md5_start(&c);
+  (void)mbedtls_md_update(&c, (const unsigned char*)s, strlen(s));
   md5_hex(&c, out);
-  mbedtls_md5_free(&c);
+  mbedtls_md_free(&c);
 }
 
-static void put_len(mbedtls_md5_context* c, const char* s) {
+static void put_len(mbedtls_md_context_t* c, const char* s) {
   size_t n = strlen(s);
   unsigned char b[4] = {(unsigned char)(n >> 24), (unsigned char)(n >> 16),
                         (unsigned char)(n >> 8), (unsigned char)n};
-  mbedtls_md5_update_ret(c, b, 4);
-  mbedtls_md5_update_ret(c, (const unsigned char*)s, n);
+  (void)mbedtls_md_update(c, b, 4);
+  (void)mbedtls_md_update(c, (const unsigned char*)s, n);
 }
 
 static int by_name(const void* a, const void* b) {
@@ -82,14 +89,13 @@ static int by_name(const void* a, const void* b) {
 static int md5_attrs(const cJSON* attrs, char out[33]) {
   cJSON* list[16];
   int n = 0;
-  mbedtls_md5_context c;
+  mbedtls_md_context_t c;
   const cJSON* it;
   if (!cJSON_IsObject(attrs)) return 0;
   cJSON_ArrayForEach(it, attrs) if (n < 16) list[n++] = (cJSON*)it;
   if (n == 0) return 0;
   qsort(list, (size_t)n, sizeof list[0], by_name);
-  mbedtls_md5_init(&c);
-  mbedtls_md5_starts_ret(&c);
+  md5_start(&c);
   for (int i = 0; i < n; i++) {
     const cJSON* dt = cJSON_GetObjectItemCaseSensitive(list[i], "DataType");
     const cJSON* sv = cJSON_GetObjectItemCaseSensitive(list[i], "StringValue");
@@ -97,13 +103,13 @@ static int md5_attrs(const cJSON* attrs, char out[33]) {
     unsigned char t = sv ? 1 : 2;
     put_len(&c, list[i]->string);
     put_len(&c, cJSON_IsString(dt) ? dt->valuestring : "");
-    mbedtls_md5_update_ret(&c, &t, 1);
+    (void)mbedtls_md_update(&c, &t, 1);
     put_len(&c, cJSON_IsString(sv)   ? sv->valuestring
                 : cJSON_IsString(bv) ? bv->valuestring
                                      : "");
   }
   md5_hex(&c, out);
-  mbedtls_md5_free(&c);
+  mbedtls_md_free(&c);
   return 1;
 }
 
