@@ -24,7 +24,7 @@ pkgs=(build-essential g++ cmake pkg-config
       libcmocka-dev
       openssl socat faketime ca-certificates
       debhelper dpkg-dev lintian fakeroot groff-base man-db systemd
-      prometheus python3
+      prometheus python3 jq curl zlib1g-dev
       libpq-dev
       clang "${release_pkgs[@]}")
 # (The Debian packaging: tests/packaging/deb.sh and test_deb.sh; groff-base
@@ -33,6 +33,9 @@ pkgs=(build-essential g++ cmake pkg-config
 # test_prometheus.sh checks `stats --prometheus` with `promtool check metrics`
 # (only promtool is used; the package brings the server and its web assets).
 # python3: tests/cli/test_logs.sh parses every log line with its json module.
+# jq: tests/hostile/test_hostile_cli.sh compares `failed show --json` bodies;
+# curl: tests/hostile/canary.sh; zlib1g-dev: the static link of
+# tests/packaging (Debian 13's sqlite3.pc names -lz).
 # libpq-dev and postgresql-15/17 (issue 20, docs/postgresql.md): libpq for the
 # build's PostgreSQL support (ONCEBOX_POSTGRESQL=AUTO finds it), and the
 # server programs the tests start in temporary directories (initdb, pg_ctl:

@@ -2,8 +2,8 @@
 /*
 ** HTTP/1.1 response parsing with llhttp, bounded: header bytes and count,
 ** body bytes, interim (1xx) responses. llhttp already rejects the framing
-** attacks that matter for a client (verified against the Debian 8.1.0 build
-** in tests/unit/test_http_parser.c):
+** attacks that matter for a client (verified against Debian 12's 8.1 and
+** Debian 13's 9.2 in tests/unit/test_http_parser.c):
 **   Content-Length overflow, sign or junk  -> HPE_INVALID_CONTENT_LENGTH
 **   Content-Length twice (even equal)      -> HPE_UNEXPECTED_CONTENT_LENGTH
 **   Content-Length with Transfer-Encoding  -> HPE_UNEXPECTED_CONTENT_LENGTH
@@ -271,10 +271,13 @@ static int map_llhttp(ob__http_parser_t* p, llhttp_errno_t e) {
   if (p->err) return p->err;  /* our own callback failed */
   switch (e) {
     case HPE_INVALID_CONTENT_LENGTH:
-      code = OB__HTTP_E_BAD_CONTENT_LENGTH;
-      break;
     case HPE_UNEXPECTED_CONTENT_LENGTH:
-      code = (reason && strstr(reason, "Transfer-Encoding"))
+      /* A Content-Length after a Transfer-Encoding is framing, whichever
+      ** code the version says it with: llhttp 8 HPE_UNEXPECTED_CONTENT_LENGTH,
+      ** llhttp 9 HPE_INVALID_CONTENT_LENGTH ("Transfer-Encoding can't be
+      ** present with Content-Length"). */
+      code = ((p->llh.flags & F_TRANSFER_ENCODING) ||
+              (reason && strstr(reason, "Transfer-Encoding")))
                  ? OB__HTTP_E_BAD_FRAMING
                  : OB__HTTP_E_BAD_CONTENT_LENGTH;
       break;

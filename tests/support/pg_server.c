@@ -95,7 +95,17 @@ static int run_pg(const pg_server_t* s, char* const argv[]) {
     ** (above all not the watchdog's pipe, whose EOF means "stop"). */
     closefrom(3);
     setenv("LC_ALL", "C", 1);
-    execv(path, argv);
+    /* argv[0] as the full path: PostgreSQL 17's initdb finds postgres
+    ** beside its own argv[0], searching $PATH when it has no slash. */
+    {
+      size_t n = 0;
+      while (argv[n] != NULL) n++;
+      char** av = calloc(n + 1, sizeof *av);
+      if (av == NULL) _exit(126);
+      av[0] = path;
+      for (size_t i = 1; i < n; i++) av[i] = argv[i];
+      execv(path, av);
+    }
     _exit(127);
   }
   while (waitpid(pid, &st, 0) < 0) {

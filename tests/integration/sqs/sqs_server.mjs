@@ -6,6 +6,8 @@
 //   node sqs_server.mjs PKI_DIR ACCESS_KEY_ID SECRET_ACCESS_KEY [REGION]
 //   env OB_SQS_SESSION_TOKEN   expected X-Amz-Security-Token (optional)
 //   env OB_INTEROP_DIR         folder with node_modules (default ../../interop)
+//   env OB_SQS_TLS_MIN/MAX     the TLS versions the front accepts (TLSv1.2,
+//                              TLSv1.3; default both)
 //   env OB_SQS_BACKEND         what answers the SQS requests behind the
 //                              terminator:
 //     fauxqs      (default, also when unset) fauxqs 1.9.2, as always
@@ -291,6 +293,10 @@ const tls = https.createServer({
   cert: fs.readFileSync(path.join(pkiDir, 'good.crt')),
   key: fs.readFileSync(path.join(pkiDir, 'good.key')),
   keepAliveTimeout: 60000,
+  // A TLS 1.2-only or 1.3-only front (OB_SQS_TLS_MIN/MAX: TLSv1.2,
+  // TLSv1.3): the client's negotiated version is then known (issue 42).
+  minVersion: process.env.OB_SQS_TLS_MIN || 'TLSv1.2',
+  maxVersion: process.env.OB_SQS_TLS_MAX || 'TLSv1.3',
 }, (req, res) => {
   const chunks = [];
   req.on('data', (c) => chunks.push(c));
