@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Runs a command inside a Debian root made by tests/release/root.sh, with
+# this tree at /src (bind mount, read-write: builds go to /src/build-*):
+#   bash tests/release/in-root.sh ROOT -- COMMAND [ARGS...]
+#
+# A chroot with /proc, /sys, /dev, /dev/pts and /dev/shm of the host, the
+# host's resolv.conf (apt and npm reach Debian's and npm's registries), and
+# /tmp of its own. Everything is unmounted when the command ends, also on
+# failure. As root.
+set -euo pipefail
+root=${1:?usage: tests/release/in-root.sh ROOT -- COMMAND...}
+shift
+[ "${1:-}" = "--" ] && shift
+here=$(cd "$(dirname "$0")/../.." && pwd)
+
+mounted=()
+cleanup() {
+  local i
+  for (( i=${#mounted[@]}-1; i>=0; i-- )); do
+    umount -l "${mounted[$i]}" 2>/dev/null || true
+  done
+}
+trap cleanup EXIT
+bind() {  # bind SOURCE TARGET-IN-ROOT
+  mkdir -p "$root$2"
+  mount --bind "$1" "$root$2"
+  mounted+=("$root$2")
+}
+# The root a mount point of its own: tests that unshare their mounts make
+# / private first (mount --make-rprivate /), which needs one.
+mount --bind "$root" "$root"
+mounted+=("$root")
+bind /proc /proc
+bind /sys /sys
+bind /dev /dev
+bind /dev/pts /dev/pts
+mkdir -p "$root/dev/shm"
+[ -d /dev/shm ] && { mount -t tmpfs -o mode=1777 tmpfs "$root/dev/shm"; mounted+=("$root/dev/shm"); }
+mkdir -p "$root/tmp"
+mount -t tmpfs -o mode=1777 tmpfs "$root/tmp"
+mounted+=("$root/tmp")
+[ -d "$root/src" ] && [ -z "$(ls -A "$root/src" 2>/dev/null)" ] && bind "$here" /src
+# The shared test data (SigV4 vectors) beside the tree, as on the host.
+if [ -d "$here/../shared" ] && [ -d "$root/shared" -o ! -e "$root/shared" ]; then
+  mkdir -p "$root/shared"
+  [ -z "$(ls -A "$root/shared" 2>/dev/null)" ] && bind "$(cd "$here/../shared" && pwd)" /shared
+fi
+cp -L /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+# node_modules from the cache, where the tree has none of its own.
+if [ -d "$root/opt/oncebox-ci/node_modules" ] && [ -d "$root/src/tests/interop" ] \
+   && [ ! -e "$here/tests/interop/node_modules" ]; then
+  mkdir -p "$here/tests/interop/node_modules"
+  bind "$root/opt/oncebox-ci/node_modules" /src/tests/interop/node_modules
+fi
+# Node reads the system's authorities only when told (npm: tests/interop).
+chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+  HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" \
+  NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt \
+  npm_config_cafile=/etc/ssl/certs/ca-certificates.crt "$@"
