@@ -21,6 +21,8 @@
 **                waiting for its visibility change, then forgotten but
 **                for when it comes back (an until-idle run waits for it)
 **   M_VIS_SENT   in the ChangeMessageVisibilityBatch in flight
+**   M_DROPPED    left to SQS (not settled) while its keepalive extension is
+**                in that batch: freed by the batch's callback
 ** M_NEW and M_DONE messages are kept invisible (the keepalive); ka_sent
 ** marks one whose extension is in the visibility batch in flight. A message
 ** in a batch in flight is never freed by anything but that batch's
@@ -177,6 +179,14 @@ static void msg_remove(consumer_t* c, msg_t* m) {
   msg_free(m);
 }
 
+/* Leave m to SQS (it comes back when its visibility ends). One whose
+** keepalive extension is in the batch in flight is only marked: that
+** batch's callback still reads it, and frees it. */
+static void msg_drop(consumer_t* c, msg_t* m) {
+  if (m->ka_sent) m->state = M_DROPPED;
+  else msg_remove(c, m);
+}
+
 static int in_flight(const msg_t* m) {
   return m->ka_sent || m->state == M_DELETING || m->state == M_VIS_SENT;
 }
@@ -311,6 +321,10 @@ static void on_visibility(ob__sqs_req_t* req, int status) {
   for (size_t i = 0; i < c->cmv.n; i++) {
     msg_t* m = c->cmv.msgs[i];
     const ob__sqs_batch_err_t* f = status == 0 ? entry_failed(req, i) : NULL;
+    if (m->state == M_DROPPED) {
+      msg_remove(c, m);
+      continue;
+    }
     if (m->state == M_VIS_SENT) {
       /* Not applied: it comes back when its current visibility ends, which
       ** is only sooner than asked. */
@@ -566,7 +580,7 @@ static void handle_one(consumer_t* c, msg_t* m) {
               "queue's redrive policy",
               m->sqs_id, why);
       hold_group(c, m);
-      msg_remove(c, m);
+      msg_drop(c, m);
       return;
     }
     rc = store_invalid(c, m, why);
@@ -611,7 +625,7 @@ static void handle_one(consumer_t* c, msg_t* m) {
   if (left) {
     /* Failed for good, nothing stored: SQS keeps it (see above). */
     hold_group(c, m);
-    msg_remove(c, m);
+    msg_drop(c, m);
     return;
   }
   if (res.retried > 0) {
@@ -622,7 +636,7 @@ static void handle_one(consumer_t* c, msg_t* m) {
               "sqs message %s (event %s): retry; the 12 h visibility limit "
               "is reached, it comes back when its visibility ends",
               m->sqs_id, idtext);
-      msg_remove(c, m);
+      msg_drop(c, m);
       return;
     }
     m->state = M_VIS;
@@ -654,7 +668,7 @@ fail:
           "sqs message %s: handling failed, left to SQS: %s: %s", m->sqs_id,
           ob_strerror(rc), ob_errmsg(e));
   hold_group(c, m);
-  msg_remove(c, m);
+  msg_drop(c, m);
   c->pause_until = mono_ms() + (uint64_t)ob__worker_storage_failed(&c->w);
 }
 

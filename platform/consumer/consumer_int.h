@@ -25,7 +25,9 @@
 
 #define OB__CONSUMER_BATCH_MAX OB__SQS_MAX_BATCH_ENTRIES
 
-enum { M_NEW, M_DONE, M_DELETING, M_VIS, M_VIS_SENT };
+/* M_DROPPED: left to SQS while its keepalive is in the visibility batch in
+** flight; that batch's callback frees it (consumer.c). */
+enum { M_NEW, M_DONE, M_DELETING, M_VIS, M_VIS_SENT, M_DROPPED };
 
 typedef struct msg_s {
   struct msg_s* next;
