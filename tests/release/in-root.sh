@@ -6,8 +6,9 @@
 #
 # A chroot with /proc, /sys, /dev, /dev/pts and /dev/shm of the host, the
 # host's resolv.conf (apt and npm reach Debian's and npm's registries), and
-# /tmp of its own. Everything is unmounted when the command ends, also on
-# failure. As root.
+# /tmp of its own, over an overlay of the root that is dropped at the end
+# (below). Everything is unmounted when the command ends, also on failure.
+# As root.
 set -euo pipefail
 root=${1:?usage: tests/release/in-root.sh ROOT -- COMMAND...}
 shift
@@ -15,11 +16,13 @@ shift
 here=$(cd "$(dirname "$0")/../.." && pwd)
 
 mounted=()
+scratch=""
 cleanup() {
   local i
   for (( i=${#mounted[@]}-1; i>=0; i-- )); do
     umount -l "${mounted[$i]}" 2>/dev/null || true
   done
+  if [ -n "$scratch" ]; then rm -rf "$scratch"; fi
 }
 trap cleanup EXIT
 bind() {  # bind SOURCE TARGET-IN-ROOT
@@ -27,10 +30,24 @@ bind() {  # bind SOURCE TARGET-IN-ROOT
   mount --bind "$1" "$root$2"
   mounted+=("$root$2")
 }
-# The root a mount point of its own: tests that unshare their mounts make
-# / private first (mount --make-rprivate /), which needs one.
-mount --bind "$root" "$root"
-mounted+=("$root")
+# The command sees the root through an overlay whose changes are dropped
+# at the end, so the cached root stays as root.sh made it whatever a run
+# installs or leaves behind (test_deb.sh installs and purges packages).
+# OB_ROOT_WRITE=1 writes to the root itself (root.sh, while making it).
+# Either way the root is a mount point of its own: tests that unshare
+# their mounts make / private first (mount --make-rprivate /).
+if [ "${OB_ROOT_WRITE:-0}" = 1 ]; then
+  mount --bind "$root" "$root"
+  mounted+=("$root")
+else
+  scratch=$(mktemp -d "${TMPDIR:-/var/tmp}/ob-root.XXXXXX")
+  mkdir -p "$scratch/upper" "$scratch/work" "$scratch/root"
+  mount -t overlay overlay \
+    -o "lowerdir=$root,upperdir=$scratch/upper,workdir=$scratch/work" \
+    "$scratch/root"
+  root=$scratch/root
+  mounted+=("$root")
+fi
 bind /proc /proc
 bind /sys /sys
 bind /dev /dev

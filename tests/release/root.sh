@@ -49,7 +49,7 @@ mkdir -p "$root.tmp/src/tests/interop"
 cp "$here/tests/install-deps.sh" "$root.tmp/src/tests/"
 cp "$here/tests/interop/package.json" "$here/tests/interop/package-lock.json" \
   "$root.tmp/src/tests/interop/"
-bash "$here/tests/release/in-root.sh" "$root.tmp" -- \
+OB_ROOT_WRITE=1 bash "$here/tests/release/in-root.sh" "$root.tmp" -- \
   bash -c 'cd /src && bash tests/install-deps.sh' >&2
 # node_modules stays in the cache, keyed by the lock.
 mkdir -p "$root.tmp/opt/oncebox-ci"

@@ -390,7 +390,8 @@ const char* pg_server_start(pg_server_t* s) {
              "not found in $OB_PG_BINDIR";
     return "skipped: PostgreSQL server programs (initdb, pg_ctl, postgres) "
            "not found in `pg_config --bindir` or /usr/lib/postgresql/15/bin "
-           "(apt-get install postgresql-15, or set OB_PG_BINDIR)";
+           "(apt-get install postgresql: 15 on Debian 12, 17 on Debian 13; "
+           "or set OB_PG_BINDIR)";
   }
   if (geteuid() == 0) {
     const char* name = getenv("OB_PG_USER");
