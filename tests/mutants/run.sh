@@ -3,7 +3,8 @@
 # Mutation run: does the test suite catch plausible one-line bugs?
 #
 #   tests/mutants/run.sh [--list FILE] [--work DIR] [--jobs N]
-#                        [--no-baseline] [NAME...]
+#                        [--no-baseline] [--shard K/N] [--touching REGEX]
+#                        [--resume] [NAME...]
 #
 # For each mutant of tests/mutants/mutants.txt (or only the NAMEs given), on
 # a scratch copy of the source tree (the repository itself is never edited):
@@ -17,6 +18,21 @@
 # It prints one line per mutant and finally "mutants: K killed of N (P%)".
 # Exit status: 0 if every mutant was killed, 1 if one survived (or could not
 # be applied or built), 2 if the unmutated suite fails (nothing to measure).
+#
+# Sharding and resuming (the whole list takes hours; no single run need):
+#   --shard K/N      only the mutants whose position in the list is K modulo
+#                    N (1 <= K <= N): N shards split the list evenly; each
+#                    shard has its own default DIR (...-K-of-N), so shards
+#                    run side by side on one machine or on N machines.
+#   --touching REGEX only the mutants whose file matches REGEX (grep -E),
+#                    e.g. '^storage/' after a change there.
+#   --resume         keep DIR/results.txt and skip the mutants it already
+#                    has a verdict for, if it was written for the same tree
+#                    (commit, uncommitted diff and list: its "# tree" line);
+#                    for another tree it starts afresh, and says so. An
+#                    interrupted run (killed, a session's end) goes on
+#                    from the mutant it was on.
+# The final count covers the resumed verdicts too.
 #
 # Scratch tree: DIR/src (default DIR: $TMPDIR/oncebox-mutants-$UID), build
 # directory DIR/build, one log per mutant in DIR/logs, results in
@@ -73,18 +89,34 @@ exclude=${OB_MUTANT_EXCLUDE:-'^crash_(campaign_mixed|campaign_exhaustive|relay_c
 # The slow tests (a minute or more here), run in the second pass.
 slow=${OB_MUTANT_SLOW:-'^(fence_kill|fault_oom_loop|fault_io_loop|fault_io_loop_mutant_split_claim|kill9|consumer|provider_sim|hostile_cli|canary)$'}
 only=()
+shard=""
+work_given=""
+touching=""
+resume=0
 while [ $# -gt 0 ]; do
   case $1 in
     --list) list=$2; shift 2 ;;
-    --work) work=$2; shift 2 ;;
+    --work) work=$2; work_given=1; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --no-baseline) baseline=0; shift ;;
-    -h|--help) sed -n '2,54p' "$0"; exit 0 ;;
+    --shard) shard=$2; shift 2 ;;
+    --touching) touching=$2; shift 2 ;;
+    --resume) resume=1; shift ;;
+    -h|--help) sed -n '2,72p' "$0"; exit 0 ;;
     -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     *) only+=("$1"); shift ;;
   esac
 done
 list=$(cd "$(dirname "$list")" && pwd)/$(basename "$list")
+shard_k=1 shard_n=1
+if [ -n "$shard" ]; then
+  if ! [[ $shard =~ ^([0-9]+)/([0-9]+)$ ]] || [ "${BASH_REMATCH[1]}" -lt 1 ] \
+     || [ "${BASH_REMATCH[1]}" -gt "${BASH_REMATCH[2]}" ]; then
+    echo "run.sh: --shard wants K/N with 1 <= K <= N, not '$shard'" >&2; exit 2
+  fi
+  shard_k=${BASH_REMATCH[1]} shard_n=${BASH_REMATCH[2]}
+  [ -n "$work_given" ] || work=$work-$shard_k-of-$shard_n
+fi
 
 src=$work/src
 build=$work/build
@@ -209,14 +241,41 @@ restore() {
 }
 trap 'restore; exit 130' INT TERM
 
-: > "$results"
+# What the verdicts were measured on: the commit, the uncommitted diff and
+# the list. --resume trusts a results file only for the same key.
+tree_key=$( { git -C "$repo" rev-parse HEAD 2>/dev/null; git -C "$repo" diff HEAD 2>/dev/null;
+              cat "$list"; } | sha256sum | cut -c1-16)
 killed=0 total=0 bad=0
+declare -A done_names=()
+if [ $resume -eq 1 ] && [ -f "$results" ] \
+   && [ "$(sed -n 's/^# tree //p' "$results" | head -1)" = "$tree_key" ]; then
+  while read -r verdict vname _; do
+    case $verdict in
+      KILLED) killed=$((killed + 1)); total=$((total + 1)) ;;
+      SURVIVED) total=$((total + 1)) ;;
+      REFUSED|NOBUILD) bad=$((bad + 1)) ;;
+      *) continue ;;
+    esac
+    done_names[${vname%:}]=1
+  done < "$results"
+  sed -i '/^mutants: /d' "$results"
+  echo "mutants: resuming: ${#done_names[@]} verdicts kept from $results"
+else
+  [ $resume -eq 1 ] && [ -f "$results" ] &&
+    echo "mutants: $results was written for another tree: starting afresh"
+  printf '# tree %s\n' "$tree_key" > "$results"
+fi
+index=0
 while IFS=$'\x1f' read -r name file from to why; do
+  index=$((index + 1))
   if [ ${#only[@]} -gt 0 ]; then
     skip=1
     for o in "${only[@]}"; do [ "$o" = "$name" ] && skip=0; done
     [ $skip -eq 1 ] && continue
   fi
+  [ $(( (index - 1) % shard_n + 1 )) -eq "$shard_k" ] || continue
+  if [ -n "$touching" ] && ! grep -qE -- "$touching" <<< "$file"; then continue; fi
+  [ -n "${done_names[$name]:-}" ] && continue
   if [ ! -f "$src/$file" ]; then
     line="REFUSED  $name: no file $file"
     echo "$line" | tee -a "$results"; bad=$((bad + 1)); continue
