@@ -127,12 +127,16 @@ typedef struct sim_http_req_s {
   const char* amz_date; /* X-Amz-Date or "" */
   const char* body;
   size_t body_len;
+  int64_t held_ms;      /* how long the server has held it (long poll) */
 } sim_http_req_t;
 typedef struct sim_http_res_s {
   int status;
   char* body;          /* malloc'd; the net layer frees it */
   size_t body_len;
   char header[256];    /* one extra "Name: value" line, or "" */
+  int64_t hold_ms;     /* > 0 with no answer: the server holds the request
+                       ** (a long poll) and is asked again after hold_ms,
+                       ** or sooner on sim_net_kick, with held_ms set */
 } sim_http_res_t;
 /* 0, or -1 when the service cannot answer (out of memory: a 500). */
 typedef int (*sim_service_fn)(void* ctx, const sim_http_req_t* req,
@@ -148,24 +152,74 @@ void sim_net_set_partition(int on);
 void sim_net_set_latency(int64_t min_ms, int64_t max_ms);
 void sim_net_set_loss(unsigned lost_per_mille, unsigned err_per_mille);
 void sim_net_stats(sim_net_stats_t* s);
+/* Something changed at a server (a message sent): held requests ask again
+** at once. */
+void sim_net_kick(void);
+/* The process is dead (a kill, until its engine is closed): nothing it
+** sends leaves, nothing reaches it. */
+void sim_net_set_dead(int dead);
 
-/* ---- SQS (sim_sqs.c) ----------------------------------------------------
-** The producer's side of one standard queue, parsing the real JSON
-** protocol: SendMessage[Batch] with AWS's MD5s, GetQueueUrl,
-** GetQueueAttributes, the 15-minute X-Amz-Date window against true time.
-** The consumer's side (ReceiveMessage ...) and FIFO are not modelled yet. */
+/* ---- SQS (sim_sqs.c, sim_sqs_receive.c) -----------------------------------
+** The SQS service of one region, parsing the real JSON protocol, with
+** queues of both kinds (a name ending in .fifo is FIFO). The producer's
+** side: SendMessage[Batch] with AWS's MD5s, FIFO groups and the 5-minute
+** deduplication window. The consumer's side: ReceiveMessage with long
+** polls, visibility timeouts, receipt handles, DeleteMessage[Batch],
+** ChangeMessageVisibility[Batch], and a standard queue's at-least-once
+** delivery (duplicates, reordering, a message back after its delete).
+** GetQueueUrl, GetQueueAttributes (the counts), the 15-minute X-Amz-Date
+** window against true time. The rules each piece models are named where
+** it is written. */
+
+#define SIM_SQS_HOST "sqs.eu-west-1.amazonaws.com"
+#define SIM_SQS_URL_PREFIX "https://" SIM_SQS_HOST "/000000000000/"
 
 typedef struct sim_sqs_s sim_sqs_t;
 sim_sqs_t* sim_sqs_new(uint64_t seed);
 void sim_sqs_free(sim_sqs_t* q);
 int sim_sqs_service(void* ctx, const sim_http_req_t* req,
                     sim_http_res_t* res);
-/* Every message ever accepted (SendMessage[Batch]), in order: callback per
-** body. Returns the count. */
-size_t sim_sqs_sent(const sim_sqs_t* q, void (*fn)(void* arg, const char* body),
+/* Create a queue (its URL is SIM_SQS_URL_PREFIX name). content_dedup: a
+** FIFO queue's ContentBasedDeduplication; visibility_s its
+** VisibilityTimeout. Returns 0, or -1. */
+int sim_sqs_create(sim_sqs_t* q, const char* name, int content_dedup,
+                   int visibility_s);
+/* A producer elsewhere sends to a queue (not through the terminal's
+** network). group/dedup: FIFO fields (NULL on a standard queue). Returns
+** 0, 1 when deduplicated, -1 on a refusal. */
+int sim_sqs_put(sim_sqs_t* q, const char* name, const char* body,
+                const char* group, const char* dedup);
+/* Every message the terminal sent and SQS accepted (SendMessage[Batch];
+** not those a FIFO queue deduplicated), in order from the from-th: fn per
+** message with the queue's name and the MessageGroupId ("" if none).
+** Returns the count of all. */
+size_t sim_sqs_sent(const sim_sqs_t* q, size_t from,
+                    void (*fn)(void* arg, const char* queue, const char* group,
+                               const char* body),
                     void* arg);
 int64_t sim_sqs_send_calls(const sim_sqs_t* q);
+/* Messages of the queue not deleted (visible, in flight or delayed). */
+int64_t sim_sqs_left(const sim_sqs_t* q, const char* name);
+/* SQS's own faults of a standard queue, per mille: a message delivered
+** twice (a second copy), a delete that misses a copy (the message comes
+** back once its visibility ends). 0 and 0 in a healed world. */
+void sim_sqs_set_faults(sim_sqs_t* q, unsigned dup_per_mille,
+                        unsigned ghost_per_mille);
+/* Called when a message is really deleted (not a stale handle), with its
+** body; and when messages are received (n of them). */
+void sim_sqs_on_delete(sim_sqs_t* q,
+                       void (*fn)(void* arg, const char* queue,
+                                  const char* body),
+                       void* arg);
+void sim_sqs_on_receive(sim_sqs_t* q, void (*fn)(void* arg, size_t n),
+                        void* arg);
 
+typedef struct sim_sqs_stats_s {
+  int64_t receives, received, empty_receives, long_polls_woken, deletes,
+      stale_deletes, visibility_changes, visibility_refused, duplicates,
+      ghosts, fifo_deduplicated;
+} sim_sqs_stats_t;
+void sim_sqs_stats(const sim_sqs_t* q, sim_sqs_stats_t* s);
 
 /* ---- invariants (sim_invariants.c) --------------------------------------
 ** The oracle: what the world knows independently of the database (every
@@ -191,6 +245,39 @@ int sim_oracle_violations(const sim_oracle_t* o);
 /* Print each violation kind and its first detail. */
 void sim_oracle_print(const sim_oracle_t* o);
 size_t sim_oracle_npayments(const sim_oracle_t* o);
+
+/* ---- the head office (sim_office.c) -------------------------------------
+** Producers elsewhere fill the terminal's inbound queue with PaymentCaptured
+** CloudEvents (some twice); each is acknowledged to the oracle. No loss:
+** when SQS deletes one, its payment is committed in the database at db. */
+
+typedef struct sim_office_s sim_office_t;
+sim_office_t* sim_office_new(uint64_t seed, sim_sqs_t* sqs,
+                             sim_oracle_t* oracle, const char* queue,
+                             const char* db);
+void sim_office_free(sim_office_t* o);
+void sim_office_send(sim_office_t* o);
+void sim_office_stats(const sim_office_t* o, int64_t* sent, int64_t* twice,
+                      int64_t* deleted);
+
+/* ---- latency (sim_latency.c) ---------------------------------------------
+** An accepted payment is handled within SIM_LATENCY_MS while the engine is
+** up and its disk healthy. epoch: the world's count of what excuses a
+** delay (kills, disk faults); a check whose epoch changed is excused. */
+
+#define SIM_LATENCY_MS 5000
+typedef struct sim_latency_s sim_latency_t;
+sim_latency_t* sim_latency_new(sim_oracle_t* oracle);
+void sim_latency_free(sim_latency_t* l);
+void sim_latency_accepted(sim_latency_t* l, const char* payment_id,
+                          uint64_t epoch);
+/* When the next check falls due (INT64_MAX: none). */
+int64_t sim_latency_next(const sim_latency_t* l);
+/* Check what fell due; e NULL when the terminal is down. */
+void sim_latency_check(sim_latency_t* l, struct ob_engine_s* e,
+                       uint64_t epoch);
+void sim_latency_stats(const sim_latency_t* l, int64_t* checked,
+                       int64_t* excused, int64_t* late);
 
 /* ---- the world (sim_world.c) --------------------------------------------- */
 
@@ -228,6 +315,13 @@ typedef struct sim_report_s {
                              ** attempts: parked for a person at the end */
   int64_t charge_reconciles; /* operator's ob_effects_reconcile rounds */
   int64_t psp_weather;       /* provider fault periods */
+  /* The inbound queue (the SQS consumer) and the relay's FIFO queue. */
+  int fifo;                  /* the relay publishes to a FIFO queue */
+  int prefetch;              /* the consumer's */
+  int64_t inbound_sent, inbound_twice, inbound_deleted, inbound_left;
+  sim_sqs_stats_t sqs;
+  int64_t totals_written;    /* TillTotals events (FIFO seeds) */
+  int64_t latency_checked, latency_excused, latency_late;
   int64_t psp_requests, psp_calls, psp_charges, psp_replays, psp_replayed_5xx,
       psp_409, psp_422, psp_400, psp_err_before, psp_err_after, psp_pruned,
       psp_reused_after_prune, psp_lookups, psp_searches, psp_twice;

@@ -87,6 +87,9 @@ struct sim_oracle_s {
   size_t norder, cap;
   smap_t published;   /* payment id -> payout event id (SQS) */
   smap_t events;      /* every event id SQS accepted -> type */
+  smap_t fifo_last;   /* "group G" -> the last seq accepted in G */
+  smap_t payouts;     /* payment id -> payout id (the step checks) */
+  int64_t payout_rowid;  /* the last payout row they read */
   size_t sqs_seen;    /* SQS bodies already read */
   struct {
     char kind[48];
@@ -103,6 +106,8 @@ void sim_oracle_free(sim_oracle_t* o) {
   smap_free(&o->acked);
   smap_free(&o->published);
   smap_free(&o->events);
+  smap_free(&o->fifo_last);
+  smap_free(&o->payouts);
   for (size_t i = 0; i < o->norder; i++) free(o->order[i]);
   free(o->order);
   free(o);
@@ -151,7 +156,32 @@ void sim_oracle_acked(sim_oracle_t* o, const char* payment_id,
   smap_put(&o->acked, payment_id, msg_id);
 }
 
-static void one_body(void* arg, const char* body) {
+/* FIFO: the order of each group's events as SQS accepted them (the relay
+** promises it per aggregate when ordered): the first copy of each event
+** must carry a higher "seq" in its data than every earlier one of the
+** group. Resends after the deduplication window repeat an event; they
+** are not a new position. */
+static void fifo_order(sim_oracle_t* o, const char* group, const cJSON* id,
+                       const cJSON* data) {
+  const cJSON* seq = cJSON_GetObjectItemCaseSensitive(data, "seq");
+  char key[200];
+  const char* last;
+  if (!cJSON_IsNumber(seq) || smap_get(&o->events, id->valuestring)) return;
+  snprintf(key, sizeof key, "group %s", group);
+  last = smap_get(&o->fifo_last, key);
+  if (last != NULL && atof(last) >= seq->valuedouble)
+    sim_oracle_violation(o, "fifo-group-out-of-order",
+                         "group %s: event %s (seq %.0f) after seq %s", group,
+                         id->valuestring, seq->valuedouble, last);
+  else {
+    char v[32];
+    snprintf(v, sizeof v, "%.0f", seq->valuedouble);
+    smap_put(&o->fifo_last, key, v);
+  }
+}
+
+static void one_body(void* arg, const char* queue, const char* group,
+                     const char* body) {
   sim_oracle_t* o = arg;
   cJSON* ev;
   const cJSON *id, *type, *data, *pid;
@@ -166,6 +196,8 @@ static void one_body(void* arg, const char* body) {
     cJSON_Delete(ev);
     return;
   }
+  (void)queue;
+  if (group[0] != '\0') fifo_order(o, group, id, data);
   smap_put(&o->events, id->valuestring, type->valuestring);
   if (strcmp(type->valuestring, OB_PAYOUT_EVENT_TYPE) == 0 &&
       cJSON_IsString(pid)) {
@@ -180,49 +212,39 @@ static void one_body(void* arg, const char* body) {
   cJSON_Delete(ev);
 }
 
-/* Bodies are only appended: skip what the last scan read. */
-typedef struct {
-  sim_oracle_t* o;
-  size_t skip;
-} scan_t;
-
-static void scan_body(void* arg, const char* body) {
-  scan_t* s = arg;
-  if (s->skip > 0) {
-    s->skip--;
-    return;
-  }
-  one_body(s->o, body);
-}
-
+/* Messages are only appended: read from where the last scan stopped. */
 void sim_oracle_scan_sqs(sim_oracle_t* o, const sim_sqs_t* q) {
-  scan_t s = {o, o->sqs_seen};
-  o->sqs_seen = sim_sqs_sent(q, scan_body, &s);
+  o->sqs_seen = sim_sqs_sent(q, o->sqs_seen, one_body, o);
 }
 
 /* ---- database checks ---------------------------------------------------- */
 
-typedef struct {
-  sim_oracle_t* o;
-  const char* what;
-  int n;
-} rows_t;
-
-static int dup_row(void* arg, const ob_value_t* c, size_t n) {
-  rows_t* r = arg;
+/* One payout per payment: the rows added since the last step (by rowid),
+** each against the payout already seen for its payment. */
+static int payout_seen(void* arg, const ob_value_t* c, size_t n) {
+  sim_oracle_t* o = arg;
+  char pay[64], id[64];
+  const char* seen;
   (void)n;
-  r->n++;
-  sim_oracle_violation(r->o, "two-payouts-for-a-payment", "payment %.*s: %lld",
-                       (int)c[0].n, (const char*)c[0].p, (long long)c[1].i);
+  snprintf(pay, sizeof pay, "%.*s", (int)c[1].n, (const char*)c[1].p);
+  snprintf(id, sizeof id, "%.*s", (int)c[2].n, (const char*)c[2].p);
+  if (c[0].i > o->payout_rowid) o->payout_rowid = c[0].i;
+  seen = smap_get(&o->payouts, pay);
+  if (seen != NULL && strcmp(seen, id) != 0)
+    sim_oracle_violation(o, "two-payouts-for-a-payment",
+                         "payment %s: payouts %s and %s", pay, seen, id);
+  else if (seen == NULL)
+    smap_put(&o->payouts, pay, id);
   return 0;
 }
 
 static int step_fn(ob_tx_t* tx, void* arg) {
-  rows_t r = {arg, NULL, 0};
+  sim_oracle_t* o = arg;
+  ob_value_t v[1] = {OB_VINT(o->payout_rowid)};
   return ob_tx_exec(tx,
-                    "SELECT source_payment_id, count(*) FROM merchant_payout "
-                    "GROUP BY 1 HAVING count(*) > 1",
-                    NULL, 0, dup_row, &r) < 0;
+                    "SELECT rowid, source_payment_id, id FROM merchant_payout "
+                    "WHERE rowid > ? ORDER BY rowid",
+                    v, 1, payout_seen, o) < 0;
 }
 
 void sim_oracle_check_step(sim_oracle_t* o, ob_engine_t* e) {

@@ -42,7 +42,8 @@ static void replay_line(const sim_config_t* c) {
 static void print_report(const sim_config_t* c, const sim_report_t* r) {
   printf("seed %llu: %d days, %s, fs %lld MiB, cap %lld MiB | payments %lld "
          "acked %lld refused %lld | orders %lld acked %lld charged %lld "
-         "parked %lld | sqs %lld msgs | hash %016llx (%llu events) | %s\n",
+         "parked %lld | sqs %lld msgs%s, inbound %lld | hash %016llx (%llu "
+         "events) | %s\n",
          (unsigned long long)c->seed, r->days, r->mode ? "script" : "service",
          (long long)(r->fs_bytes >> 20), (long long)(r->max_db_bytes >> 20),
          (long long)r->payments, (long long)r->acked,
@@ -50,8 +51,8 @@ static void print_report(const sim_config_t* c, const sim_report_t* r) {
          (long long)r->charge_acked, (long long)r->charges_done,
          (long long)(r->charges_parked[0] + r->charges_parked[1] +
                      r->charges_parked[2] + r->charges_parked[3]),
-         (long long)r->sqs_messages,
-         (unsigned long long)r->hash, (unsigned long long)r->trace_events,
+         (long long)r->sqs_messages, r->fifo ? " (FIFO)" : "",
+         (long long)r->inbound_sent, (unsigned long long)r->hash, (unsigned long long)r->trace_events,
          r->violations ? "VIOLATIONS" : "ok");
   if (c->verbose || r->violations) {
     printf("  faults: clock rtc-reset %lld day-back %lld ntp-step %lld "
@@ -92,13 +93,34 @@ static void print_report(const sim_config_t* c, const sim_report_t* r) {
            (long long)r->psp_pruned, (long long)r->psp_reused_after_prune,
            (long long)r->psp_lookups, (long long)r->psp_searches,
            (long long)r->psp_twice);
+    printf("  sqs consumer: prefetch %d; inbound sent %lld (twice %lld) "
+           "deleted %lld left %lld; receives %lld (empty %lld, long polls "
+           "woken %lld) messages %lld, deletes %lld (stale handles %lld), "
+           "visibility changes %lld (refused %lld), SQS duplicates %lld, back "
+           "after delete %lld, FIFO deduplicated %lld; till totals %lld; "
+           "latency checks %lld (excused %lld, late %lld)\n",
+           r->prefetch, (long long)r->inbound_sent,
+           (long long)r->inbound_twice, (long long)r->inbound_deleted,
+           (long long)r->inbound_left, (long long)r->sqs.receives,
+           (long long)r->sqs.empty_receives,
+           (long long)r->sqs.long_polls_woken, (long long)r->sqs.received,
+           (long long)r->sqs.deletes, (long long)r->sqs.stale_deletes,
+           (long long)r->sqs.visibility_changes,
+           (long long)r->sqs.visibility_refused, (long long)r->sqs.duplicates,
+           (long long)r->sqs.ghosts, (long long)r->sqs.fifo_deduplicated,
+           (long long)r->totals_written, (long long)r->latency_checked,
+           (long long)r->latency_excused, (long long)r->latency_late);
     printf("  invariants: one charge at the provider per order; every "
            "acknowledged order charged once, its charge row the provider's; "
            "one payout per payment; one published payout event "
            "per payment; every outbox row in SQS with its id; every "
-           "acknowledged payment paid and published within %d min of "
-           "healing; queue and outbox drained; ob_check clean; until-idle "
-           "runs return; no loop blocked forever\n", 60);
+           "acknowledged payment (the till's and the head office's) paid "
+           "and published within %d min of healing; queue and outbox "
+           "drained; nothing deleted from SQS before its payment committed; "
+           "the inbound queue drained; each FIFO group in order; an "
+           "accepted payment handled within %d s (service, engine up, disk "
+           "healthy); ob_check clean; until-idle runs return; no loop "
+           "blocked forever\n", 60, SIM_LATENCY_MS / 1000);
   }
 }
 

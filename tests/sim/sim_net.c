@@ -8,7 +8,10 @@
 ** sets the link: a partition refuses connections, a loss drops the answer
 ** after the server acted (request_sent 1), a 5xx answers without acting,
 ** latencies past the client's deadline are answered too late (the client's
-** own deadline fires and cancels).
+** own deadline fires and cancels). A service may hold a request (SQS's
+** long poll): it is asked again when the hold ends or when something
+** changed at the server (sim_net_kick), and answers then. While the process
+** is dead (sim_net_set_dead) nothing leaves it and nothing reaches it.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +38,15 @@ typedef struct pending_s {
   int err;
   int sent;
   unsigned id;
+  int64_t lat;        /* the answer's latency */
+  /* The request, kept while its server holds it (hold 1). */
+  int hold;
+  int64_t hold_ms;
+  int64_t since;      /* when the server first saw it */
+  route_t* route;
+  char *method, *url, *target, *body;
+  char idem[128], date[32];
+  size_t body_len;
   struct pending_s* next;
 } pending_t;
 
@@ -47,6 +59,7 @@ static unsigned g_lost, g_err;
 static sim_rng_t g_rng;
 static sim_net_stats_t g_stats;
 static unsigned g_next_id;
+static int g_dead;
 
 void sim_net_seed(uint64_t seed) {
   sim_rng_init(&g_rng, seed, 5);
@@ -57,7 +70,10 @@ void sim_net_seed(uint64_t seed) {
   g_lost = g_err = 0;
   g_next_id = 0;
   g_nroutes = 0;
+  g_dead = 0;
 }
+
+void sim_net_set_dead(int dead) { g_dead = dead; }
 
 void sim_net_route(const char* host, sim_service_fn fn, void* ctx) {
   if (g_nroutes == sizeof g_routes / sizeof g_routes[0]) return;
@@ -89,37 +105,11 @@ static void unlink_pending(pending_t* p) {
 static void on_closed(uv_handle_t* h) {
   pending_t* p = h->data;
   free(p->raw);
+  free(p->method);
+  free(p->url);
+  free(p->target);
+  free(p->body);
   free(p);
-}
-
-static void on_timer(uv_timer_t* t) {
-  pending_t* p = t->data;
-  unlink_pending(p);
-  sim_activity();
-  if (p->raw != NULL) {
-    sim_trace("net %u answer %zu bytes", p->id, p->len);
-    ob__http_xfer_feed(p->xfer, p->raw, p->len);
-  } else {
-    sim_trace("net %u fail %d sent %d", p->id, p->err, p->sent);
-    ob__http_xfer_fail(p->xfer, p->err, p->sent,
-                       p->err == OB__HTTP_E_CONNECT
-                           ? "simulated partition: connection refused"
-                           : "simulated loss: connection reset after the "
-                             "request was sent");
-  }
-  uv_close((uv_handle_t*)&p->timer, on_closed);
-}
-
-static void x_cancel(void* ctx, ob__http_xfer_t* xfer) {
-  (void)ctx;
-  for (pending_t* p = g_pending; p; p = p->next)
-    if (p->xfer == xfer) {
-      unlink_pending(p);
-      sim_trace("net %u canceled by the client", p->id);
-      uv_timer_stop(&p->timer);
-      uv_close((uv_handle_t*)&p->timer, on_closed);
-      return;
-    }
 }
 
 static const char* header(const ob__http_xfer_info_t* in, const char* name) {
@@ -175,12 +165,110 @@ static uint64_t fnv(const void* p, size_t n) {
   return h;
 }
 
+/* The server acts on the request: an answer (raw, or a loss), or a hold. */
+static void serve(pending_t* p) {
+  sim_http_req_t rq;
+  sim_http_res_t r;
+  memset(&r, 0, sizeof r);
+  rq.method = p->method;
+  rq.url = p->url;
+  rq.target = p->target;
+  rq.idem_key = p->idem;
+  rq.amz_date = p->date;
+  rq.body = p->body;
+  rq.body_len = p->body_len;
+  rq.held_ms = sim_mono_ms() - p->since;
+  p->hold = 0;
+  if (p->route->fn(p->route->ctx, &rq, &r) < 0) {
+    free(r.body);
+    memset(&r, 0, sizeof r);
+    r.status = 500;
+  }
+  if (r.status == 0 && r.hold_ms > 0) {
+    free(r.body);
+    p->hold = 1;
+    p->hold_ms = r.hold_ms;
+    return;
+  }
+  sim_trace("net %u served %d body %zu %016llx", p->id, r.status, r.body_len,
+            (unsigned long long)fnv(r.body ? r.body : "", r.body_len));
+  if (g_lost && sim_rng_chance(&g_rng, g_lost)) {
+    g_stats.lost++;
+    p->err = OB__HTTP_E_RESET;
+    p->sent = 1;
+  } else {
+    p->raw = render(&r, p->id, &p->len);
+    if (p->raw == NULL) {
+      p->err = OB__HTTP_E_IO;
+      p->sent = 1;
+    }
+  }
+  free(r.body);
+}
+
+static void on_timer(uv_timer_t* t) {
+  pending_t* p = t->data;
+  if (p->hold && !g_dead) {
+    /* The hold ended, or the server changed: ask it again. */
+    serve(p);
+    uv_timer_start(&p->timer, on_timer,
+                   (uint64_t)(p->hold ? p->hold_ms : p->lat), 0);
+    return;
+  }
+  unlink_pending(p);
+  sim_activity();
+  if (g_dead && (p->hold || p->raw != NULL)) {
+    /* The process died meanwhile: nothing reaches it. */
+    free(p->raw);
+    p->raw = NULL;
+    p->hold = 0;
+    p->err = OB__HTTP_E_RESET;
+    p->sent = 1;
+  }
+  if (p->raw != NULL) {
+    sim_trace("net %u answer %zu bytes", p->id, p->len);
+    ob__http_xfer_feed(p->xfer, p->raw, p->len);
+  } else {
+    sim_trace("net %u fail %d sent %d", p->id, p->err, p->sent);
+    ob__http_xfer_fail(p->xfer, p->err, p->sent,
+                       p->err == OB__HTTP_E_CONNECT
+                           ? "simulated partition: connection refused"
+                           : "simulated loss: connection reset after the "
+                             "request was sent");
+  }
+  uv_close((uv_handle_t*)&p->timer, on_closed);
+}
+
+void sim_net_kick(void) {
+  for (pending_t* p = g_pending; p; p = p->next)
+    if (p->hold) uv_timer_start(&p->timer, on_timer, 0, 0);
+}
+
+static void x_cancel(void* ctx, ob__http_xfer_t* xfer) {
+  (void)ctx;
+  for (pending_t* p = g_pending; p; p = p->next)
+    if (p->xfer == xfer) {
+      unlink_pending(p);
+      sim_trace("net %u canceled by the client", p->id);
+      uv_timer_stop(&p->timer);
+      uv_close((uv_handle_t*)&p->timer, on_closed);
+      return;
+    }
+}
+
+static char* dup_or_empty(const char* s, size_t n) {
+  char* d = malloc(n + 1);
+  if (d == NULL) return NULL;
+  if (n) memcpy(d, s, n);
+  d[n] = '\0';
+  return d;
+}
+
 static int x_start(void* ctx, ob__http_xfer_t* xfer,
                    const ob__http_xfer_info_t* in) {
   char host[128];
   route_t* route = NULL;
   pending_t* p;
-  int64_t lat;
   (void)ctx;
   p = calloc(1, sizeof *p);
   if (p == NULL) return OB__HTTP_E_IO;
@@ -194,12 +282,12 @@ static int x_start(void* ctx, ob__http_xfer_t* xfer,
   sim_trace("net %u %s %s %s body %zu %016llx", p->id, in->method, host,
             header(in, "X-Amz-Target"), in->body_len,
             (unsigned long long)fnv(in->body, in->body_len));
-  lat = g_lat_min + (int64_t)sim_rng_below(&g_rng,
-                                           (uint64_t)(g_lat_max - g_lat_min + 1));
-  if (g_partition || route == NULL) {
+  p->lat = g_lat_min + (int64_t)sim_rng_below(
+                           &g_rng, (uint64_t)(g_lat_max - g_lat_min + 1));
+  if (g_dead || g_partition || route == NULL) {
     g_stats.refused++;
     p->err = OB__HTTP_E_CONNECT;
-    lat = 1 + lat / 4;
+    p->lat = 1 + p->lat / 4;
   } else if (g_err && sim_rng_chance(&g_rng, g_err)) {
     sim_http_res_t r;
     memset(&r, 0, sizeof r);
@@ -211,40 +299,31 @@ static int x_start(void* ctx, ob__http_xfer_t* xfer,
              "x-amzn-query-error: InternalFailure;Receiver");
     p->raw = render(&r, p->id, &p->len);
   } else {
-    sim_http_req_t rq;
-    sim_http_res_t r;
-    memset(&r, 0, sizeof r);
-    rq.method = in->method;
-    rq.url = in->url;
-    rq.target = header(in, "X-Amz-Target");
-    rq.idem_key = header(in, "Idempotency-Key");
-    rq.amz_date = header(in, "X-Amz-Date");
-    rq.body = in->body ? in->body : "";
-    rq.body_len = in->body_len;
-    if (route->fn(route->ctx, &rq, &r) < 0) {
-      free(r.body);
-      memset(&r, 0, sizeof r);
-      r.status = 500;
-    }
-    sim_trace("net %u served %d body %zu %016llx", p->id, r.status, r.body_len,
-              (unsigned long long)fnv(r.body ? r.body : "", r.body_len));
-    if (g_lost && sim_rng_chance(&g_rng, g_lost)) {
-      g_stats.lost++;
-      p->err = OB__HTTP_E_RESET;
-      p->sent = 1;
+    const char* target = header(in, "X-Amz-Target");
+    const char* idem = header(in, "Idempotency-Key");
+    const char* date = header(in, "X-Amz-Date");
+    p->route = route;
+    p->since = sim_mono_ms();
+    p->method = dup_or_empty(in->method, strlen(in->method));
+    p->url = dup_or_empty(in->url, strlen(in->url));
+    p->target = dup_or_empty(target, strlen(target));
+    snprintf(p->idem, sizeof p->idem, "%s", idem);
+    snprintf(p->date, sizeof p->date, "%s", date);
+    p->body = dup_or_empty(in->body ? in->body : "", in->body_len);
+    p->body_len = in->body_len;
+    if (p->method == NULL || p->url == NULL || p->target == NULL ||
+        p->body == NULL) {
+      p->route = NULL;
+      p->err = OB__HTTP_E_IO;
     } else {
-      p->raw = render(&r, p->id, &p->len);
-      if (p->raw == NULL) {
-        p->err = OB__HTTP_E_IO;
-        p->sent = 1;
-      }
+      serve(p);
     }
-    free(r.body);
   }
-  if ((uint64_t)lat >= in->timeout_ms) g_stats.slow++;
+  if ((uint64_t)p->lat >= in->timeout_ms) g_stats.slow++;
   uv_timer_init(in->loop, &p->timer);
   p->timer.data = p;
-  uv_timer_start(&p->timer, on_timer, (uint64_t)lat, 0);
+  uv_timer_start(&p->timer, on_timer,
+                 (uint64_t)(p->hold ? p->hold_ms : p->lat), 0);
   p->next = g_pending;
   g_pending = p;
   return 0;

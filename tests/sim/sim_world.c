@@ -33,15 +33,18 @@
 #define DAY_MS 86400000ll
 #define HEAL_MS HOUR_MS
 #define POLL_MS (5 * MIN_MS)  /* the engine's poll interval: its idle horizon */
-#define QUEUE_URL "https://sqs.eu-west-1.amazonaws.com/000000000000/terminal-events"
-#define SQS_HOST "sqs.eu-west-1.amazonaws.com"
+/* The relay's queue (FIFO on a quarter of the seeds) and the inbound one
+** the head office fills. */
+#define OUT_QUEUE "terminal-events"
+#define IN_QUEUE "head-office-payments"
+#define IN_QUEUE_VISIBILITY_S 30
 /* 2026-12-01T08:00:00Z: the terminal's first day. */
 #define START_WALL_MS 1796112000000ll
 #define RTC_RESET_MS 946684800000ll  /* 2000-01-01T00:00:00Z */
 #define MAX_RETRY 64
 
 enum { EV_PAY, EV_CHARGE, EV_CLOCK, EV_NET, EV_DISK, EV_KILL, EV_RESTART, EV_SYNC,
-       EV_OPERATOR, EV_HEAL, EV_END, EV_N };
+       EV_OPERATOR, EV_INBOUND, EV_TOTALS, EV_LATENCY, EV_HEAL, EV_END, EV_N };
 
 typedef struct world_s {
   sim_config_t cfg;
@@ -80,9 +83,26 @@ typedef struct world_s {
   int expiry_possible;    /* a key may have outlived the provider's memory */
   int err_after_ever;     /* the provider saved a 5xx for a key */
   int64_t partition_since, last_operator;
+  /* The SQS consumer's side: the head office's queue; the relay's queue
+  ** (FIFO on some seeds, with till totals: several events per group). */
+  sim_office_t* office;
+  char out_queue[64];
+  int64_t totals_seq;
+  /* The latency invariant; epoch counts what excuses a late payment. */
+  sim_latency_t* latency;
+  uint64_t epoch;
+  int64_t until;        /* the loop runs until this time (run_loop_until) */
 } world_t;
 
 static int64_t now(void) { return sim_mono_ms(); }
+
+/* What excuses a slow payment: kills and restarts, disk fills and error
+** bursts (w->epoch), and every write the disk refused. */
+static uint64_t health_epoch(const world_t* w) {
+  sim_disk_stats_t d;
+  sim_vfs_stats(&d);
+  return w->epoch + (uint64_t)d.full + (uint64_t)d.eio;
+}
 
 static int64_t between(world_t* w, int64_t lo, int64_t hi) {
   return lo + (int64_t)sim_rng_below(&w->rng, (uint64_t)(hi - lo + 1));
@@ -101,6 +121,8 @@ static void on_log(void* ctx, ob_log_level_t level, const char* msg) {
   world_t* w = ctx;
   if (w->cfg.verbose && level >= OB_LOG_WARN) printf("log %s\n", msg);
 }
+
+static void on_stop_cb(uv_timer_t* t) { uv_stop(t->loop); }
 
 /* ---- the terminal ----------------------------------------------------------- */
 
@@ -140,13 +162,29 @@ static int open_terminal(world_t* w) {
     }
     if ((rc = ob_register_charge_order(w->e)) < 0) goto fail;
   }
-  ob_relay_options_init(&r);
-  r.queue_url = QUEUE_URL;
-  r.source = "urn:oncebox:sim-terminal";
-  rc = ob_relay_enable(w->e, &r, err, sizeof err);
-  if (rc < 0) {
-    fprintf(stderr, "ob-sim: relay: %s\n", err);
-    goto fail;
+  {
+    char url[160];
+    ob_consumer_options_t co;
+    ob_relay_options_init(&r);
+    snprintf(url, sizeof url, SIM_SQS_URL_PREFIX "%s", w->out_queue);
+    r.queue_url = url;
+    r.source = "urn:oncebox:sim-terminal";
+    /* On a FIFO queue the relay keeps each aggregate's order. */
+    r.ordered = w->rep->fifo;
+    rc = ob_relay_enable(w->e, &r, err, sizeof err);
+    if (rc < 0) {
+      fprintf(stderr, "ob-sim: relay: %s\n", err);
+      goto fail;
+    }
+    /* The head office's payments, as `oncebox consume` takes them. */
+    ob_consumer_options_init(&co);
+    co.queue_url = SIM_SQS_URL_PREFIX IN_QUEUE;
+    co.prefetch = w->rep->prefetch;
+    rc = ob_consumer_enable(w->e, &co, err, sizeof err);
+    if (rc < 0) {
+      fprintf(stderr, "ob-sim: consumer: %s\n", err);
+      goto fail;
+    }
   }
   if (w->rep->mode == 0 && (rc = ob_attach(w->e, &w->loop)) < 0) goto fail;
   w->up = 1;
@@ -184,6 +222,8 @@ static int enqueue(world_t* w, const char* pay, const char* msg,
   if (rc == 0) {
     sim_oracle_acked(w->oracle, pay, msg);
     w->rep->acked++;
+    if (w->rep->mode == 0 && delay == 0)
+      sim_latency_accepted(w->latency, pay, health_epoch(w));
   } else {
     w->rep->refused_enqueues++;
   }
@@ -365,6 +405,8 @@ static void ev_net(world_t* w) {
   }
   sim_provider_set_faults(w->psp, pb, pa);
   sim_provider_set_in_flight(w->psp, inflight);
+  /* SQS's own at-least-once: rarer in good weather. */
+  sim_sqs_set_faults(w->sqs, k == 1 ? 20 : 5, k == 1 ? 20 : 5);
   if (pa > 0) w->err_after_ever = 1;
   if (pb > 0 || pa > 0 || inflight > 2000) w->rep->psp_weather++;
   sim_trace("net k %d psp %u %u %lld", k, pb, pa, (long long)inflight);
@@ -375,6 +417,7 @@ static void ev_disk(world_t* w) {
   int k = (int)sim_rng_below(&w->rng, 3);
   int64_t fs = w->rep->fs_bytes;
   sim_vfs_set_eio(0);
+  if (k != 1) w->epoch++;
   if (k == 0) {
     /* someone else fills the filesystem (logs, a download) */
     int64_t used = sim_vfs_used();
@@ -399,8 +442,11 @@ static void ev_kill(world_t* w) {
   w->next[EV_KILL] = now() + between(w, 6 * HOUR_MS, 3 * DAY_MS);
   if (!w->up) return;
   sim_trace("kill power %d", power);
+  w->epoch++;
   sim_vfs_kill();
+  sim_net_set_dead(1);
   close_terminal(w);
+  sim_net_set_dead(0);
   sim_vfs_revive(power);
   w->rep->kills++;
   if (power) w->rep->power_losses++;
@@ -411,6 +457,7 @@ static void ev_restart(world_t* w) {
   w->next[EV_RESTART] = INT64_MAX;
   if (w->up) return;
   w->rep->restarts++;
+  w->epoch++;
   if (open_terminal(w) < 0) w->next[EV_RESTART] = now() + MIN_MS;
 }
 
@@ -521,6 +568,7 @@ static void ev_heal(world_t* w) {
   w->next[EV_KILL] = INT64_MAX;
   sim_provider_set_faults(w->psp, 0, 0);
   sim_provider_set_in_flight(w->psp, 2000);
+  sim_sqs_set_faults(w->sqs, 0, 0);
   if (w->partition_since >= 0 && now() - w->partition_since > 20 * HOUR_MS)
     w->expiry_possible = 1;
   w->partition_since = -1;
@@ -532,6 +580,58 @@ static void ev_heal(world_t* w) {
     sim_vfs_describe(files, sizeof files);
     sim_trace("heal: db files %lld bytes (%s), free %lld",
               (long long)sim_vfs_used(), files, (long long)sim_vfs_free());
+  }
+}
+
+/* The head office sends a payment to the inbound queue every 2 to 20
+** minutes, until 45 minutes before the end (as the till). */
+static void ev_inbound(world_t* w) {
+  if (now() > w->end - 45 * MIN_MS) {
+    w->next[EV_INBOUND] = INT64_MAX;
+    return;
+  }
+  sim_office_send(w->office);
+  w->next[EV_INBOUND] = now() + between(w, 2 * MIN_MS, 20 * MIN_MS);
+}
+
+/* The till's running totals (FIFO seeds): an event per till with a
+** sequence number, several per group, which the relay (ordered) must
+** publish in order. Each attempt takes a number, so a commit that failed
+** with an I/O error yet was durable never repeats one. */
+static int totals_fn(ob_tx_t* tx, void* arg) {
+  world_t* w = arg;
+  char till[16], body[96];
+  snprintf(till, sizeof till, "till-%lld", (long long)(w->totals_seq % 3));
+  snprintf(body, sizeof body, "{\"till\":\"%s\",\"seq\":%lld}", till,
+           (long long)w->totals_seq);
+  return ob_tx_emit(tx, "TillTotals", till, body, strlen(body), NULL) < 0;
+}
+
+static void ev_totals(world_t* w) {
+  int rc;
+  w->next[EV_TOTALS] = now() + between(w, 2 * MIN_MS, 40 * MIN_MS);
+  if (now() > w->end - 45 * MIN_MS) w->next[EV_TOTALS] = INT64_MAX;
+  if (!w->up) return;
+  w->totals_seq++;
+  rc = ob_write(w->e, totals_fn, w);
+  if (rc == 0) w->rep->totals_written++;
+  sim_trace("totals %lld: %s", (long long)w->totals_seq, ob_err_name(rc));
+}
+
+/* A kill soon after SQS handed the consumer messages: between the receive,
+** the commit and the delete. */
+static void on_received(void* arg, size_t n) {
+  world_t* w = arg;
+  int64_t at;
+  (void)n;
+  if (w->healed || !w->up || !sim_rng_chance(&w->rng, 10)) return;
+  at = now() + between(w, 0, 400);
+  if (at < w->next[EV_KILL]) {
+    w->next[EV_KILL] = at;
+    if (at < w->until) {
+      w->until = at;
+      uv_timer_start(&w->stop, on_stop_cb, (uint64_t)(at - now()), 0);
+    }
   }
 }
 
@@ -659,7 +759,6 @@ static void check_charges_final(world_t* w) {
 
 /* ---- the driver ------------------------------------------------------------------ */
 
-static void on_stop(uv_timer_t* t) { uv_stop(t->loop); }
 
 static void schedule_first(world_t* w) {
   int64_t t = now();
@@ -672,18 +771,25 @@ static void schedule_first(world_t* w) {
   w->next[EV_RESTART] = INT64_MAX;
   w->next[EV_SYNC] = w->rep->mode == 1 ? t + MIN_MS : INT64_MAX;
   w->next[EV_OPERATOR] = t + between(w, 12 * HOUR_MS, 2 * DAY_MS);
+  w->next[EV_INBOUND] = t + between(w, MIN_MS, 15 * MIN_MS);
+  w->next[EV_TOTALS] = w->rep->fifo ? t + between(w, MIN_MS, 30 * MIN_MS)
+                                    : INT64_MAX;
+  w->next[EV_LATENCY] = INT64_MAX;
   w->next[EV_HEAL] = w->end - HEAL_MS;
   w->next[EV_END] = w->end;
 }
 
+/* Run the loop until at, or sooner when a callback brings an event
+** forward (on_received). */
 static void run_loop_until(world_t* w, int64_t at) {
   int64_t t = now();
+  w->until = at;
   if (at <= t) return;
-  uv_timer_start(&w->stop, on_stop, (uint64_t)(at - t), 0);
-  while (now() < at) {
+  uv_timer_start(&w->stop, on_stop_cb, (uint64_t)(at - t), 0);
+  while (now() < w->until) {
     uv_run(&w->loop, UV_RUN_DEFAULT);
-    if (now() < at && !uv_is_active((uv_handle_t*)&w->stop))
-      uv_timer_start(&w->stop, on_stop, (uint64_t)(at - now()), 0);
+    if (now() < w->until && !uv_is_active((uv_handle_t*)&w->stop))
+      uv_timer_start(&w->stop, on_stop_cb, (uint64_t)(w->until - now()), 0);
   }
   uv_timer_stop(&w->stop);
 }
@@ -752,18 +858,30 @@ int sim_run(const sim_config_t* c, sim_report_t* rep) {
   sim_vfs_set_size(rep->fs_bytes);
   sim_net_seed(c->seed);
   sim_net_install();
+  rep->fifo = sim_rng_chance(&w->rng, 250);
+  rep->prefetch = 1 + (int)sim_rng_below(&w->rng, 10);
+  snprintf(w->out_queue, sizeof w->out_queue, "%s%s", OUT_QUEUE,
+           rep->fifo ? ".fifo" : "");
   w->sqs = sim_sqs_new(c->seed);
   w->oracle = sim_oracle_new();
-  sim_net_route(SQS_HOST, sim_sqs_service, w->sqs);
+  w->latency = sim_latency_new(w->oracle);
+  if (w->sqs == NULL || w->oracle == NULL || w->latency == NULL ||
+      sim_sqs_create(w->sqs, w->out_queue, 0, 30) < 0 ||
+      sim_sqs_create(w->sqs, IN_QUEUE, 0, IN_QUEUE_VISIBILITY_S) < 0 ||
+      (w->office = sim_office_new(c->seed, w->sqs, w->oracle, IN_QUEUE,
+                                  w->db)) == NULL)
+    abort();
+  sim_sqs_on_receive(w->sqs, on_received, w);
+  sim_net_route(SIM_SQS_HOST, sim_sqs_service, w->sqs);
   w->psp = sim_provider_new(c->seed, NULL);
   if (w->psp == NULL) abort();
   sim_net_route(SIM_PROVIDER_HOST, sim_provider_service, w->psp);
   w->partition_since = -1;
   uv_loop_init(&w->loop);
   uv_timer_init(&w->loop, &w->stop);
-  sim_trace("world seed %llu mode %d fs %lld cap %lld",
+  sim_trace("world seed %llu mode %d fs %lld cap %lld fifo %d prefetch %d",
             (unsigned long long)c->seed, rep->mode, (long long)rep->fs_bytes,
-            (long long)w->max_db_bytes);
+            (long long)w->max_db_bytes, rep->fifo, rep->prefetch);
   w->t0 = now();
   w->end = w->t0 + (int64_t)c->days * DAY_MS;
   w->last_operator = w->t0;
@@ -785,9 +903,15 @@ int sim_run(const sim_config_t* c, sim_report_t* rep) {
       case EV_RESTART: ev_restart(w); break;
       case EV_SYNC: ev_sync(w); break;
       case EV_OPERATOR: ev_operator(w); break;
+      case EV_INBOUND: ev_inbound(w); break;
+      case EV_TOTALS: ev_totals(w); break;
       case EV_HEAL: ev_heal(w); break;
       default: break;
     }
+    sim_latency_check(w->latency, w->up ? w->e : NULL, health_epoch(w));
+    w->next[EV_LATENCY] = sim_latency_next(w->latency);
+    /* A latency check changed nothing: the step checks are for events. */
+    if (k == EV_LATENCY) continue;
     sim_oracle_scan_sqs(w->oracle, w->sqs);
     if (w->up) sim_oracle_check_step(w->oracle, w->e);
     check_provider(w);
@@ -801,6 +925,11 @@ int sim_run(const sim_config_t* c, sim_report_t* rep) {
               (long long)d.full);
   }
   check_provider(w);
+  rep->inbound_left = sim_sqs_left(w->sqs, IN_QUEUE);
+  if (rep->inbound_left > 0)
+    sim_oracle_violation(w->oracle, "liveness-inbound-queue-not-drained",
+                         "%lld messages left in %s after the world healed",
+                         (long long)rep->inbound_left, IN_QUEUE);
   if (w->up) {
     sim_oracle_check_final(w->oracle, w->e);
     check_charges_final(w);
@@ -824,7 +953,12 @@ int sim_run(const sim_config_t* c, sim_report_t* rep) {
   if (rep->violations > 0) sim_oracle_print(w->oracle);
   sim_net_stats(&rep->net);
   sim_vfs_stats(&rep->disk);
-  rep->sqs_messages = (int64_t)sim_sqs_sent(w->sqs, NULL, NULL);
+  rep->sqs_messages = (int64_t)sim_sqs_sent(w->sqs, 0, NULL, NULL);
+  sim_sqs_stats(w->sqs, &rep->sqs);
+  sim_office_stats(w->office, &rep->inbound_sent, &rep->inbound_twice,
+                   &rep->inbound_deleted);
+  sim_latency_stats(w->latency, &rep->latency_checked, &rep->latency_excused,
+                    &rep->latency_late);
   {
     sim_provider_stats_t ps;
     sim_provider_stats(w->psp, &ps);
@@ -848,6 +982,8 @@ int sim_run(const sim_config_t* c, sim_report_t* rep) {
   rep->trace_events = sim_trace_count();
   result = rep->violations;
   sim_net_uninstall();
+  sim_office_free(w->office);
+  sim_latency_free(w->latency);
   sim_oracle_free(w->oracle);
   sim_sqs_free(w->sqs);
   sim_provider_free(w->psp);
