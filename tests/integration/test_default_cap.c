@@ -57,27 +57,9 @@ static const char* g_bin;
 ** a SIGKILL leaves nothing mounted on the host). NULL and why if this
 ** machine does not allow it. */
 static const char* mount_tmpfs(char* why, size_t n) {
-  if (g_mnt != NULL) return g_mnt;
-  if (geteuid() != 0) {
-    snprintf(why, n, "not root (mount needs CAP_SYS_ADMIN)");
-    return NULL;
-  }
-  if (unshare(CLONE_NEWNS) != 0) {
-    snprintf(why, n, "unshare(CLONE_NEWNS): %s", strerror(errno));
-    return NULL;
-  }
-  if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
-    snprintf(why, n, "mount --make-rprivate /: %s", strerror(errno));
-    return NULL;
-  }
-  g_mnt = ts_mkdtemp("default-cap");
-  if (mount("tmpfs", g_mnt, "tmpfs", MS_NOSUID | MS_NODEV,
-            "size=" TMPFS_SIZE ",mode=0700") != 0) {
-    snprintf(why, n, "mount -t tmpfs: %s", strerror(errno));
-    free(g_mnt);
-    g_mnt = NULL;
-    return NULL;
-  }
+  if (g_mnt == NULL)
+    g_mnt = ts_private_tmpfs("default-cap", "size=" TMPFS_SIZE ",mode=0700",
+                             why, n);
   return g_mnt;
 }
 

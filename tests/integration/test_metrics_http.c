@@ -655,24 +655,7 @@ static void test_failures_in_period(void** state) {
 /* A small tmpfs in a mount namespace of this process (children inherit
 ** it; nothing stays mounted on the host). NULL and why when not allowed. */
 static char* mount_small_tmpfs(char* why, size_t n) {
-  char* dir;
-  if (geteuid() != 0) {
-    snprintf(why, n, "not root (mount needs CAP_SYS_ADMIN)");
-    return NULL;
-  }
-  if (unshare(CLONE_NEWNS) != 0 ||
-      mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
-    snprintf(why, n, "no private mount namespace: %s", strerror(errno));
-    return NULL;
-  }
-  dir = ts_mkdtemp("metrics_full");
-  if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV,
-            "size=4m,mode=0700") != 0) {
-    snprintf(why, n, "mount -t tmpfs: %s", strerror(errno));
-    ts_rmdir(dir);
-    return NULL;
-  }
-  return dir;
+  return ts_private_tmpfs("metrics_full", "size=4m,mode=0700", why, n);
 }
 
 /* The disk fills under a running engine: its next handling commit fails

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#define _GNU_SOURCE 1 /* unshare(2) */
 #include "tests/support/testsupport.h"
 
 #include <stdarg.h>
@@ -9,6 +10,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <ftw.h>
+#include <errno.h>
+#include <sched.h>
+#include <sys/mount.h>
 
 char* ts_mkdtemp(const char* tag) {
   const char* base = getenv("TMPDIR");
@@ -118,4 +122,31 @@ int ts_sh(const char* fmt, ...) {
   va_end(ap);
   st = system(cmd);
   return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+char* ts_private_tmpfs(const char* tag, const char* options, char* why,
+                       size_t n) {
+  char* dir;
+  if (geteuid() != 0) {
+    snprintf(why, n, "not root (mount needs CAP_SYS_ADMIN)");
+    return NULL;
+  }
+  if (unshare(CLONE_NEWNS) != 0) {
+    snprintf(why, n, "unshare(CLONE_NEWNS): %s", strerror(errno));
+    return NULL;
+  }
+  /* Our mounts must not propagate back to the host's namespace. */
+  if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
+    snprintf(why, n, "mount --make-rprivate /: %s", strerror(errno));
+    return NULL;
+  }
+  dir = ts_mkdtemp(tag);
+  if (chmod(dir, 0755) != 0 ||
+      mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, options) != 0) {
+    snprintf(why, n, "mount -t tmpfs -o %s tmpfs %s: %s", options, dir,
+             strerror(errno));
+    ts_rmdir(dir);
+    return NULL;
+  }
+  return dir;
 }

@@ -35,6 +35,16 @@ void ts_rmdir(char* path);
 /* malloc'd "dir/name". */
 char* ts_path(const char* dir, const char* name);
 
+/* A small filesystem of its own for a full-disk test: moves this process
+** into a private mount namespace (children inherit it; even a SIGKILL
+** leaves nothing mounted on the host), makes a directory like ts_mkdtemp
+** (mode 0755, so a server's user can reach it) and mounts a tmpfs there with
+** `options` (e.g. "size=8m,mode=0700"). Returns the malloc'd path, or NULL
+** with the reason in why when this machine does not allow it (not root,
+** no namespace): the test then skips. Unmounted when the namespace ends. */
+char* ts_private_tmpfs(const char* tag, const char* options, char* why,
+                       size_t n);
+
 /* Run a shell command made like printf's (system(3), at most 8 KiB). Its
 ** exit status; 128 when it did not exit (a signal) or could not run. */
 int ts_sh(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
