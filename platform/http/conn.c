@@ -301,6 +301,12 @@ static void tls_pump(ob__http_conn_t* conn) {
     }
     tls_flush(conn);
     if (rc == OB__TLS_AGAIN || conn->state == OB__CONN_CLOSING) return;
+    snprintf(conn->client->stats.tls_version,
+             sizeof conn->client->stats.tls_version, "%s",
+             ob__tls_version(&conn->tls));
+    snprintf(conn->client->stats.tls_suite,
+             sizeof conn->client->stats.tls_suite, "%s",
+             ob__tls_suite(&conn->tls));
     become_ready(conn);
     if (conn->state == OB__CONN_CLOSING) return;
   }

@@ -220,6 +220,10 @@ typedef struct ob__http_stats_s {
   uint64_t connections_reused;  /* requests served by a pooled connection */
   uint64_t retries;             /* idempotent requests resent once */
   size_t idle_connections;      /* in the pool now */
+  /* The last TLS handshake completed: "TLSv1.2"/"TLSv1.3" and mbedTLS's
+  ** suite name; "" before the first. */
+  char tls_version[16];
+  char tls_suite[64];
 } ob__http_stats_t;
 
 void ob__http_client_stats(const ob__http_client_t* client, ob__http_stats_t* s);

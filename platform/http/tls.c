@@ -648,6 +648,20 @@ static int key_exchange_failure(ob__tls_t* t) {
              t->host, ci ? ci->name : "?", sn->ske_group);
     return OB__HTTP_E_TLS_PROTOCOL;
   }
+  /* mbedTLS 3.6.6 offers RSA-PSS (for TLS 1.3) but its TLS 1.2 client
+  ** refuses it here (tls_compat.h); a server preferring its own order may
+  ** still choose it. */
+  if (OB__MBEDTLS3 && sn->version == OB__TLS_V12 && hash == 8 && sig >= 4 &&
+      sig <= 6) {
+    snprintf(t->detail, sizeof t->detail,
+             "TLS: '%.96s' signed its TLS 1.2 key exchange with RSA-PSS "
+             "(scheme 0x%04x), which this build's " OB__TLS_LIB " (%s) "
+             "refuses under TLS 1.2 although it offered it for TLS 1.3 (an "
+             "mbedTLS bug, fixed upstream after 3.6.6). The server must "
+             "offer TLS 1.3, or sign TLS 1.2 with RSA PKCS#1 v1.5",
+             t->host, sn->ske_sigalg, MBEDTLS_VERSION_STRING);
+    return OB__HTTP_E_TLS_PROTOCOL;
+  }
   /* (hash, signature) pairs with RSA, DSA or ECDSA; RSA-PSS (0x08..) is
   ** SHA-2 only. */
   if (sn->ske_sigalg != 0 && hash < 4 && sig >= 1 && sig <= 3) {
@@ -695,6 +709,27 @@ static int fragment_failure(ob__tls_t* t) {
   return OB__HTTP_E_TLS;
 }
 
+/* A TLS 1.3 Certificate is encrypted, so its size is not in the clear.
+** mbedTLS 3.6 refuses a handshake message larger than its record buffer
+** with BAD_INPUT_DATA; an encrypted flight larger than that buffer says
+** this was the case. */
+static int encrypted_size_failure(ob__tls_t* t, int rc) {
+  const ob__tls_sniff_t* sn = &t->sniff;
+  if (rc != MBEDTLS_ERR_SSL_BAD_INPUT_DATA || sn->version != OB__TLS_V13 ||
+      sn->enc_bytes <= MBEDTLS_SSL_IN_CONTENT_LEN)
+    return 0;
+  snprintf(t->detail, sizeof t->detail,
+           "TLS: the certificate chain of '%.96s' is too large for this "
+           "build: TLS 1.3 encrypts it, but mbedTLS stopped (bad input "
+           "data, -0x%04x) after %zu bytes of encrypted handshake, more than "
+           "one record, and " OB__TLS_LIB " takes no handshake message over "
+           "%d bytes. The server must send a smaller chain (under about "
+           "16 KB in all)",
+           t->host, (unsigned)-rc, sn->enc_bytes,
+           (int)MBEDTLS_SSL_IN_CONTENT_LEN);
+  return OB__HTTP_E_TLS_CERT;
+}
+
 /* mbedTLS's error code first where it is unambiguous, then what the
 ** records show, then mbedTLS's own words. */
 static int map_error(ob__tls_t* t, int rc) {
@@ -729,6 +764,7 @@ static int map_error(ob__tls_t* t, int rc) {
     if (rc == MBEDTLS_ERR_SSL_FEATURE_UNAVAILABLE &&
         (code = fragment_failure(t)) != 0)
       return code;
+    if ((code = encrypted_size_failure(t, rc)) != 0) return code;
     if (rc == OB__TLS_ERR_OLD_PROTOCOL) {
       snprintf(t->detail, sizeof t->detail,
                "TLS: '%.96s' offered a protocol older than TLS 1.2", t->host);
@@ -738,6 +774,15 @@ static int map_error(ob__tls_t* t, int rc) {
   mbedtls_strerror(rc, mb, sizeof mb);
   snprintf(t->detail, sizeof t->detail, "TLS: %s%s (-0x%04x)",
            t->handshake_done ? "" : "handshake failed: ", mb, (unsigned)-rc);
+  if (!t->handshake_done && t->sniff.hello) {
+    /* What the server had chosen, as far as the clear text shows. */
+    const char* name = mbedtls_ssl_get_ciphersuite_name(t->sniff.suite);
+    dappend(t, "; the server chose %s, %s (0x%04x)",
+            ob__tls_version_name(t->sniff.version), name, t->sniff.suite);
+    if (t->sniff.ske_sigalg != 0)
+      dappend(t, ", its key exchange signed with scheme 0x%04x",
+              t->sniff.ske_sigalg);
+  }
   return OB__HTTP_E_TLS;
 }
 

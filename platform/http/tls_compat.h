@@ -124,17 +124,21 @@ typedef int ob__tls_sig_t;
 
 /* The allowed ones (docs/security.md "TLS parameters"): SHA-256/384/512
 ** with ECDSA or RSA; 3.x names them per scheme, so RSA-PSS too (TLS 1.3
-** signs with it; PKCS#1 v1.5 stays for TLS 1.2 and certificates). */
+** signs with it; PKCS#1 v1.5 stays for TLS 1.2 and certificates).
+** PKCS#1 before PSS: mbedTLS 3.6.6's TLS 1.2 client refuses a
+** ServerKeyExchange signed with RSA-PSS (upstream Mbed-TLS/mbedtls#10674,
+** after 3.6.6), and a TLS 1.2 server (OpenSSL by default) follows the
+** client's order. TLS 1.3 allows no PKCS#1 there and takes PSS. */
 #if OB__MBEDTLS3
 #define OB__TLS_SIGS_ALLOWED                                                 \
   MBEDTLS_TLS1_3_SIG_ECDSA_SECP256R1_SHA256,                                \
       MBEDTLS_TLS1_3_SIG_ECDSA_SECP384R1_SHA384,                            \
       MBEDTLS_TLS1_3_SIG_ECDSA_SECP521R1_SHA512,                            \
+      MBEDTLS_TLS1_3_SIG_RSA_PKCS1_SHA256, MBEDTLS_TLS1_3_SIG_RSA_PKCS1_SHA384, \
+      MBEDTLS_TLS1_3_SIG_RSA_PKCS1_SHA512,                                  \
       MBEDTLS_TLS1_3_SIG_RSA_PSS_RSAE_SHA256,                               \
       MBEDTLS_TLS1_3_SIG_RSA_PSS_RSAE_SHA384,                               \
-      MBEDTLS_TLS1_3_SIG_RSA_PSS_RSAE_SHA512,                               \
-      MBEDTLS_TLS1_3_SIG_RSA_PKCS1_SHA256, MBEDTLS_TLS1_3_SIG_RSA_PKCS1_SHA384, \
-      MBEDTLS_TLS1_3_SIG_RSA_PKCS1_SHA512
+      MBEDTLS_TLS1_3_SIG_RSA_PSS_RSAE_SHA512
 #else
 #define OB__TLS_SIGS_ALLOWED MBEDTLS_MD_SHA512, MBEDTLS_MD_SHA384, MBEDTLS_MD_SHA256
 #endif

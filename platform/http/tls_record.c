@@ -150,6 +150,7 @@ void ob__tls_sniff_feed(ob__tls_sniff_t* s, const uint8_t* p, size_t n) {
       }
       if (s->hdr[0] == REC_HANDSHAKE && !s->encrypted)
         handshake_bytes(s, p, take);
+      if (s->hdr[0] == 23) s->enc_bytes += take;
       p += take;
       n -= take;
       s->body_left -= take;

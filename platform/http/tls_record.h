@@ -51,6 +51,7 @@ typedef struct ob__tls_sniff_s {
   int ske_named;      /* with a named group (curve_type 3) */
   uint16_t ske_group;
   uint16_t ske_sigalg; /* hash << 8 | signature; 0 when cut off */
+  size_t enc_bytes;   /* bodies of application_data records (encrypted) */
   int split_type;     /* first handshake message split across records, -1 */
   size_t split_len;   /* its body length */
 } ob__tls_sniff_t;

@@ -28,6 +28,7 @@
 #   big            SAN sqs.test + 900 padding names: a ~22 KB certificate
 #   sha1           SAN sqs.test, signed with SHA-1
 #   rsa1024        RSA 1024 key, SAN sqs.test
+#   self-signed    SAN sqs.test, signed by its own key (no CA at all)
 #   dh1024.pem     1024-bit DH parameters, RFC 2409 group 2 (a weak DHE server)
 #
 # Needs: openssl, faketime (Debian packages openssl, faketime).
@@ -98,6 +99,10 @@ leafx big "$ec" sha256 "subjectAltName=DNS:sqs.test$pad\n$srv"
 leafx sha1 "$ec" sha1 "subjectAltName=DNS:sqs.test\n$srv"
 leafx rsa1024 "-algorithm RSA -pkeyopt rsa_keygen_bits:1024" sha256 \
   "subjectAltName=DNS:sqs.test\n$srv"
+newkey self-signed.key
+openssl req -x509 -new -key self-signed.key -sha256 -days 30 \
+  -subj "/CN=sqs.test" -addext "subjectAltName=DNS:sqs.test" \
+  -addext "extendedKeyUsage=serverAuth" -out self-signed.crt
 # The 1024-bit MODP group of RFC 2409 (section 6.2), written as PKCS#3:
 # generating a safe prime takes seconds, and openssl s_server ignores the
 # X9.42 parameters "dhparam -dsaparam" makes (it then uses 2048 bits).

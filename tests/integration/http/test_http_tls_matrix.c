@@ -15,7 +15,12 @@
 ** shows the server really negotiates it, so the refusal is the allow-list's.
 ** One accepted case per allowed family (s_server -www: its status page
 ** also shows the groups and signature algorithms our ClientHello offered).
-** A TLS 1.3-only server gets its own sentence. Names: IP literals against
+** TLS versions: servers that speak 1.3 only, 1.2 only, and both. With
+** mbedTLS 3.6 the client speaks 1.3 (preferred) with the same certificate
+** and name checks; with 2.28 a 1.3-only server gets its own sentence.
+** Which failure messages come from the plaintext records and which only
+** from mbedTLS's error code (an encrypted TLS 1.3 flight) is said per
+** case. Names: IP literals against
 ** iPAddress SANs only (IPv4, and IPv6 when ::1 exists), no wildcard for an
 ** IP, no CN fallback; and the clientAuth-only and 22 KB certificates.
 */
@@ -34,6 +39,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "platform/http/tls_compat.h"
 #include "tests/integration/http/http_test_util.h"
 #include "tests/support/testsupport.h"
 
@@ -475,8 +481,11 @@ static int s_server(fix_t* f, const char* cert, int v6, int www,
 }
 
 /* The control: openssl s_client, allowed the weak parameter, negotiates it
-** with this server (its summary holds `want`). */
-static void control(int port, const char* args, const char* want) {
+** with this server (its summary holds `want`). 0 when this openssl will
+** not (Debian 13's openssl 3.5 no longer offers P-192, P-224 or 1024-bit
+** DH even at SECLEVEL=0): then the case cannot be run against it here,
+** and tests/unit/http_tls covers it with a server on memory buffers. */
+static int control(int port, const char* args, const char* want) {
   char cmd[1024];
   char out[16384];
   size_t n;
@@ -493,14 +502,17 @@ static void control(int port, const char* args, const char* want) {
   out[n] = '\0';
   pclose(p);
   if (strstr(out, want) == NULL) {
-    fprintf(stderr, "%s\n%s\n", cmd, out);
-    fail_msg("control: openssl s_client did not negotiate '%s'", want);
+    printf("  control: this openssl does not negotiate '%s' (%s)\n", want,
+           args);
+    return 0;
   }
   printf("  control: openssl s_client %s -> %s\n", args, want);
+  return 1;
 }
 
-static const char k_none_common[] =
-    "accepts none of the TLS 1.2 parameters this client allows";
+/* "... none of the TLS 1.2 parameters" (2.28), "... TLS 1.2 or 1.3
+** parameters" (3.6): named from the plaintext handshake_failure alert. */
+static const char k_none_common[] = "accepts none of the TLS 1.2";
 
 /* A server offering only one refused parameter: refused with the sentence,
 ** and nothing of the request reached it. */
@@ -508,7 +520,7 @@ static void refuse_case(fix_t* f, const char* cert, const char* const* args,
                         const char* control_args, const char* control_want) {
   int port = s_server(f, cert, 0, 0, args);
   char* log;
-  control(port, control_args, control_want);
+  if (!control(port, control_args, control_want)) skip();
   expect_refused(f, "sqs.test", port, OB__HTTP_E_TLS_PROTOCOL, k_none_common);
   log = ht_output(f->extra);
   assert_null(strstr(log, "must-not-arrive"));
@@ -650,11 +662,48 @@ static void test_accept_p384(void** state) {
   accept_case(*state, "good", 0, "sqs.test", args, NULL, "secp384r1");
 }
 
+/* ---- TLS versions ---------------------------------------------------------- */
+
+/* A request to an openssl s_server -www speaking what args allow: served,
+** and the version the client reports (ob__http_client_stats) is want,
+** as the server's status page says too ("New, TLSv1.3, Cipher is ..."). */
+static void version_case(fix_t* f, const char* const* args, const char* want) {
+  int port = s_server(f, "good", 0, 1, args);
+  char url[128];
+  char line[256];
+  ht_result_t r;
+  ob__http_stats_t st;
+  snprintf(url, sizeof url, "https://sqs.test:%d/page", port);
+  open_client(f);
+  if (ht_fetch(&f->loop, f->client, "GET", url, NULL, 0, 0, &r) != 0)
+    fail_msg("%s: %s", url, r.detail);
+  assert_int_equal(r.http_status, 200);
+  ob__http_client_stats(f->client, &st);
+  assert_string_equal(st.tls_version, want);
+  snprintf(line, sizeof line, "New, %s, ", want);
+  assert_non_null(strstr(r.body, line));
+  if (strcmp(want, "TLSv1.3") == 0)
+    assert_int_equal(strncmp(st.tls_suite, "TLS1-3-", 7), 0);
+  else
+    assert_int_equal(strncmp(st.tls_suite, "TLS-ECDHE-", 10), 0);
+  page_line(r.body, "New, ", line, sizeof line);
+  printf("  client: %s %s; server: %s\n", st.tls_version, st.tls_suite, line);
+  ht_result_free(&r);
+}
+
+/* mbedTLS 3.6: TLS 1.3 with the certificate and name checks. 2.28: the
+** server's protocol_version alert answers our ClientHello in the clear, so
+** the records name it. */
 static void test_tls13_only_server(void** state) {
   fix_t* f = *state;
   const char* args[] = {"-tls1_3", NULL};
-  int port = s_server(f, "good", 0, 0, args);
+  int port;
   char* log;
+  if (OB__TLS_HAVE_13) {
+    version_case(f, args, "TLSv1.3");
+    return;
+  }
+  port = s_server(f, "good", 0, 0, args);
   expect_refused(f, "sqs.test", port, OB__HTTP_E_TLS_PROTOCOL,
                  "requires TLS 1.3");
   expect_refused(f, "sqs.test", port, OB__HTTP_E_TLS_PROTOCOL,
@@ -662,6 +711,93 @@ static void test_tls13_only_server(void** state) {
   log = ht_output(f->extra);
   assert_null(strstr(log, "must-not-arrive"));
   free(log);
+}
+
+static void test_tls12_only_server(void** state) {
+  const char* args[] = {"-tls1_2", NULL};
+  version_case(*state, args, "TLSv1.2");
+}
+
+/* Both versions on offer: the newest this build speaks. */
+static void test_mixed_server(void** state) {
+  const char* args[] = {NULL};
+  version_case(*state, args, OB__TLS_HAVE_13 ? "TLSv1.3" : "TLSv1.2");
+}
+
+/* Under TLS 1.3 the same client refuses a wrong name, a self-signed
+** certificate and an expired one (mbedTLS's verify flags, read through its
+** public API; the certificate itself is encrypted), before its Finished:
+** no request byte reaches the server. */
+static void test_tls13_refusals(void** state) {
+  static const struct {
+    const char* cert;
+    int want;
+    const char* has;
+  } k[] = {
+      {"wrong", OB__HTTP_E_TLS_HOSTNAME, "DNS:wrong.test"},
+      {"self-signed", OB__HTTP_E_TLS_UNTRUSTED, "not signed by a trusted CA"},
+      {"expired", OB__HTTP_E_TLS_EXPIRED, "expired"},
+  };
+  fix_t* f = *state;
+  const char* args[] = {"-tls1_3", NULL};
+  if (!OB__TLS_HAVE_13) {
+    printf("  skipped: this build's mbedTLS (%s) does not speak TLS 1.3\n",
+           MBEDTLS_VERSION_STRING);
+    skip();
+  }
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+    int port = s_server(f, k[i].cert, 0, 0, args);
+    char* log;
+    expect_refused(f, "sqs.test", port, k[i].want, k[i].has);
+    log = ht_output(f->extra);
+    assert_null(strstr(log, "must-not-arrive"));
+    free(log);
+    ht_stop(f->extra);
+    f->extra = NULL;
+    free(f->extra_out);
+    f->extra_out = NULL;
+  }
+}
+
+/* A server that demands a client certificate (we send none) answers with
+** a fatal alert. TLS 1.2: before its ChangeCipherSpec, in the clear, so
+** the records name it. TLS 1.3: under the handshake keys, encrypted, and
+** mbedTLS 3.6 has no getter for it: only its error code says an alert
+** came. Either way nothing was served. */
+static void test_client_certificate_demanded(void** state) {
+  fix_t* f = *state;
+  const char* v12[] = {"-tls1_2", "-Verify", "1", NULL};
+  const char* v13[] = {"-tls1_3", "-Verify", "1", NULL};
+  for (int i = 0; i < (OB__TLS_HAVE_13 ? 2 : 1); i++) {
+    int port = s_server(f, "good", 0, 1, i == 0 ? v12 : v13);
+    char url[128];
+    ht_result_t r;
+    int rc;
+    snprintf(url, sizeof url, "https://sqs.test:%d/must-not-arrive", port);
+    if (f->client != NULL) {
+      ht_close_client(&f->loop, f->client);
+      f->client = NULL;
+    }
+    open_client(f);
+    rc = ht_fetch(&f->loop, f->client, "GET", url, NULL, 0, 0, &r);
+    printf("  %s: %s: %s\n", i == 0 ? "TLS 1.2" : "TLS 1.3",
+           ob__http_err_name(rc), r.detail);
+    assert_int_equal(rc, OB__HTTP_E_TLS);
+    assert_int_equal(r.http_status, 0);
+    if (i == 0) {
+      assert_non_null(strstr(r.detail, "sent a fatal "));
+      assert_null(strstr(r.detail, "encrypted"));
+      assert_null(strstr(r.detail, "unknown alert"));
+    } else {
+      assert_non_null(strstr(r.detail, "sent a fatal alert"));
+      assert_non_null(strstr(r.detail, "it was encrypted (TLS 1.3"));
+    }
+    ht_result_free(&r);
+    ht_stop(f->extra);
+    f->extra = NULL;
+    free(f->extra_out);
+    f->extra_out = NULL;
+  }
 }
 
 /* ---- names and certificates -------------------------------------------- */
@@ -773,7 +909,13 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_accept_chacha20, setup, teardown),
       cmocka_unit_test_setup_teardown(test_accept_x25519, setup, teardown),
       cmocka_unit_test_setup_teardown(test_accept_p384, setup, teardown),
+      /* TLS versions */
       cmocka_unit_test_setup_teardown(test_tls13_only_server, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_tls12_only_server, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_mixed_server, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_tls13_refusals, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_client_certificate_demanded, setup,
+                                      teardown),
       /* names and certificates */
       cmocka_unit_test_setup_teardown(test_ipv4_literal_ip_san, setup,
                                       teardown),
