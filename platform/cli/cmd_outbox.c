@@ -227,6 +227,8 @@ static int outbox_drain(cli_t* cli, cli_sync_t* sync, int until_empty,
     fprintf(stderr, "outbox drained: %lld published by this drain, %lld "
             "unpublished (%lld parked)\n", (long long)p.published,
             (long long)unpublished, (long long)parked);
+    if (p.tls_version[0] != '\0')
+      fprintf(stderr, "SQS over %s, %s\n", p.tls_version, p.tls_suite);
     drain_scheduled(&d, unpublished - parked);
   }
   ob_close(d.e);

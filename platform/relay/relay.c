@@ -66,7 +66,10 @@ typedef struct relay_s {
   /* Since ob_relay_enable (ob__relay_progress). */
   int64_t published;
   int64_t parked;
+  char tls_logged[96]; /* "version suite" last logged (debug) */
 } relay_t;
+
+static void log_tls(relay_t* r);
 
 #define ENGINE(r) ((r)->w.e)
 
@@ -168,6 +171,7 @@ static void on_sent(ob__sqs_req_t* req, int status) {
   if (status == 0) {
     if (ob__worker_link_ok(&r->w))
       ob__log(ENGINE(r), OB_LOG_INFO, "relay: SQS reachable again");
+    log_tls(r);
     for (size_t i = 0; i < r->sent_n; i++) {
       ok[i] = 1;
       error[i] = NULL;
@@ -454,6 +458,19 @@ static const ob__worker_ops_t relay_ops = {
     .destroy = relay_destroy,
 };
 
+/* The TLS version and suite to SQS, at debug level, when they change. */
+static void log_tls(relay_t* r) {
+  ob__sqs_stats_t st;
+  char now[sizeof r->tls_logged];
+  if (r->client == NULL) return;
+  ob__sqs_client_stats(r->client, &st);
+  snprintf(now, sizeof now, "%s %s", st.tls_version, st.tls_suite);
+  if (st.tls_version[0] == '\0' || strcmp(now, r->tls_logged) == 0) return;
+  memcpy(r->tls_logged, now, sizeof now);
+  ob__log(ENGINE(r), OB_LOG_DEBUG, "relay: SQS over %s, %s", st.tls_version,
+          st.tls_suite);
+}
+
 int ob__relay_progress(ob_engine_t* e, ob__relay_progress_t* out) {
   memset(out, 0, sizeof *out);
   for (size_t i = 0; e != NULL && i < ob__engine_ncomponents(e); i++) {
@@ -468,6 +485,12 @@ int ob__relay_progress(ob_engine_t* e, ob__relay_progress_t* out) {
     out->parked = r->parked;
     out->busy = r->in_flight || r->nrows > 0;
     out->online = w->link.online;
+    if (r->client != NULL) {
+      ob__sqs_stats_t st;
+      ob__sqs_client_stats(r->client, &st);
+      memcpy(out->tls_version, st.tls_version, sizeof out->tls_version);
+      memcpy(out->tls_suite, st.tls_suite, sizeof out->tls_suite);
+    }
     return 0;
   }
   return OB_ENOTFOUND;

@@ -19,6 +19,8 @@ typedef struct ob__relay_progress_s {
   int busy;           /* 1: rows claimed or a batch in flight */
   int online;         /* 1 until a request could not reach SQS; 0 while
                       ** offline and probing */
+  char tls_version[16]; /* of the last TLS connection to SQS: "TLSv1.3" */
+  char tls_suite[64];   /* and its suite; "" before the first or over http */
 } ob__relay_progress_t;
 
 /*

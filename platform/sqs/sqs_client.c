@@ -264,6 +264,12 @@ void ob__sqs_client_stats(const ob__sqs_client_t* c, ob__sqs_stats_t* s) {
   s->retry_tokens = c->bucket.tokens;
   s->clock_offset_ms = c->clock_offset_ms;
   s->in_flight = c->nops;
+  if (c->http != NULL) {
+    ob__http_stats_t h;
+    ob__http_client_stats(c->http, &h);
+    memcpy(s->tls_version, h.tls_version, sizeof s->tls_version);
+    memcpy(s->tls_suite, h.tls_suite, sizeof s->tls_suite);
+  }
 }
 
 /* ---------------------------------------------------------------------------

@@ -243,6 +243,8 @@ typedef struct ob__sqs_stats_s {
   int retry_tokens;            /* token bucket level, 0..500 */
   int64_t clock_offset_ms;     /* server - local, from Date headers */
   size_t in_flight;            /* requests not yet completed */
+  char tls_version[16];        /* of the last TLS connection: "TLSv1.3" */
+  char tls_suite[64];          /* and its suite; "" before the first */
 } ob__sqs_stats_t;
 
 void ob__sqs_client_stats(const ob__sqs_client_t* c, ob__sqs_stats_t* s);
