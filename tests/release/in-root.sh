@@ -17,12 +17,14 @@ here=$(cd "$(dirname "$0")/../.." && pwd)
 
 mounted=()
 scratch=""
+made_nm=0
 cleanup() {
   local i
   for (( i=${#mounted[@]}-1; i>=0; i-- )); do
     umount -l "${mounted[$i]}" 2>/dev/null || true
   done
   if [ -n "$scratch" ]; then rm -rf "$scratch"; fi
+  if [ "$made_nm" = 1 ]; then rmdir "$here/tests/interop/node_modules" 2>/dev/null || true; fi
 }
 trap cleanup EXIT
 bind() {  # bind SOURCE TARGET-IN-ROOT
@@ -57,17 +59,20 @@ mkdir -p "$root/dev/shm"
 mkdir -p "$root/tmp"
 mount -t tmpfs -o mode=1777 tmpfs "$root/tmp"
 mounted+=("$root/tmp")
-[ -d "$root/src" ] && [ -z "$(ls -A "$root/src" 2>/dev/null)" ] && bind "$here" /src
+# This tree at /src, unless the root has a /src of its own (root.sh puts
+# the install script there while it makes the root).
+mkdir -p "$root/src"
+if [ -z "$(ls -A "$root/src")" ]; then bind "$here" /src; fi
 # The shared test data (SigV4 vectors) beside the tree, as on the host.
-if [ -d "$here/../shared" ] && [ -d "$root/shared" -o ! -e "$root/shared" ]; then
-  mkdir -p "$root/shared"
-  [ -z "$(ls -A "$root/shared" 2>/dev/null)" ] && bind "$(cd "$here/../shared" && pwd)" /shared
+if [ -d "$here/../shared" ]; then
+  bind "$(cd "$here/../shared" && pwd)" /shared
 fi
 cp -L /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
 # node_modules from the cache, where the tree has none of its own.
 if [ -d "$root/opt/oncebox-ci/node_modules" ] && [ -d "$root/src/tests/interop" ] \
    && [ ! -e "$here/tests/interop/node_modules" ]; then
-  mkdir -p "$here/tests/interop/node_modules"
+  mkdir "$here/tests/interop/node_modules"
+  made_nm=1  # an empty mount point in the tree, removed at the end
   bind "$root/opt/oncebox-ci/node_modules" /src/tests/interop/node_modules
 fi
 # Node reads the system's authorities only when told (npm: tests/interop).
