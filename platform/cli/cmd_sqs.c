@@ -592,6 +592,18 @@ int ob__cmd_sqs(cli_t* cli, int argc, char** argv) {
   if (strcmp(o.sub, "send") == 0) code = do_send(&o, &r);
   else if (strcmp(o.sub, "receive") == 0) code = do_receive(&o, &r);
   else code = do_attributes(&o, &r);
+  if (cli->log_level >= OB_LOG_DEBUG) {
+    /* Which TLS the endpoint spoke (issue 42): "" over http or before any
+    ** connection. */
+    ob__sqs_stats_t st;
+    ob__sqs_client_stats(r.client, &st);
+    if (st.tls_version[0] != '\0') {
+      char line[160];
+      snprintf(line, sizeof line, "sqs: connected over %s, %s", st.tls_version,
+               st.tls_suite);
+      ob__cli_log(NULL, OB_LOG_DEBUG, line);
+    }
+  }
   ob__sqs_req_cleanup(&r.req);
   ob__sqs_client_close(r.client, on_closed, &r);
   while (!r.closed && uv_run(&r.loop, UV_RUN_ONCE) != 0) {

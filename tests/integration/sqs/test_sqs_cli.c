@@ -328,6 +328,29 @@ static void test_send_receive_delete(void** state) {
   out_free(&r);
 }
 
+/* At debug level `oncebox sqs` says which TLS the endpoint spoke (issue 42):
+** 1.3 where the build's mbedTLS has it, else 1.2; never a secret. */
+static void test_tls_version_logged(void** state) {
+  char args[2048];
+  out_t r;
+  SKIP_IF_NEEDED;
+  snprintf(args, sizeof args,
+           "--log-level debug sqs attributes --queue-url '%s' --resolve "
+           SQ_HOST ":127.0.0.1", g_q);
+  r = run_top(args);
+  expect(&r, 0, "VisibilityTimeout", "sqs: connected over TLSv1.");
+  assert_true(strstr(r.err, "TLSv1.3, TLS1-3-") != NULL ||
+              strstr(r.err, "TLSv1.2, TLS-ECDHE-") != NULL);
+  out_free(&r);
+  /* Not at the default level. */
+  snprintf(args, sizeof args, "sqs attributes --queue-url '%s' --resolve "
+           SQ_HOST ":127.0.0.1", g_q);
+  r = run_top(args);
+  expect(&r, 0, "VisibilityTimeout", NULL);
+  assert_null(strstr(r.err, "connected over"));
+  out_free(&r);
+}
+
 static void test_fifo(void** state) {
   char args[2048];
   out_t r;
@@ -655,6 +678,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_help_and_usage, setup),
       cmocka_unit_test_setup(test_send_receive_delete, setup),
+      cmocka_unit_test_setup(test_tls_version_logged, setup),
       cmocka_unit_test_setup(test_fifo, setup),
       cmocka_unit_test_setup(test_errors, setup),
       cmocka_unit_test_setup(test_config_errors, setup),

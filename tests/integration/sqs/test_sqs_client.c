@@ -29,6 +29,7 @@
 
 #include <cmocka.h>
 
+#include "platform/http/tls_compat.h"
 #include "tests/integration/sqs/sqs_test_util.h"
 #include "tests/support/testsupport.h"
 
@@ -1025,6 +1026,61 @@ static void test_plain_http_opt_in(void** state) {
   ts_rmdir(home);
 }
 
+/* ---- the TLS version and suite (issue 42) -------------------------------------- */
+
+/* One send through fresh client `f`; the version and suite it reports. */
+static void send_and_report(fix_t* f, const char* q, ob__sqs_stats_t* st) {
+  open_client(f, SQ_SECRET, 0);
+  expect_ok(f, send_text(f, q, "tls version"));
+  ob__sqs_client_stats(f->c, st);
+  printf("negotiated with the SQS front: %s, %s\n", st->tls_version,
+         st->tls_suite);
+}
+
+/* A front that takes 1.2 and 1.3 gets 1.3 from a build whose mbedTLS has
+** it (3.6, Debian 13) and 1.2 otherwise; each an AEAD suite. */
+static void test_tls_version_reported(void** state) {
+  ob__sqs_stats_t st;
+  FIX;
+  send_and_report(f, f->q, &st);
+  assert_string_equal(st.tls_version, OB__TLS_HAVE_13 ? "TLSv1.3" : "TLSv1.2");
+  assert_true(strstr(st.tls_suite, "GCM") != NULL ||
+              strstr(st.tls_suite, "CHACHA20-POLY1305") != NULL);
+  if (OB__TLS_HAVE_13) assert_true(strncmp(st.tls_suite, "TLS1-3-", 7) == 0);
+}
+
+/* A front that speaks TLS 1.2 only (Node with maxVersion TLSv1.2): every
+** build falls back to 1.2, with a forward-secret AEAD suite. */
+static void test_tls12_front(void** state) {
+  sq_server_t s12;
+  ob__sqs_stats_t st;
+  char* q;
+  FIX;
+  setenv("OB_SQS_TLS_MAX", "TLSv1.2", 1);
+  int rc = sq_server_start(&s12, "sqs-tls12", NULL);
+  unsetenv("OB_SQS_TLS_MAX");
+  assert_int_equal(rc, 0);
+  q = sq_create_queue(&s12, "tls12", NULL);
+  assert_non_null(q);
+  {
+    ob__sqs_client_config_t cfg;
+    char err[256] = "";
+    sq_client_config(&s12, &cfg, SQ_SECRET, &f->clock.clock);
+    assert_int_equal(ob__sqs_client_open(&f->c, &f->loop, &cfg, err, sizeof err), 0);
+  }
+  expect_ok(f, send_text(f, q, "tls 1.2"));
+  ob__sqs_client_stats(f->c, &st);
+  printf("negotiated with the TLS 1.2 SQS front: %s, %s\n", st.tls_version,
+         st.tls_suite);
+  close_client(f);
+  sq_server_stop(&s12);
+  free(q);
+  assert_string_equal(st.tls_version, "TLSv1.2");
+  assert_true(strncmp(st.tls_suite, "TLS-ECDHE-", 10) == 0);
+  assert_true(strstr(st.tls_suite, "GCM") != NULL ||
+              strstr(st.tls_suite, "CHACHA20-POLY1305") != NULL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -1050,6 +1106,8 @@ int main(void) {
       T(test_open_errors),
       T(test_plain_http_refused),
       T(test_plain_http_opt_in),
+      T(test_tls_version_reported),
+      T(test_tls12_front),
 #undef T
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
