@@ -63,7 +63,7 @@ for d in "$out"/*.deb; do
 done
 
 # lintian on the .changes: the packages and the buildinfo. Errors and
-# warnings fail; overrides (with their reasons) are in debian/*.lintian-overrides.
+# warnings fail; overrides (with their reasons) are in debian/*.lintian-overrides*.
 step "lintian $(basename "$changes")"
 lintian --fail-on error,warning --display-info --tag-display-limit 0 \
   "$out/$(basename "$changes")" || { echo "FAIL: lintian"; exit 1; }
