@@ -5,7 +5,7 @@
 #   lib/liboncebox.a                       the static library
 #   lib/pkgconfig/oncebox.pc
 #   lib/cmake/oncebox/onceboxConfig.cmake  (+ ConfigVersion, Targets)
-#   bin/oncebox                            (platform/cli/CMakeLists.txt)
+#   bin/oncebox                            (programs/oncebox/CMakeLists.txt)
 #   share/man/man1/oncebox.1, man3/oncebox.3  docs/man
 include(CMakePackageConfigHelpers)
 

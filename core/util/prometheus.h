@@ -2,7 +2,7 @@
 /* The statistics as Prometheus text exposition format 0.0.4 (the textfile
 ** collector's and a /metrics endpoint's format). Pure text from structs:
 ** it lives in core/util, beside no I/O, so `oncebox stats --prometheus`
-** (platform/cli) and a later HTTP listener render one text. The metrics
+** (programs/oncebox) and a later HTTP listener render one text. The metrics
 ** are listed in docs/operations.md; keep the two in step. */
 #ifndef OB_CORE_UTIL_PROMETHEUS_H
 #define OB_CORE_UTIL_PROMETHEUS_H

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
-** The CLI's settings table (platform/cli/cli_config.c): its defaults are
+** The CLI's settings table (programs/oncebox/cli_config.c): its defaults are
 ** the library's own (ob_options_init, ob_retry_policy_init, the consumer's
 ** and the provider's option inits), so a setting nobody gives changes
 ** nothing; and the layers pick flag > environment > file > default.
@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "platform/cli/cli.h"
+#include "programs/oncebox/cli.h"
 
 extern char** environ;
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
-** The CLI's log line (ob__cli_log, platform/cli/cli_util.c) under systemd:
+** The CLI's log line (ob__cli_log, programs/oncebox/cli_util.c) under systemd:
 ** when JOURNAL_STREAM names the device:inode of stderr, "<N>" syslog
 ** priorities and no timestamp (journald stamps lines itself); otherwise, and
 ** when JOURNAL_STREAM names something else (inherited by a child whose
@@ -28,7 +28,7 @@
 
 #include <cmocka.h>
 
-#include "platform/cli/cli.h"
+#include "programs/oncebox/cli.h"
 #include "tests/support/testsupport.h"
 
 enum { JS_UNSET, JS_MATCH, JS_OTHER };

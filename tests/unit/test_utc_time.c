@@ -16,7 +16,7 @@
 #include "core/sigv4/sigv4.h"
 #include "core/util/utc_time.h"
 #include "oncebox.h"
-#include "platform/cli/cli.h"
+#include "programs/oncebox/cli.h"
 
 typedef struct vec_s {
   int64_t s;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The demo's parts (platform/cli/demo*.c). */
+/* The demo's parts (programs/oncebox/demo*.c). */
 #ifndef OB_PLATFORM_CLI_DEMO_H
 #define OB_PLATFORM_CLI_DEMO_H
 

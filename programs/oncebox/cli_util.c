@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "core/util/utc_time.h"
-#include "platform/cli/cli.h"
+#include "programs/oncebox/cli.h"
 
 /* 1 if stderr is the journal's stream: systemd sets JOURNAL_STREAM to the
 ** "device:inode" of the socket it connects to stderr, and the variable is

@@ -8,7 +8,7 @@
 
 #include <mbedtls/base64.h>
 
-#include "platform/cli/cli.h"
+#include "programs/oncebox/cli.h"
 
 /* Length of the well-formed UTF-8 sequence (RFC 3629: no overlongs, no
 ** surrogates) of 2..4 bytes at p[0..n), or 0. */

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "core/util/utc_time.h"
-#include "platform/cli/cli.h"
+#include "programs/oncebox/cli.h"
 
 static void failed_usage(FILE* out) {
   fprintf(out,

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "core/util/config_parse.h"
-#include "platform/cli/cli.h"
+#include "programs/oncebox/cli.h"
 
 #define H1 3600000LL
 #define BIG INT64_MAX

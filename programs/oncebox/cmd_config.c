@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "platform/cli/cli.h"
+#include "programs/oncebox/cli.h"
 
 static void config_usage(FILE* out) {
   fprintf(out,

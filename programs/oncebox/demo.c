@@ -15,8 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "platform/cli/cli.h"
-#include "platform/cli/demo.h"
+#include "programs/oncebox/cli.h"
+#include "programs/oncebox/demo.h"
 
 #define MERCHANTS 40
 #define MAX_EXTRA_DELIVERIES 3

@@ -26,8 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "platform/cli/cli.h"
-#include "platform/cli/demo.h"
+#include "programs/oncebox/cli.h"
+#include "programs/oncebox/demo.h"
 
 #define MAX_CONSUMERS 8
 #define ROUNDS 4

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/util/health.h"
-#include "platform/cli/cli.h"
+#include "programs/oncebox/cli.h"
 
 const char ob__cli_health_help[] =
     "  --health-relay-failing DURATION  the relay failing (or, read from the\n"

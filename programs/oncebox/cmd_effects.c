@@ -10,7 +10,7 @@
 #include <time.h>
 #include <uv.h>
 
-#include "platform/cli/cli.h"
+#include "programs/oncebox/cli.h"
 
 /* ---- provider options (run, effects reconcile) -------------------------- */
 

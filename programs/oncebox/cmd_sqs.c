@@ -15,7 +15,7 @@
 #include <uv.h>
 
 #include "platform/aws/aws_config.h"
-#include "platform/cli/cli.h"
+#include "programs/oncebox/cli.h"
 #include "platform/sqs/sqs_client.h"
 
 #define MAX_ATTRS 10

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "platform/cli/cli.h"
+#include "programs/oncebox/cli.h"
 
 static long long file_bytes(const char* path) {
   struct stat st;

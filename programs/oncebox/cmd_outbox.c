@@ -11,7 +11,7 @@
 
 #include "core/engine/engine_host.h"
 #include "core/relay/relay_tx.h"
-#include "platform/cli/cli.h"
+#include "programs/oncebox/cli.h"
 #include "platform/loop/worker.h"
 #include "platform/relay/relay.h"
 

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 
 #include "core/util/ndjson_envelope.h"
-#include "platform/cli/cli.h"
+#include "programs/oncebox/cli.h"
 #include "platform/loop/sd_watch.h"
 
 int ob__cmd_init(cli_t* cli, int argc, char** argv) {

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "oncebox_cli.h"
-#include "platform/cli/cli.h"
+#include "programs/oncebox/cli.h"
 
 typedef struct command_s {
   const char* name;

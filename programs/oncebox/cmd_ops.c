@@ -12,7 +12,7 @@
 
 #include "core/util/prometheus.h"
 #include "core/util/utc_time.h"
-#include "platform/cli/cli.h"
+#include "programs/oncebox/cli.h"
 #include "platform/metrics/figures.h"
 
 static int has_flag(int argc, char** argv, const char* flag) {

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "platform/cli/cli.h"
-#include "platform/cli/demo.h"
+#include "programs/oncebox/cli.h"
+#include "programs/oncebox/demo.h"
 
 #define MAX_ORDERS 2000
 
