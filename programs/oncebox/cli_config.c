@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/util/config_parse.h"
+#include "programs/oncebox/config_parse.h"
 #include "programs/oncebox/cli.h"
 
 #define H1 3600000LL

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
-** Fuzz target: the configuration file's parser (core/util/config_parse.c),
+** Fuzz target: the configuration file's parser (programs/oncebox/config_parse.c),
 ** against a schema with every value type, a sub-sectioned section and a
 ** word value.
 **
@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "core/include/oncebox.h"
-#include "core/util/config_parse.h"
+#include "programs/oncebox/config_parse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The configuration file's parser (core/util/config_parse.c): every value
+/* The configuration file's parser (programs/oncebox/config_parse.c): every value
 ** type, sub-sections, and every refusal with its file:line message. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "core/include/oncebox.h"
-#include "core/util/config_parse.h"
+#include "programs/oncebox/config_parse.h"
 
 static const char* const levels[] = {"error", "warn", "info", "debug", NULL};
 

@@ -3,8 +3,8 @@
 ** driven by a caller's table of sections and typed keys. Pure: it reads only
 ** the bytes it is given, keeps no state between calls and writes nothing but
 ** the caller's buffers. */
-#ifndef OB_CORE_CONFIG_PARSE_H
-#define OB_CORE_CONFIG_PARSE_H
+#ifndef OB_PROGRAMS_ONCEBOX_CONFIG_PARSE_H
+#define OB_PROGRAMS_ONCEBOX_CONFIG_PARSE_H
 
 #include <stddef.h>
 #include <stdint.h>

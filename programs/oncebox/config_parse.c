@@ -2,14 +2,13 @@
 /* The configuration file's strict parser (config_parse.h). Never allocates:
 ** the state of one parse (open section, keys seen, headers seen, a decoded
 ** string) lives in one struct on the caller's stack. */
-#include "core/util/config_parse.h"
+#include "programs/oncebox/config_parse.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "core/include/oncebox.h"
-#include "core/util/errbuf.h"
+#include "oncebox.h"
 
 typedef struct header_s {
   const char* p;  /* "name" or "name.SUB" inside the text */
@@ -275,8 +274,10 @@ int ob__cfg_parse_value(const ob_cfg_key_t* k, const char* s, size_t n,
   }
   if (!bad) return 0;
   expects(k, want, sizeof want);
-  return ob__errbuf_set(why, whylen, OB_EINVAL, "expects %s, not '%.*s%s'",
-                        want, n > 40 ? 40 : (int)n, s, n > 40 ? "..." : "");
+  if (why != NULL && whylen > 0)
+    snprintf(why, whylen, "expects %s, not '%.*s%s'", want,
+             n > 40 ? 40 : (int)n, s, n > 40 ? "..." : "");
+  return OB_EINVAL;
 }
 
 int ob__cfg_looks_secret(const char* s, size_t n) {
