@@ -16,8 +16,8 @@ import os
 import re
 import sys
 
-TOP = ("core", "storage", "platform", "tests", "docs", "debian", "cmake",
-       "examples")
+TOP = ("core", "storage", "platform", "programs", "tests", "docs", "debian",
+       "cmake", "examples")
 # Not preceded by a path character: build/tests/x and ../shared/x are not
 # the tree's. cmake/cc/pkg-config in prose is three words, not a path.
 PATH = re.compile(r"(?<![\w./$-])((?:%s)/[A-Za-z0-9_./*{}-]*[A-Za-z0-9_*}](?:\.\[[a-z]+\])?)"
