@@ -200,6 +200,18 @@ static int until_idle_done(ob__runner_t* r, int only_waiting, int64_t now) {
   return 1;
 }
 
+/* Handling paused at the size cap (not a full disk) while the outbox has
+** rows to publish and the relay is at work: what it publishes is given
+** back and handling resumes. An until-idle run that ended here instead
+** left a sync script's database paused for good: each run ended at once,
+** before the relay published anything. */
+static int paused_until_published(ob__runner_t* r, int rc) {
+  ob_stats_t st;
+  if (rc != OB_ENOSPC || ob_stats(r->e, &st) < 0) return 0;
+  return st.space_level == 3 && st.outbox_unpublished > 0 &&
+         !components_idle(r);
+}
+
 static void do_work(ob__runner_t* r) {
   ob_engine_t* e = r->e;
   ob_batch_result_t res;
@@ -225,7 +237,8 @@ static void do_work(ob__runner_t* r) {
     ** off and try again; an until-idle run reports the failure instead of
     ** spinning on it. */
     log_failure(r, rc);
-    if (r->mode == OB_RUN_UNTIL_IDLE && rc != OB_EBUSY) {
+    if (r->mode == OB_RUN_UNTIL_IDLE && rc != OB_EBUSY &&
+        !paused_until_published(r, rc)) {
       r->result = rc;
       begin_close(r);
       return;
