@@ -290,6 +290,8 @@ typedef struct sim_config_s {
   int cap;             /* -1: from the seed; 0: no max_db_bytes; 1: a cap */
   int verbose;
   int charge_gap_max_min;  /* 0: orders every 2 to 24 minutes; N: 3 to N */
+  int journal;         /* -1: from the seed; 1: a fiscal till (8 MiB of its
+                       ** own, each receipt journaled); 0: not */
 } sim_config_t;
 
 typedef struct sim_report_s {
@@ -301,6 +303,8 @@ typedef struct sim_report_s {
   int64_t max_db_bytes;
   int days;
   int64_t payments, acked, refused_enqueues;
+  int journal;             /* a fiscal till: receipts journaled */
+  int64_t receipts;        /* receipts accepted */
   int64_t clock_jumps[5];  /* rtc reset, day back, ntp step, forward, fix */
   int64_t partitions, weather, disk_fills, eio_bursts, kills, power_losses,
       restarts, sync_runs, operator_actions;

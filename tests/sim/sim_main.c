@@ -2,7 +2,8 @@
 /*
 ** ob-sim: the deterministic simulator (docs/simulator.md).
 **   ob-sim --seed S [--days D] [--mode service|script] [--fs-mib N]
-**          [--cap 0|1] [-v|-vv]         one world; exit 1 on a violation
+**          [--cap 0|1] [--journal 0|1] [-v|-vv]
+**                                      one world; exit 1 on a violation
 **   ob-sim --seeds A-B [--days D]       each seed in turn
 **   ob-sim --campaign N [--from S]      N seeds from S (or from the time)
 **   ob-sim --determinism S [--days D]   the same seed twice: same hash?
@@ -22,7 +23,7 @@ static const char* prog = "ob-sim";
 static void usage(void) {
   fprintf(stderr,
           "usage: %s --seed S [--days D] [--mode service|script] [--fs-mib N]"
-          " [--cap 0|1] [--charge-gap MAXMIN] [-v|-vv]\n"
+          " [--cap 0|1] [--charge-gap MAXMIN] [--journal 0|1] [-v|-vv]\n"
           "       %s --seeds A-B | --campaign N [--from S] | --determinism S"
           "\n", prog, prog);
   exit(2);
@@ -36,18 +37,23 @@ static void replay_line(const sim_config_t* c) {
   if (c->cap >= 0) printf(" --cap %d", c->cap);
   if (c->charge_gap_max_min > 0)
     printf(" --charge-gap %d", c->charge_gap_max_min);
+  if (c->journal >= 0) printf(" --journal %d", c->journal);
   printf("\n");
 }
 
 static void print_report(const sim_config_t* c, const sim_report_t* r) {
+  char receipts[48] = "";
+  if (r->journal)
+    snprintf(receipts, sizeof receipts, " receipts %lld", (long long)r->receipts);
   printf("seed %llu: %d days, %s, fs %lld MiB, cap %lld MiB | payments %lld "
-         "acked %lld refused %lld | orders %lld acked %lld charged %lld "
+         "acked %lld refused %lld%s | orders %lld acked %lld charged %lld "
          "parked %lld | sqs %lld msgs%s, inbound %lld | hash %016llx (%llu "
          "events) | %s\n",
          (unsigned long long)c->seed, r->days, r->mode ? "script" : "service",
          (long long)(r->fs_bytes >> 20), (long long)(r->max_db_bytes >> 20),
          (long long)r->payments, (long long)r->acked,
-         (long long)r->refused_enqueues, (long long)r->charge_orders,
+         (long long)r->refused_enqueues, receipts,
+         (long long)r->charge_orders,
          (long long)r->charge_acked, (long long)r->charges_done,
          (long long)(r->charges_parked[0] + r->charges_parked[1] +
                      r->charges_parked[2] + r->charges_parked[3]),
@@ -175,7 +181,7 @@ static int one(const sim_config_t* c, sim_report_t* r) {
 }
 
 int main(int argc, char** argv) {
-  sim_config_t c = {0, 7, -1, 0, -1, 0, 0};
+  sim_config_t c = {0, 7, -1, 0, -1, 0, 0, -1};
   sim_report_t r;
   unsigned long long from = 0, to = 0, det = 0;
   long campaign = 0;
@@ -193,6 +199,7 @@ int main(int argc, char** argv) {
     else if (strcmp(a, "--fs-mib") == 0) c.fs_bytes = atoll(v) << 20, i++;
     else if (strcmp(a, "--cap") == 0) c.cap = atoi(v), i++;
     else if (strcmp(a, "--charge-gap") == 0) c.charge_gap_max_min = atoi(v), i++;
+    else if (strcmp(a, "--journal") == 0) c.journal = atoi(v), i++;
     else if (strcmp(a, "--seeds") == 0) {
       if (sscanf(v, "%llu-%llu", &from, &to) != 2) usage();
       i++;

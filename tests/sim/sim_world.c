@@ -92,6 +92,10 @@ typedef struct world_s {
   sim_latency_t* latency;
   uint64_t epoch;
   int64_t until;        /* the loop runs until this time (run_loop_until) */
+  /* A fiscal till on its own small partition (drawn from its own stream,
+  ** so the other worlds are unchanged): it journals every receipt. */
+  sim_rng_t jrng;
+  int journal;
 } world_t;
 
 static int64_t now(void) { return sim_mono_ms(); }
@@ -108,14 +112,16 @@ static int64_t between(world_t* w, int64_t lo, int64_t hi) {
   return lo + (int64_t)sim_rng_below(&w->rng, (uint64_t)(hi - lo + 1));
 }
 
-static void uuid4(world_t* w, char out[37]) {
-  uint64_t a = sim_rng_next(&w->rng), b = sim_rng_next(&w->rng);
+static void uuid_of(sim_rng_t* r, char out[37]) {
+  uint64_t a = sim_rng_next(r), b = sim_rng_next(r);
   snprintf(out, 37, "%08llx-%04llx-4%03llx-%04llx-%012llx",
            (unsigned long long)(a >> 32), (unsigned long long)((a >> 16) & 0xffff),
            (unsigned long long)(a & 0xfff),
            (unsigned long long)(0x8000 | ((b >> 48) & 0x3fff)),
            (unsigned long long)(b & 0xffffffffffffull));
 }
+
+static void uuid4(world_t* w, char out[37]) { uuid_of(&w->rng, out); }
 
 static void on_log(void* ctx, ob_log_level_t level, const char* msg) {
   world_t* w = ctx;
@@ -230,6 +236,42 @@ static int enqueue(world_t* w, const char* pay, const char* msg,
   return rc;
 }
 
+/* The e-journal of a fiscal till: each receipt as printed (20 to 200
+** lines, 1 to 11 KiB) written with the payment and exported to the head
+** office as an event. Large and transient: published, then given back;
+** offline it is what fills the database first, while the disk itself is
+** healthy. A refused one stays in the till's own journal. */
+#define RECEIPT_MAX 12288
+typedef struct {
+  char body[RECEIPT_MAX];
+  size_t n;
+  const char* pay;
+} receipt_t;
+
+static int receipt_fn(ob_tx_t* tx, void* arg) {
+  receipt_t* r = arg;
+  return ob_tx_emit(tx, "ReceiptJournaled", r->pay, r->body, r->n, NULL) < 0;
+}
+
+static void journal_receipt(world_t* w, const char* pay) {
+  static receipt_t r;
+  int lines = 20 + (int)sim_rng_below(&w->jrng, 181), rc;
+  r.pay = pay;
+  r.n = (size_t)snprintf(r.body, sizeof r.body,
+                         "{\"paymentId\":\"%s\",\"lines\":[", pay);
+  for (int i = 0; i < lines && r.n < sizeof r.body - 96; i++)
+    r.n += (size_t)snprintf(
+        r.body + r.n, sizeof r.body - r.n,
+        "%s{\"sku\":\"%08llu\",\"qty\":%llu,\"price\":%llu}", i ? "," : "",
+        (unsigned long long)sim_rng_below(&w->jrng, 100000000),
+        1 + (unsigned long long)sim_rng_below(&w->jrng, 9),
+        (unsigned long long)sim_rng_below(&w->jrng, 99999));
+  r.n += (size_t)snprintf(r.body + r.n, sizeof r.body - r.n, "]}");
+  rc = ob_write(w->e, receipt_fn, &r);
+  if (rc == 0) w->rep->receipts++;
+  sim_trace("receipt %s %zu bytes: %s", pay, r.n, ob_err_name(rc));
+}
+
 /* A payment at the till. Refused ones (disk full, the service down) are
 ** kept by the till and offered again with the next payment. */
 static void ev_pay(world_t* w) {
@@ -273,6 +315,7 @@ static void ev_pay(world_t* w) {
   if (now() < w->end - 4 * HOUR_MS && sim_rng_chance(&w->rng, 30))
     delay = between(w, 10 * MIN_MS, 2 * HOUR_MS);
   w->rep->payments++;
+  if (w->journal && w->up) journal_receipt(w, pay);
   if ((refused || enqueue(w, pay, msg, body, delay) != 0) &&
       w->nretry < MAX_RETRY) {
     int k = w->nretry++;
@@ -411,14 +454,21 @@ static void ev_net(world_t* w) {
   if (pb > 0 || pa > 0 || inflight > 2000) w->rep->psp_weather++;
   sim_trace("net k %d psp %u %u %lld", k, pb, pa, (long long)inflight);
   w->next[EV_NET] = now() + between(w, MIN_MS, 12 * HOUR_MS);
+  /* The fiscal till's line is sometimes down for a day or more (a cut
+  ** cable, a weekend before the ISP comes). */
+  if (k == 0 && w->journal && sim_rng_chance(&w->jrng, 250))
+    w->next[EV_NET] = now() + 12 * HOUR_MS +
+                      (int64_t)sim_rng_below(&w->jrng, (uint64_t)(36 * HOUR_MS));
 }
 
 static void ev_disk(world_t* w) {
   int k = (int)sim_rng_below(&w->rng, 3);
   int64_t fs = w->rep->fs_bytes;
   sim_vfs_set_eio(0);
-  if (k != 1) w->epoch++;
-  if (k == 0) {
+  if (k == 2 || (k == 0 && !w->journal)) w->epoch++;
+  if (k == 0 && w->journal) {
+    /* the fiscal till's partition is the database's alone */
+  } else if (k == 0) {
     /* someone else fills the filesystem (logs, a download) */
     int64_t used = sim_vfs_used();
     int64_t ext = fs - used - between(w, 0, fs / 16);
@@ -842,6 +892,12 @@ int sim_run(const sim_config_t* c, sim_report_t* rep) {
   rep->fs_bytes = c->fs_bytes > 0 ? c->fs_bytes
                   : sim_rng_chance(&w->rng, 250) ? 8ll << 20
                                                  : 1ll << 30;
+  /* A quarter of the worlds are a fiscal till on a small flash partition
+  ** of its own, journaling each receipt. */
+  sim_rng_init(&w->jrng, c->seed, 17);
+  w->journal = c->journal >= 0 ? c->journal : sim_rng_chance(&w->jrng, 250);
+  if (w->journal && c->fs_bytes <= 0) rep->fs_bytes = 8ll << 20;
+  rep->journal = w->journal;
   {
     int cap = c->cap >= 0 ? c->cap : (int)sim_rng_below(&w->rng, 2);
     w->max_db_bytes = cap ? rep->fs_bytes / 2 : 0;
