@@ -379,30 +379,43 @@ static void put_sent(cJSON* r, const sent_info_t* in) {
   if (in->seq[0]) cJSON_AddStringToObject(r, "SequenceNumber", in->seq);
 }
 
-static int send_batch(sim_sqs_t* s, sqs_queue_t* q, const cJSON* req,
-                      sim_http_res_t* res) {
+const cJSON* sim_sqs__batch_entries(const cJSON* req, sim_http_res_t* res,
+                                    int* rc) {
   const cJSON* entries = cJSON_GetObjectItemCaseSensitive(req, "Entries");
   const cJSON* e;
-  cJSON *doc, *ok, *failed;
   int n = cJSON_GetArraySize(entries);
-  if (!cJSON_IsArray(entries) || n == 0)
-    return sim_sqs__error(res, 400, "EmptyBatchRequest", "no entries");
-  if (n > 10)
-    return sim_sqs__error(res, 400, "TooManyEntriesInBatchRequest",
-                          "over 10 entries");
+  if (!cJSON_IsArray(entries) || n == 0) {
+    *rc = sim_sqs__error(res, 400, "EmptyBatchRequest", "no entries");
+    return NULL;
+  }
+  if (n > 10) {
+    *rc = sim_sqs__error(res, 400, "TooManyEntriesInBatchRequest", "over 10 entries");
+    return NULL;
+  }
   cJSON_ArrayForEach(e, entries) {
     const cJSON* id = cJSON_GetObjectItemCaseSensitive(e, "Id");
-    const cJSON* f;
-    if (!cJSON_IsString(id))
-      return sim_sqs__error(res, 400, "InvalidBatchEntryId",
-                            "entry without Id");
-    for (f = e->next; f; f = f->next) {
+    if (!cJSON_IsString(id)) {
+      *rc = sim_sqs__error(res, 400, "InvalidBatchEntryId", "entry without Id");
+      return NULL;
+    }
+    for (const cJSON* f = e->next; f; f = f->next) {
       const cJSON* id2 = cJSON_GetObjectItemCaseSensitive(f, "Id");
-      if (cJSON_IsString(id2) && strcmp(id2->valuestring, id->valuestring) == 0)
-        return sim_sqs__error(res, 400, "BatchEntryIdsNotDistinct",
-                              "ids repeat");
+      if (cJSON_IsString(id2) && strcmp(id2->valuestring, id->valuestring) == 0) {
+        *rc = sim_sqs__error(res, 400, "BatchEntryIdsNotDistinct", "ids repeat");
+        return NULL;
+      }
     }
   }
+  return entries;
+}
+
+static int send_batch(sim_sqs_t* s, sqs_queue_t* q, const cJSON* req,
+                      sim_http_res_t* res) {
+  int answered;
+  const cJSON* entries = sim_sqs__batch_entries(req, res, &answered);
+  const cJSON* e;
+  cJSON *doc, *ok, *failed;
+  if (entries == NULL) return answered;
   doc = cJSON_CreateObject();
   ok = cJSON_AddArrayToObject(doc, "Successful");
   failed = cJSON_AddArrayToObject(doc, "Failed");

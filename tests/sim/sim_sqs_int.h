@@ -77,6 +77,11 @@ sqs_queue_t* sim_sqs__queue_of(sim_sqs_t* q, const cJSON* req);
 int sim_sqs__answer(sim_http_res_t* res, int status, cJSON* doc);
 int sim_sqs__error(sim_http_res_t* res, int status, const char* code,
                    const char* msg);
+/* A batch request's Entries, checked as SQS does for every *Batch action
+** (1 to 10 entries, each with an Id, the Ids distinct); else NULL, the
+** error answered in res and *rc sim_sqs__error's result. */
+const cJSON* sim_sqs__batch_entries(const cJSON* req, sim_http_res_t* res,
+                                    int* rc);
 /* Append a copy (its own uid and visibility) of m, or a new message. */
 sqs_msg_t* sim_sqs__append(sim_sqs_t* s, sqs_queue_t* q, const sqs_msg_t* m);
 void sim_sqs__msg_free(sqs_msg_t* m);

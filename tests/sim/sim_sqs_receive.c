@@ -319,31 +319,11 @@ static const char* handle_of(const cJSON* o) {
 
 static int batch(sim_sqs_t* s, sqs_queue_t* q, const cJSON* req, int del,
                  sim_http_res_t* res) {
-  const cJSON* entries = cJSON_GetObjectItemCaseSensitive(req, "Entries");
+  int answered;
+  const cJSON* entries = sim_sqs__batch_entries(req, res, &answered);
   const cJSON* e;
   cJSON *doc, *ok, *failed;
-  int n = cJSON_GetArraySize(entries);
-  if (!cJSON_IsArray(entries) || n == 0)
-    return sim_sqs__error(res, 400, "AWS.SimpleQueueService.EmptyBatchRequest",
-                          "no entries");
-  if (n > 10)
-    return sim_sqs__error(res, 400,
-                          "AWS.SimpleQueueService.TooManyEntriesInBatchRequest",
-                          "over 10 entries");
-  cJSON_ArrayForEach(e, entries) {
-    const cJSON* id = cJSON_GetObjectItemCaseSensitive(e, "Id");
-    if (!cJSON_IsString(id))
-      return sim_sqs__error(res, 400,
-                            "AWS.SimpleQueueService.InvalidBatchEntryId",
-                            "entry without Id");
-    for (const cJSON* f = e->next; f; f = f->next) {
-      const cJSON* id2 = cJSON_GetObjectItemCaseSensitive(f, "Id");
-      if (cJSON_IsString(id2) && strcmp(id2->valuestring, id->valuestring) == 0)
-        return sim_sqs__error(
-            res, 400, "AWS.SimpleQueueService.BatchEntryIdsNotDistinct",
-            "ids repeat");
-    }
-  }
+  if (entries == NULL) return answered;
   doc = cJSON_CreateObject();
   ok = cJSON_AddArrayToObject(doc, "Successful");
   failed = cJSON_AddArrayToObject(doc, "Failed");
