@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Install rules and the package files (cmake --install BUILD --prefix P):
 #   include/oncebox*.h                     every public header of core/include
+#                                          and modules/*/include
 #   lib/liboncebox.so.0.1.0 (+ .so.0.1, .so) the shared library, SONAME .so.0.1
 #   lib/liboncebox.a                       the static library
 #   lib/pkgconfig/oncebox.pc
@@ -12,6 +13,11 @@ include(CMakePackageConfigHelpers)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/core/include/
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
         FILES_MATCHING PATTERN "oncebox*.h")
+foreach(_module payout charge)
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/modules/${_module}/include/
+          DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+          FILES_MATCHING PATTERN "oncebox*.h")
+endforeach()
 
 install(TARGETS oncebox_shared oncebox EXPORT onceboxTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -17,8 +17,6 @@
 #include <stdint.h>
 
 #include "oncebox.h"
-#include "oncebox_charge.h"
-#include "oncebox_payout.h"
 
 typedef struct sqlite3 sqlite3;
 typedef struct sqlite3_stmt sqlite3_stmt;
@@ -40,7 +38,6 @@ typedef enum {
   OB__O_MARK_PUBLISHED,
   OB__O_MARK_FAILED,
   OB__F_INSERT,
-  OB__PAY_INSERT,
   OB__R_CLAIM,
   OB__R_CLAIM_ORDERED,
   OB__R_MARK_PUBLISHED,
@@ -63,7 +60,6 @@ typedef enum {
   OB__Q_INSERT_HELD,
   OB__Q_GROUP_BUSY,
   OB__Q_CLAIM_WAITING,
-  OB__CH_INSERT,
   OB__S_SAVEPOINT,
   OB__S_RELEASE,
   OB__S_ROLLBACK_TO,
@@ -360,25 +356,6 @@ int ob__failed_apply_filter(ob__db_t* db, int retry,
                             int64_t now, ob_failed_progress_fn progress,
                             void* arg);
 
-/* ---- payout_store.c ----------------------------------------------------- */
-
-/* Insert a payout guarded by UNIQUE(source_payment_id). Returns 1 if
-** inserted, 0 if the payment already has a payout (then *existing_event
-** receives the event id that paid it, up to OB_UUID_BUFLEN bytes), < 0 on error. */
-int ob__payout_insert(ob__db_t* db, const char* payout_id,
-                      const char* payment_id, const char* merchant_id,
-                      int64_t amount_minor, const char* currency,
-                      const char* event_id, int64_t now,
-                      char existing_event[OB_UUID_BUFLEN]);
-
-/* The module's statistics, in a read transaction of its own. OB_ENOTFOUND
-** when the table does not exist; *s zeroed on error. */
-int ob__payout_stats(ob__db_t* db, ob_payout_stats_t* s);
-/* The payout invariants, inside the caller's read transaction (ob_check's
-** hook). Returns the number of violations or a negative code. */
-int ob__payout_check(ob__db_t* db, void (*cb)(void* arg, const char* v),
-                     void* arg);
-
 /* ---- stats.c ------------------------------------------------------------ */
 
 /* The engine's own tables, in a read transaction of its own. */
@@ -650,21 +627,5 @@ int ob__effect_park_waiting(ob__db_t* db, const char* key, const char* reason,
 /* Move failure-store rows of effect key back to the queue, due now.
 ** Returns the number moved. */
 int ob__effect_requeue_failed(ob__db_t* db, const char* key, int64_t now);
-
-/* ---- charge_store.c: the ChargeOrder module ------------------------------- */
-
-/* Insert guarded by the order id (PRIMARY KEY). 1 inserted, 0 the order
-** already has a charge, < 0 error. */
-int ob__charge_insert(ob__db_t* db, const char* order_id, int64_t amount_minor,
-                      const char* currency, const char* provider_charge_id,
-                      const char* effect_key, const char* message_id,
-                      int64_t now);
-
-/* The module's statistics, in a read transaction of its own. OB_ENOTFOUND
-** when the table does not exist; *s zeroed on error. */
-int ob__charge_stats(ob__db_t* db, ob_charge_stats_t* s);
-/* The ChargeOrder invariants, inside the caller's read transaction. */
-int ob__charge_check(ob__db_t* db, void (*cb)(void* arg, const char* v),
-                     void* arg);
 
 #endif

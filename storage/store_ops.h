@@ -159,19 +159,6 @@
     (ob__db_t* db, int retry, const ob_failed_filter_t* fl, int batch,        \
      int64_t now, ob_failed_progress_fn progress, void* arg),                 \
     (db, retry, fl, batch, now, progress, arg))                               \
-  X(int, payout_insert,                                                       \
-    (ob__db_t* db, const char* payout_id, const char* payment_id,             \
-     const char* merchant_id, int64_t amount_minor, const char*               \
-     currency, const char* event_id, int64_t now, char                        \
-     existing_event[OB_UUID_BUFLEN]),                                         \
-    (db, payout_id, payment_id, merchant_id, amount_minor, currency,          \
-     event_id, now, existing_event))                                          \
-  X(int, payout_stats,                                                        \
-    (ob__db_t* db, ob_payout_stats_t* s),                                     \
-    (db, s))                                                                  \
-  X(int, payout_check,                                                        \
-    (ob__db_t* db, void (*cb)(void* arg, const char* v), void* arg),          \
-    (db, cb, arg))                                                            \
   X(int, stats,                                                               \
     (ob__db_t* db, int64_t now, ob_stats_t* s),                               \
     (db, now, s))                                                             \
@@ -299,19 +286,7 @@
     (db, key, reason, now))                                                   \
   X(int, effect_requeue_failed,                                               \
     (ob__db_t* db, const char* key, int64_t now),                             \
-    (db, key, now))                                                           \
-  X(int, charge_insert,                                                       \
-    (ob__db_t* db, const char* order_id, int64_t amount_minor, const          \
-     char* currency, const char* provider_charge_id, const char*              \
-     effect_key, const char* message_id, int64_t now),                        \
-    (db, order_id, amount_minor, currency, provider_charge_id,                \
-     effect_key, message_id, now))                                            \
-  X(int, charge_stats,                                                        \
-    (ob__db_t* db, ob_charge_stats_t* s),                                     \
-    (db, s))                                                                  \
-  X(int, charge_check,                                                        \
-    (ob__db_t* db, void (*cb)(void* arg, const char* v), void* arg),          \
-    (db, cb, arg))
+    (db, key, now))
 
 typedef int (*ob__store_open_fn)(ob__db_t* db, const char* name,
                                  ob_sync_t sync, int busy_timeout_ms,

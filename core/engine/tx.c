@@ -107,8 +107,20 @@ static int embedder_tx(ob_engine_t* e, ob_tx_fn fn, void* arg, int kind) {
   int rc, out;
 
   if (e == NULL || fn == NULL) return OB_EINVAL;
-  /* A handler's transaction, or another ob_read / ob_write, is open on the
-  ** one connection: this would nest in it. */
+  /* A read inside an ob_read's fn joins its snapshot: a module's statistics
+  ** read there agree with what the caller read. */
+  if (kind == OB__TX_READ && e->db.in_tx && e->db.user_read_only) {
+    memset(&tx, 0, sizeof tx);
+    tx.e = e;
+    tx.kind = kind;
+    tx.verdict = OB_DONE;
+    tx.retry_delay_ms = -1;
+    tx.now = ob__now(e);
+    out = fn(&tx, arg);
+    return out != 0 ? out : tx.fatal;
+  }
+  /* A handler's transaction, or an ob_write, is open on the one
+  ** connection: this would nest in it. */
   if (e->db.in_tx)
     return ob__db_seterr(&e->db, OB_ESTATE,
                          "%s inside a handler or another transaction",

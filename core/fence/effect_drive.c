@@ -205,8 +205,8 @@ int ob__effect_take(ob_engine_t* e, const char* provider, int max,
       ob__errbuf_set(why, sizeof why, 0,
                      "the provider's idempotency key may have expired: the "
                      "call may have reached it %.1f h ago and it keeps keys "
-                     "%.1f h, so a repeat could charge again and a lookup "
-                     "by key could say \"never seen\"; check the order at "
+                     "%.1f h, so a repeat could act again and a lookup "
+                     "by key could say \"never seen\"; check the request at "
                      "the provider and resolve the effect",
                      (double)facts.key_age_ms / 3600000.0,
                      (double)p->key_retention_ms / 3600000.0);

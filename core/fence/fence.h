@@ -107,7 +107,7 @@ typedef enum {
   OB__FENCE_LOOKUP = 2,  /* ask the provider whether it saw the key */
   OB__FENCE_PARK = 3,    /* nothing safe to do: a person decides */
   OB__FENCE_PARK_KEY_EXPIRED = 4, /* the provider may have forgotten the
-                         ** key: a repeat could charge again, a lookup by
+                         ** key: a repeat could act again, a lookup by
                          ** key could say "never seen": a person decides */
   OB__FENCE_LOOKUP_REFERENCE = 5  /* ask the provider what it did for the
                          ** effect's business reference, whatever the key */

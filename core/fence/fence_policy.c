@@ -65,7 +65,7 @@ ob__fence_action_t ob__fence_next_action(const ob__fence_facts_t* f) {
   /* Never sent: nothing to repeat, nothing to look up. */
   if (f->fresh) return OB__FENCE_CALL;
   /* Maybe sent, long ago: the provider may have pruned the key, and then
-  ** a repeat is a new charge and a lookup by key finds "never seen". */
+  ** a repeat is a new request and a lookup by key finds "never seen". */
   if (f->key_retention_ms > 0 &&
       f->key_age_ms >= ob__fence_key_deadline_ms(f->key_retention_ms))
     return f->has_reference_lookup ? OB__FENCE_LOOKUP_REFERENCE

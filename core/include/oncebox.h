@@ -429,9 +429,8 @@ OB_EXTERN int ob_set_retry_policy(ob_engine_t* e, const char* queue,
 /*
 ** Mark messages of `type` critical for the disk-full policy: with a size
 ** cap (max_db_bytes), they may still enter the first half of the reserve
-** after other types are refused. The built-in modules mark their money
-** types when they are registered (ob_register_payout: PaymentCaptured,
-** ob_register_charge_order: ChargeOrder); embedders mark their own. The
+** after other types are refused. A module marks its money types when it
+** is registered (those of modules/ mark their money messages). The
 ** name is copied. Returns 0 (also if already marked), OB_EINVAL for a NULL
 ** or invalid name, OB_ENOMEM past OB_MAX_CRITICAL_TYPES types or when out of
 ** memory.
@@ -816,9 +815,9 @@ typedef struct ob_relay_options_s {
                                ** the oldest 64 publishable rows of a type are
                                ** looked at per claim; the rest follow in age
                                ** order as their aggregates free). NULL (the
-                               ** default): the built-in money events,
-                               ** "MerchantPayoutCreated" and "OrderCharged"
-                               ** (OB_PAYOUT_EVENT_TYPE, OB_CHARGE_EVENT_TYPE);
+                               ** default): the types marked on the engine
+                               ** with ob_mark_priority_event when the relay
+                               ** is enabled (the modules' money events);
                                ** an empty list ({NULL}): no priorities, the
                                ** oldest rows first */
   int allow_http;              /* 1: use an http:// SQS endpoint (see
@@ -949,7 +948,7 @@ OB_EXTERN void ob_consumer_options_init(ob_consumer_options_t* o);
 ** ONCEBOX_SQS_ALLOW_HTTP=1, and then used with one warning in the log:
 ** over http:// the signed requests and the session token travel in clear,
 ** and a forged ReceiveMessage answer would hand the handlers messages
-** nobody sent (a PaymentCaptured the payout module would pay).
+** nobody sent (a payment a module would pay out).
 **
 ** Returns 0, or OB_EINVAL with a specific reason in errbuf (never a
 ** secret), OB_EEXIST if a consumer is already enabled, OB_ESTATE when
@@ -1044,8 +1043,8 @@ typedef struct ob_effect_request_s {
   const char* body;       /* JSON text sent as the request body */
   size_t body_len;
   const char* lookup_reference; /* the business reference the provider can
-                          ** find this request's results by (ChargeOrder:
-                          ** the order id), for a provider with a
+                          ** find this request's results by (an order
+                          ** id), for a provider with a
                           ** reference_lookup_path; NULL: none. 1..200
                           ** printable characters */
 } ob_effect_request_t;
@@ -1145,10 +1144,10 @@ typedef struct ob_provider_options_s {
                              ** array: nothing; one entry (or a top-level
                              ** "id"): that result; more: a conflict for a
                              ** person. Stripe, which has no lookup by
-                             ** idempotency key, searches charges by
+                             ** idempotency key, searches its records by
                              ** metadata. Used once a key may have expired:
                              ** nothing found, and the call is made (the
-                             ** provider never charged); found, and it is
+                             ** provider never acted); found, and it is
                              ** confirmed; NULL: such effects are parked */
 } ob_provider_options_t;
 
@@ -1477,20 +1476,19 @@ typedef struct ob_stats_s {
   int db_cap_source;           /* OB_CAP_*: where db_max_bytes came from */
 } ob_stats_t;
 
-/* Fill *s from one read transaction: the engine's own tables only (each
-** business module has a statistics function of its own in its header).
-** Called inside an ob_read's fn, it (like ob_payout_stats and
-** ob_charge_stats) reads that transaction's snapshot, so the figures of
-** several calls agree. Returns 0, OB_EINVAL when e or s is NULL, or a
+/* Fill *s from one read transaction: the engine's own tables only (the
+** modules' figures: ob_module_figures). Called inside an ob_read's fn, it
+** reads that transaction's snapshot, so the figures of several calls
+** agree. Returns 0, OB_EINVAL when e or s is NULL, or a
 ** negative storage code (detail in ob_errmsg). */
 OB_EXTERN int ob_stats(ob_engine_t* e, ob_stats_t* s);
 
 /*
 ** PRAGMA integrity_check, then the engine's own invariants (no negative
 ** outbox attempt count; a provider reference confirmed for one effect key
-** only; no failed effect with provider successes), then the invariants of
-** every module registered on e, in registration order (see each module's
-** register function), all in one read transaction. Each violation is
+** only; no failed effect with provider successes), then the checks added
+** with ob_add_check, in the order they were added, all in one read
+** transaction. Each violation is
 ** reported through cb (may be NULL) as one line of text, valid during the
 ** call only. Returns the number of violations (0 = all good), OB_EINVAL
 ** when e is NULL, or a negative code if a check could not run (detail in
@@ -1542,9 +1540,10 @@ typedef int (*ob_tx_fn)(ob_tx_t* tx, void* arg);
 /*
 ** Run fn in a read transaction (BEGIN, deferred): a consistent snapshot of
 ** the file. Statements that write are refused (OB_EINVAL), as is
-** ob_tx_emit. Returns fn's value if non-zero, else 0; OB_ESTATE inside a
-** handler or another ob_read / ob_write (a transaction is open on the
-** connection); OB_EINVAL when e or fn is NULL; a negative storage code
+** ob_tx_emit. Inside another ob_read's fn, fn runs in that transaction
+** (a nested read joins its snapshot). Returns fn's value if non-zero, else
+** 0; OB_ESTATE inside a handler or an ob_write (a transaction is open on
+** the connection); OB_EINVAL when e or fn is NULL; a negative storage code
 ** when the transaction can't begin, or when a statement hit one fn
 ** ignored (detail in ob_errmsg).
 */
@@ -1685,6 +1684,151 @@ OB_EXTERN void ob_metrics_options_init(ob_metrics_options_t* o);
 */
 OB_EXTERN int ob_metrics_enable(ob_engine_t* e, const ob_metrics_options_t* o,
                                 char* errbuf, size_t errlen);
+
+/* ---------------------------------------------------------------------------
+** Modules: a business on the public API (docs/decisions/0024-module-contract.md).
+**
+** A module is what an embedder writes: its tables through ob_migrate, its
+** handler through ob_register, its SQL through ob_tx_exec, and, through the
+** two hooks below, its invariants in ob_check and its figures in the
+** statistics (`oncebox stats`, /metrics). oncebox's own modules (the
+** folder modules/) use nothing else.
+*/
+
+/* Which SQL the database speaks, for a module that ships its schema in
+** both: OB_DIALECT_SQLITE (a file) or OB_DIALECT_POSTGRESQL; 0 when e is
+** NULL. */
+#define OB_DIALECT_SQLITE 1
+#define OB_DIALECT_POSTGRESQL 2
+OB_EXTERN int ob_dialect(const ob_engine_t* e);
+
+/*
+** Apply the steps of an embedder's or a module's schema to an open engine,
+** with the rules of ob_options_t.migrations (what a step may do, versions
+** in order from 1, each recorded in schema_migration and never run twice),
+** in one write transaction of its own: what a file lacks is applied, all
+** or nothing. Returns 0 (also when nothing was missing); OB_EVERSION when
+** the file holds a newer version of a name than steps gives (nothing
+** changed); OB_EINVAL for a malformed list or a failing step (errmsg names
+** it; nothing changed); OB_ESTATE inside a transaction; or a storage code.
+** The strings are read during the call only.
+*/
+OB_EXTERN int ob_migrate(ob_engine_t* e, const ob_migration_t* steps,
+                         size_t nsteps);
+
+/* What a check reports: one line of text per violation (valid during the
+** call only). */
+typedef void (*ob_violation_cb)(void* report_arg, const char* violation);
+
+/*
+** A module's invariants, run by ob_check inside its read transaction
+** after the engine's own: read with ob_tx_exec on tx (writes are refused),
+** report each violation through report, and return how many there were,
+** or a negative code when the check could not run (ob_check then fails
+** with it: a check that cannot run is never "ok").
+*/
+typedef int (*ob_check_fn)(ob_tx_t* tx, ob_violation_cb report,
+                           void* report_arg, void* arg);
+
+/* Mark outbox events of event_type as priority: a relay enabled with
+** priority_types NULL (the default) publishes their rows first, as a
+** terminal back online wants its money out first (ob_relay_options_t). A
+** module marks its money events when it is registered, before the relay is
+** enabled. The name is copied. Returns 0 (also if already marked),
+** OB_EINVAL for a NULL, empty or longer than 128 bytes name, OB_ENOMEM past
+** OB_MAX_HOOKS names or when out of memory. */
+OB_EXTERN int ob_mark_priority_event(ob_engine_t* e, const char* event_type);
+
+/* For an ob_check_fn: run the read statements sqls[0..n) on tx, each row
+** one violation whose column 0 (text) is reported through report. Returns
+** the number of violations, or the first statement's negative code. */
+OB_EXTERN int ob_tx_check_sql(ob_tx_t* tx, const char* const* sqls, size_t n,
+                              ob_violation_cb report, void* report_arg);
+
+/* 1 if the database has a table of that name (PostgreSQL: in the current
+** schema), 0 if not, OB_EINVAL for a NULL argument, or a storage code: for
+** a module that reads a database it may not have migrated. */
+OB_EXTERN int ob_tx_has_table(ob_tx_t* tx, const char* name);
+
+/* Add fn (with arg) to the checks ob_check runs, under name (a static
+** string, not copied; one check per name). Returns 0; OB_EEXIST if name is
+** taken (nothing changes); OB_EINVAL for a NULL argument; OB_ENOMEM past
+** OB_MAX_HOOKS hooks or when out of memory. */
+#define OB_MAX_HOOKS 8
+OB_EXTERN int ob_add_check(ob_engine_t* e, const char* name, ob_check_fn fn,
+                           void* arg);
+
+/* One figure of a module's statistics. name is its Prometheus name without
+** the oncebox_ prefix ([a-z_], "orders" is oncebox_orders), help one
+** sentence; both static strings. alarm: a value above 0 means an invariant
+** broke (`oncebox stats` then prints help as an alert). */
+typedef struct ob_figure_s {
+  const char* name;
+  const char* help;
+  int64_t value;
+  int alarm;
+} ob_figure_t;
+
+/* A module's figures, read with ob_tx_exec on tx (a read transaction):
+** write at most cap of them into out and return how many, or a negative
+** code. */
+typedef int (*ob_stats_fn)(ob_tx_t* tx, ob_figure_t* out, size_t cap,
+                           void* arg);
+
+/* Add fn (with arg) to the figures of ob_module_figures under name (a
+** static string, not copied). Returns as ob_add_check does. */
+OB_EXTERN int ob_add_stats(ob_engine_t* e, const char* name, ob_stats_fn fn,
+                           void* arg);
+
+/* Every registered module's figures, in registration order, read on tx (an
+** ob_read's: so they agree with ob_stats read in the same fn): at most cap
+** into out. Returns how many, OB_EINVAL for a NULL tx or out, OB_ESTATE
+** when tx is not a read transaction, or the first negative code a module
+** returned. */
+#define OB_MAX_FIGURES 32
+OB_EXTERN int ob_module_figures(ob_tx_t* tx, ob_figure_t* out, size_t cap);
+
+/* ---------------------------------------------------------------------------
+** Reading and writing message bodies: strict JSON (decision 0006), the
+** rules oncebox's own modules judge their messages by.
+*/
+
+/*
+** Find the members names[0..n) (ASCII, up to 63 bytes, each listed once)
+** of the JSON object body[0..len). The whole body is judged first: valid
+** UTF-8 JSON, nesting at most 64 deep, no raw control characters, no
+** unpaired surrogates (I-JSON, RFC 7493). vals[i] receives where names[i]'s
+** value starts in body, or NULL when absent; unknown members are skipped.
+** Returns 0; or -1 and a reason (NUL-terminated, truncated to reason_len;
+** reason may be NULL): "body is not valid JSON", "body is not a JSON
+** object", "duplicate field NAME". Never allocates.
+*/
+OB_EXTERN int ob_json_fields(const char* body, size_t len,
+                             const char* const* names, size_t n,
+                             const char** vals, char* reason,
+                             size_t reason_len);
+
+/* Decode the JSON string value at v (a value ob_json_fields found) into buf
+** (cap bytes), NUL-terminated. Returns its length; -1 when v is not a
+** string; cap or more when it does not fit. A \u escape of a non-ASCII
+** character decodes to the byte 0xFF (never matching ASCII text) and
+** \u0000 to a NUL counted in the length. */
+OB_EXTERN long ob_json_string(const char* v, char* buf, size_t cap);
+
+/* Judge an amount in minor units from the exact text of the value at v,
+** never through a double (decision 0003): any JSON number with an integer
+** value (1e3 and 1000.0 are 1000) from 1 to 2^53 - 1. Returns NULL and sets
+** *out; or a static reason and leaves *out alone: "amountInMinorUnits must
+** be an integer" (also a non-number), "... must be > 0", "... overflows
+** int64", "... exceeds 9007199254740991". */
+OB_EXTERN const char* ob_json_amount(const char* v, int64_t* out);
+
+/* Write s[0..len) as a quoted JSON string (quotes, backslashes and control
+** characters escaped) into buf (cap bytes), NUL-terminated when it fits.
+** Returns the length the quoted text needs without the NUL: call with cap 0
+** to size a buffer. */
+OB_EXTERN size_t ob_json_quote(char* buf, size_t cap, const char* s,
+                               size_t len);
 
 /* ---------------------------------------------------------------------------
 ** Utilities.

@@ -14,8 +14,8 @@
 **   }
 **
 ** The shipped `oncebox` is that main with a register_fn that registers the
-** built-in modules (ob_register_payout, ob_register_charge_order); an
-** embedder that wants them too calls those in its own register_fn.
+** modules of modules/ registered; an embedder that wants them too
+** registers them in its own register_fn (their headers say how).
 */
 #ifndef ONCEBOX_CLI_H
 #define ONCEBOX_CLI_H
@@ -37,7 +37,8 @@ extern "C" {
 **
 ** register_fn (NULL: none) runs on every engine a command opens on the
 ** --db database, right after ob_open and before any handling, with arg;
-** it registers handlers and modules (ob_register, ob_register_payout, ...).
+** it registers handlers and modules (ob_register, a module's register
+** function).
 ** A negative return is reported ("oncebox: " and ob_strerror) and the
 ** command exits 1 without touching the database further. `demo` runs on
 ** scratch databases of its own and does not call it. */

@@ -16,9 +16,8 @@
 ** NULL and sets *out (1 .. OB__AMOUNT_MAX), or a static reason and leaves
 ** *out alone: "amountInMinorUnits must be an integer" (also for a
 ** non-number), "amountInMinorUnits must be > 0", "amountInMinorUnits
-** overflows int64", "amountInMinorUnits exceeds 9007199254740991". Shared
-** by the PaymentCaptured and ChargeOrder parsers, whose amount fields have
-** the same name and rules. Never allocates.
+** overflows int64", "amountInMinorUnits exceeds 9007199254740991". What
+** the public ob_json_amount answers. Never allocates.
 */
 const char* ob__amount_parse(const char* p, int64_t* out);
 

@@ -269,16 +269,12 @@ char* ob__prom_render(const ob__prom_input_t* in, size_t* len) {
   gauge(&b, "oncebox_fence_repeated_successes",
         "Provider 2xx answers beyond the first for one key (a repeated call "
         "answered again).", s->provider_replays);
-  if (in->charge != NULL) {
-    gauge(&b, "oncebox_charges", "Charges recorded (rows in charge).",
-          in->charge->charges);
-    gauge(&b, "oncebox_unfenced_successes",
-          "Provider successes recorded without a confirmed fence; must be 0 "
-          "(run oncebox check).", in->charge->unfenced_successes);
+  /* The modules' figures (ob_add_stats), each under oncebox_ + its name. */
+  for (size_t i = 0; i < in->nfigures; i++) {
+    char name[96];
+    snprintf(name, sizeof name, "oncebox_%s", in->figures[i].name);
+    gauge(&b, name, in->figures[i].help, in->figures[i].value);
   }
-  if (in->payout != NULL)
-    gauge(&b, "oncebox_payouts", "Payouts recorded (rows in merchant_payout).",
-          in->payout->payouts);
   gauge(&b, "oncebox_db_size_bytes",
         "Bytes of the database's pages in use (free pages and the WAL not "
         "counted).", s->db_bytes);

@@ -11,14 +11,12 @@
 #include <stdint.h>
 
 #include "oncebox.h"
-#include "oncebox_charge.h"
-#include "oncebox_payout.h"
 
 /* What one exposition shows: figures of one read transaction. */
 typedef struct ob__prom_input_s {
   const ob_stats_t* stats;           /* required */
-  const ob_payout_stats_t* payout;   /* NULL: no payout table (omitted) */
-  const ob_charge_stats_t* charge;   /* NULL: no charge table (omitted) */
+  const ob_figure_t* figures;        /* the modules' (ob_module_figures) */
+  size_t nfigures;
   const char* version;               /* oncebox_build_info's label */
   int64_t now_ms;                    /* when the figures were read */
   /* A running process's counters (the HTTP listener); NULL for a one-shot

@@ -61,6 +61,52 @@ static int on_order(ob_tx_t* tx, const ob_message_t* m, void* arg) {
   return rc < 0 ? rc : OB_DONE;
 }
 
+/* The shop's invariant: a reservation names a sku the shop stocks. One row
+** per violation, its text in column 0 (ob_tx_check_sql). */
+static const char* const shop_checks[] = {
+    "SELECT 'reservation ' || r.order_id || ' names unknown sku ' || r.sku"
+    " FROM reservation r WHERE NOT EXISTS (SELECT 1 FROM stock s"
+    " WHERE s.sku = r.sku)",
+};
+
+static int shop_check(ob_tx_t* tx, ob_violation_cb report, void* report_arg,
+                      void* arg) {
+  (void)arg;
+  return ob_tx_check_sql(tx, shop_checks, 1, report, report_arg);
+}
+
+static int first_int(void* arg, const ob_value_t* cols, size_t ncols) {
+  if (ncols > 0 && cols[0].type == OB_TYPE_INT) *(int64_t*)arg = cols[0].i;
+  return 1;
+}
+
+/* One figure: oncebox_shop_reservations in /metrics, shopReservations in
+** `stats --json`. */
+static int shop_figures(ob_tx_t* tx, ob_figure_t* out, size_t cap,
+                        void* arg) {
+  int64_t n = 0;
+  int rc;
+  (void)arg;
+  if (cap == 0) return 0;
+  rc = ob_tx_exec(tx, "SELECT count(*) FROM reservation", NULL, 0, first_int,
+                  &n);
+  if (rc < 0) return rc;
+  out[0].name = "shop_reservations";
+  out[0].help = "Orders whose stock the shop reserved.";
+  out[0].value = n;
+  out[0].alarm = 0;
+  return 1;
+}
+
 int shop_register(ob_engine_t* e) {
+  /* The module's shape (docs/decisions/0024-module-contract.md): its
+  ** schema, its check, its figures, then its handler. */
+  int rc = ob_migrate(e, shop_migrations, shop_nmigrations);
+  if (rc < 0) return rc;
+  if ((rc = ob_add_check(e, "shop", shop_check, NULL)) < 0 && rc != OB_EEXIST)
+    return rc;
+  if ((rc = ob_add_stats(e, "shop", shop_figures, NULL)) < 0 &&
+      rc != OB_EEXIST)
+    return rc;
   return ob_register(e, "OrderPlaced", "shop-reserve-v1", on_order, NULL);
 }

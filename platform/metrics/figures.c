@@ -10,20 +10,12 @@ typedef struct read_s {
   int rc;
 } read_t;
 
-/* 1 when read, 0 when the module's table is absent, < 0 on an error. */
-static int module_rc(int rc) {
-  return rc == 0 ? 1 : rc == OB_ENOTFOUND ? 0 : rc;
-}
-
 static int read_all(ob_tx_t* tx, void* arg) {
   read_t* r = arg;
-  (void)tx;
   if ((r->rc = ob_stats(r->e, &r->f->s)) < 0 ||
-      (r->rc = r->f->has_pay = module_rc(ob_payout_stats(r->e, &r->f->ps))) <
-          0 ||
-      (r->rc = r->f->has_charge =
-           module_rc(ob_charge_stats(r->e, &r->f->cs))) < 0)
+      (r->rc = ob_module_figures(tx, r->f->mod, OB_MAX_FIGURES)) < 0)
     return 1;
+  r->f->nmod = (size_t)r->rc;
   return 0;
 }
 

@@ -174,8 +174,8 @@ static void serve_metrics(conn_t* c, int head_only) {
   (void)ob_counters(srv->e, &cnt);
   memset(&in, 0, sizeof in);
   in.stats = &srv->snap.fig.s;
-  in.payout = srv->snap.fig.has_pay ? &srv->snap.fig.ps : NULL;
-  in.charge = srv->snap.fig.has_charge ? &srv->snap.fig.cs : NULL;
+  in.figures = srv->snap.fig.mod;
+  in.nfigures = srv->snap.fig.nmod;
   in.version = ob_version();
   in.now_ms = srv->snap.read_at_ms;
   in.counters = &cnt;

@@ -25,6 +25,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "core/engine/modules.h"
 #include "core/relay/cloudevents.h"
 #include "core/util/errbuf.h"
 #include "core/relay/relay_policy.h"
@@ -496,11 +497,6 @@ int ob__relay_progress(ob_engine_t* e, ob__relay_progress_t* out) {
   return OB_ENOTFOUND;
 }
 
-/* The built-in money events: what a terminal back online publishes first
-** unless told otherwise (ob_relay_options_t.priority_types NULL). */
-static const char* const default_priority[] = {OB_PAYOUT_EVENT_TYPE,
-                                               OB_CHARGE_EVENT_TYPE, NULL};
-
 /* At most OB__RELAY_MAX_PRIORITY distinct non-empty names. */
 static int check_priority(const char* const* types, char* errbuf,
                           size_t errlen) {
@@ -532,6 +528,7 @@ void ob_relay_options_init(ob_relay_options_t* o) {
 int ob_relay_enable(ob_engine_t* e, const ob_relay_options_t* o, char* errbuf,
                     size_t errlen) {
   relay_t* r;
+  const char* const* priority;
   char host[128], source[200], warn[768];
   const char* why;
   int rc, npriority, plain = 0;
@@ -550,9 +547,13 @@ int ob_relay_enable(ob_engine_t* e, const ob_relay_options_t* o, char* errbuf,
     return ob__errbuf_set(errbuf, errlen, OB_EINVAL, "relay options out of "
                           "range (backoffs >= 1 ms, lease >= 1 s, "
                           "park_after >= 0)");
-  npriority = check_priority(o->priority_types ? o->priority_types
-                                               : default_priority,
-                             errbuf, errlen);
+  /* Unless told otherwise, what the modules marked: their money goes out
+  ** first when a terminal is back online. */
+  if (o->priority_types != NULL)
+    priority = o->priority_types;
+  else
+    (void)ob__engine_priority_events(e, &priority);
+  npriority = check_priority(priority, errbuf, errlen);
   if (npriority < 0) return npriority;
   if (o->source != NULL &&
       (rc = ob__relay_source_check(o->source, errbuf, errlen)) < 0)
@@ -562,9 +563,7 @@ int ob_relay_enable(ob_engine_t* e, const ob_relay_options_t* o, char* errbuf,
   r->opts = *o;
   r->opts.priority_types = NULL;  /* the caller's; r->priority is ours */
   for (int i = 0; i < npriority; i++) {
-    const char* t = o->priority_types ? o->priority_types[i]
-                                      : default_priority[i];
-    if ((r->priority[i] = strdup(t)) == NULL) {
+    if ((r->priority[i] = strdup(priority[i])) == NULL) {
       relay_destroy(r);
       return OB_ENOMEM;
     }

@@ -111,6 +111,22 @@ fail:
   return -1;
 }
 
+/* A figure's name (snake_case) as a JSON key: unfenced_successes is
+** unfencedSuccesses. */
+static void camel_case(const char* name, char* out, size_t n) {
+  size_t k = 0;
+  for (int up = 0; *name != '\0' && k + 1 < n; name++) {
+    if (*name == '_') {
+      up = 1;
+      continue;
+    }
+    out[k++] = up ? (char)(*name - ('a' <= *name && *name <= 'z' ? 32 : 0))
+                  : *name;
+    up = 0;
+  }
+  out[k] = '\0';
+}
+
 /* ob_stats_t.db_cap_source as a word (stats --json, "capSource"). */
 static const char* cap_source(int source) {
   switch (source) {
@@ -124,9 +140,7 @@ int ob__cmd_stats(cli_t* cli, int argc, char** argv) {
   ob_engine_t* e;
   ob__figures_t r;
   ob_stats_t s;
-  ob_payout_stats_t ps;
-  ob_charge_stats_t cs;
-  int code, rc, json = 0, prom = 0, has_pay, has_charge;
+  int code, rc, json = 0, prom = 0;
   const char* prom_file = NULL;
   char age[32];
 
@@ -185,14 +199,9 @@ int ob__cmd_stats(cli_t* cli, int argc, char** argv) {
     ob_close(e);
     return EXIT_FAIL;
   }
-  has_pay = r.has_pay;
-  has_charge = r.has_charge;
   s = r.s;
-  ps = r.ps;
-  cs = r.cs;
   if (prom) {
-    ob__prom_input_t in = {&s, has_pay ? &ps : NULL, has_charge ? &cs : NULL,
-                           ob_version(), 0, NULL};
+    ob__prom_input_t in = {&s, r.mod, r.nmod, ob_version(), 0, NULL};
     const ob_clock_t* clk = ob_system_clock();
     size_t len = 0;
     char* text;
@@ -232,7 +241,6 @@ int ob__cmd_stats(cli_t* cli, int argc, char** argv) {
     cJSON_AddNumberToObject(q, "inHand", (double)s.queue_in_hand);
     cJSON_AddNumberToObject(o, "failed", (double)s.failed);
     cJSON_AddNumberToObject(o, "processed", (double)s.processed);
-    if (has_pay) cJSON_AddNumberToObject(o, "payouts", (double)ps.payouts);
     cJSON* ob = cJSON_AddObjectToObject(o, "outbox");
     cJSON_AddNumberToObject(ob, "unpublished", (double)s.outbox_unpublished);
     cJSON_AddNumberToObject(ob, "published", (double)s.outbox_published);
@@ -248,8 +256,6 @@ int ob__cmd_stats(cli_t* cli, int argc, char** argv) {
     else cJSON_AddBoolToObject(ob, "online", s.relay_online == 1);
     if (s.relay_error[0]) cJSON_AddStringToObject(ob, "error", s.relay_error);
     else cJSON_AddNullToObject(ob, "error");
-    if (has_charge)
-      cJSON_AddNumberToObject(o, "charges", (double)cs.charges);
     if (s.db_postgresql) {
       cJSON* pg = cJSON_AddObjectToObject(o, "postgresql");
       cJSON_AddNumberToObject(pg, "oldestTransactionAgeMs",
@@ -271,9 +277,6 @@ int ob__cmd_stats(cli_t* cli, int argc, char** argv) {
     cJSON_AddNumberToObject(fe, "provider2xx", (double)s.provider_2xx);
     cJSON_AddNumberToObject(fe, "repeatedSuccesses",
                             (double)s.provider_replays);
-    if (has_charge)
-      cJSON_AddNumberToObject(fe, "unfencedSuccesses",
-                              (double)cs.unfenced_successes);
     cJSON* sp = cJSON_AddObjectToObject(o, "space");
     cJSON_AddNumberToObject(sp, "usedBytes", (double)s.db_bytes);
     cJSON_AddNumberToObject(sp, "maxBytes", (double)s.db_max_bytes);
@@ -282,6 +285,12 @@ int ob__cmd_stats(cli_t* cli, int argc, char** argv) {
     cJSON_AddNumberToObject(sp, "level", s.space_level);
     cJSON_AddStringToObject(sp, "enqueues", ob__cli_space_words(s.space_level));
     cJSON_AddBoolToObject(sp, "refusing", s.space_level > 0);
+    /* The modules' figures, each under its name in camelCase. */
+    for (size_t i = 0; i < r.nmod; i++) {
+      char key[96];
+      camel_case(r.mod[i].name, key, sizeof key);
+      cJSON_AddNumberToObject(o, key, (double)r.mod[i].value);
+    }
     ob__cli_json_line(o);
   } else {
     char last[40] = "never";
@@ -295,7 +304,11 @@ int ob__cmd_stats(cli_t* cli, int argc, char** argv) {
            (long long)s.queue_ready, (long long)s.queue_delayed,
            (long long)s.queue_in_hand, (long long)s.failed,
            (long long)s.processed);
-    if (has_pay) printf("payouts:   %lld\n", (long long)ps.payouts);
+    for (size_t i = 0; i < r.nmod; i++) {
+      char label[96];
+      snprintf(label, sizeof label, "%s:", r.mod[i].name);
+      printf("%-10s %lld\n", label, (long long)r.mod[i].value);
+    }
     /* The relay's state: a server answered but the relay cannot publish
     ** (a configuration fault) is not "online". */
     printf("outbox:    %lld unpublished (oldest %s), %lld published\n"
@@ -309,7 +322,6 @@ int ob__cmd_stats(cli_t* cli, int argc, char** argv) {
                                                 : "offline",
            s.relay_online >= 0 && s.relay_error[0] ? ": " : "",
            s.relay_online >= 0 ? s.relay_error : "");
-    if (has_charge) printf("charges:   %lld\n", (long long)cs.charges);
     printf("effects:   %lld pending, %lld unknown (%lld parked), "
            "%lld confirmed, %lld failed\n"
            "fence:     %lld claims, %lld provider 2xx (%lld repeated for one "
@@ -347,15 +359,10 @@ int ob__cmd_stats(cli_t* cli, int argc, char** argv) {
     }
   }
   /* On stdout with the report; beside --json, on stderr. */
-  if (has_charge && cs.unfenced_successes > 0)
-    fprintf(json || prom ? stderr : stdout,
-            "ALERT: %lld provider success(es) recorded "
-            "WITHOUT a confirmed fence (a charge with no confirmed effect "
-            "carrying its reference, or one reference confirmed for two "
-            "keys); this must be 0: a customer may have been charged twice "
-            "or a charge is unaccounted for. Run `oncebox check` and "
-            "reconcile with the provider.\n",
-            (long long)cs.unfenced_successes);
+  for (size_t i = 0; i < r.nmod; i++)
+    if (r.mod[i].alarm && r.mod[i].value > 0)
+      fprintf(json || prom ? stderr : stdout, "ALERT: %s is %lld: %s\n",
+              r.mod[i].name, (long long)r.mod[i].value, r.mod[i].help);
   ob_close(e);
   return EXIT_OK;
 }

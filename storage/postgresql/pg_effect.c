@@ -8,8 +8,8 @@
 ** plain read, as on SQLite. The lease is on the server's clock
 ** (OB__PG_SERVER_MS): a host whose own clock runs ahead must not take a
 ** live lease, for then one effect is called twice and only the provider's
-** memory of the key (24 h at some) stands between that and two charges. The moves of waiting messages are
-** pg_failed.c's and pg_queue.c's. */
+** memory of the key (24 h at some) stands between that and two effects.
+** The moves of waiting messages are pg_failed.c's and pg_queue.c's. */
 #include <stdlib.h>
 #include <string.h>
 

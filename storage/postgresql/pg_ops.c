@@ -67,8 +67,7 @@ const ob__store_ops_t ob__pg_store_ops = {
     .effect_next_due_db = ob__pg_effect_next_due_db,
     .effect_list = ob__pg_effect_list,
     .effect_reconcile = ob__pg_effect_reconcile,
-    /* pg_ledger.c: what the payout handler writes */
-    .payout_insert = ob__pg_payout_insert,
+    /* pg_clock.c: the engine's clocks */
     .engine_clock_load = ob__pg_engine_clock_load,
     .observed_clock_load = ob__pg_observed_clock_load,
     .observed_clock_store = ob__pg_observed_clock_store,
@@ -76,8 +75,6 @@ const ob__store_ops_t ob__pg_store_ops = {
     /* pg_deadline.c: deadlines after a wall-clock jump */
     .deadlines_rebase = ob__pg_deadlines_rebase,
     .deadlines_shift = ob__pg_deadlines_shift,
-    /* pg_charge.c: the ChargeOrder module's table */
-    .charge_insert = ob__pg_charge_insert,
     /* pg_space.c, pg_retention.c: giving space back */
     .space_delete_published = ob__pg_space_delete_published,
     .space_checkpoint = ob__pg_space_checkpoint,
@@ -88,11 +85,7 @@ const ob__store_ops_t ob__pg_store_ops = {
     /* pg_stats.c: statistics, checks, size */
     .stats = ob__pg_stats,
     .check = ob__pg_check,
-    .payout_stats = ob__pg_payout_stats,
-    .payout_check = ob__pg_payout_check,
     .space_used_bytes = ob__pg_space_used_bytes,
-    .charge_stats = ob__pg_charge_stats,
-    .charge_check = ob__pg_charge_check,
     /* pg_failed.c: the failure store */
     .failed_insert = ob__pg_failed_insert,
     .failed_insert_effect = ob__pg_failed_insert_effect,

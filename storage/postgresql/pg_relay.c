@@ -74,7 +74,7 @@ static int row_cmp(const void* a, const void* b) {
 ** (PRIORITY_WINDOW) publishable rows of its type and keeps those with no
 ** earlier unpublished row in their aggregate: the cost stays bounded when
 ** the type's rows all wait behind their aggregates (a receipt before each
-** charge). A priority row beyond the window waits for the oldest-first
+** sale). A priority row beyond the window waits for the oldest-first
 ** fill, which frees the aggregates in front of it.
 **
 ** The branches lock nothing (FOR UPDATE is not allowed over a UNION):

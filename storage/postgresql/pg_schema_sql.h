@@ -74,15 +74,6 @@
   "CREATE TABLE processed_message_default PARTITION OF processed_message"    \
   "  DEFAULT;"                                                               \
                                                                              \
-  "CREATE TABLE merchant_payout ("                                           \
-  "  id TEXT PRIMARY KEY,"                                                   \
-  "  source_payment_id TEXT NOT NULL UNIQUE,"                                \
-  "  merchant_id TEXT NOT NULL,"                                             \
-  "  amount_minor BIGINT NOT NULL CHECK (amount_minor > 0),"                 \
-  "  currency TEXT NOT NULL CHECK (length(currency) = 3),"                   \
-  "  source_event_id TEXT NOT NULL,"                                         \
-  "  created_at BIGINT NOT NULL);"                                           \
-                                                                             \
   "CREATE TABLE outbox_event ("                                              \
   "  id TEXT NOT NULL,"                                                      \
   "  causation_id TEXT NOT NULL,"                                            \
@@ -174,15 +165,6 @@
   "  WHERE reference IS NOT NULL;"                                           \
   "CREATE INDEX effect_clock_ref ON effect(clock_ref)"                       \
   "  WHERE clock_ref IS NOT NULL;"                                           \
-                                                                             \
-  "CREATE TABLE charge ("                                                    \
-  "  order_id TEXT PRIMARY KEY,"                                             \
-  "  amount_minor BIGINT NOT NULL CHECK (amount_minor > 0),"                 \
-  "  currency TEXT NOT NULL CHECK (length(currency) = 3),"                   \
-  "  provider_charge_id TEXT NOT NULL,"                                      \
-  "  effect_key TEXT NOT NULL,"                                              \
-  "  message_id TEXT NOT NULL,"                                              \
-  "  created_at BIGINT NOT NULL);"                                           \
                                                                              \
   "CREATE TABLE retention_clock ("                                           \
   "  id BIGINT PRIMARY KEY CHECK (id = 1),"                                  \

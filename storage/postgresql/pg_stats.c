@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Statistics and invariant checks on PostgreSQL: the same figures and
-** checks as on SQLite (storage/sqlite/stats.c, payout_store.c), in one read
+** checks as on SQLite (storage/sqlite/stats.c), in one read
 ** snapshot, plus what a busy PostgreSQL needs watched: the oldest open
 ** transaction (it holds back the xmin horizon, so nothing dead can be
 ** vacuumed and SKIP LOCKED scans walk ever more dead rows) and the dead
@@ -76,8 +76,8 @@ static const char* const figures[] = {
     " pg_backend_pid() AND $1::bigint IS NOT NULL",
     "SELECT coalesce(sum(n_dead_tup), 0)::bigint FROM pg_stat_user_tables"
     " WHERE schemaname = current_schema() AND (relname IN ('queue',"
-    " 'failed_message', 'effect', 'merchant_payout', 'charge',"
-    " 'relay_status', 'event_source') OR relname LIKE 'processed\\_message%'"
+    " 'failed_message', 'effect', 'relay_status', 'event_source')"
+    " OR relname LIKE 'processed\\_message%'"
     " OR relname LIKE 'outbox\\_event%') AND $1::bigint IS NOT NULL",
 };
 
@@ -152,78 +152,9 @@ int ob__pg_check(ob__db_t* db, void (*cb)(void* arg, const char* v),
                               cb, arg);
 }
 
-int ob__pg_payout_stats(ob__db_t* db, ob_payout_stats_t* s) {
-  static const char exists[] =
-      "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
-      " AND tablename = 'merchant_payout'";
-  static const char count[] = "SELECT count(*) FROM merchant_payout";
-  int64_t n = 0;
-  int rc, began;
-  memset(s, 0, sizeof *s);
-  if ((rc = ob__db_join_read(db, &began)) < 0) return rc;
-  rc = ob__pg_run_int(db, exists, NULL, "payout stats", &n);
-  if (rc == 0 && n == 0)
-    rc = ob__db_seterr(db, OB_ENOTFOUND,
-                       "no merchant_payout table: not a payout database");
-  if (rc == 0) rc = ob__pg_run_int(db, count, NULL, "payout stats",
-                                   &s->payouts);
-  ob__db_end_joined_read(db, began);
-  if (rc < 0) memset(s, 0, sizeof *s);
-  return rc < 0 ? rc : 0;
-}
-
-static const char* const payout_checks[] = {OB__CHECK_SQL_PAYOUT};
-
-int ob__pg_payout_check(ob__db_t* db, void (*cb)(void* arg, const char* v),
-                        void* arg) {
-  return ob__pg_check_queries(db, payout_checks,
-                              sizeof payout_checks / sizeof payout_checks[0],
-                              cb, arg);
-}
-
 /* The database's size on the server's disk: what `stats` reports as
 ** db_bytes. A size cap is SQLite's; here space is the operator's. */
 int ob__pg_space_used_bytes(ob__db_t* db, int64_t* used) {
   static const char sql[] = "SELECT pg_database_size(current_database())";
   return ob__pg_run_int(db, sql, NULL, "database size", used);
-}
-
-/* The ChargeOrder module's figures and invariants: SQLite's texts, with
-** the alias PostgreSQL 15 needs on a subquery in FROM. */
-int ob__pg_charge_stats(ob__db_t* db, ob_charge_stats_t* s) {
-  static const char exists[] =
-      "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
-      " AND tablename = 'charge'";
-  static const char count[] = "SELECT count(*) FROM charge";
-  static const char unfenced[] =
-      "SELECT (SELECT count(*) FROM charge c WHERE NOT EXISTS (SELECT 1 FROM"
-      " effect f WHERE f.key = c.effect_key AND f.state = 'confirmed' AND"
-      " f.reference = c.provider_charge_id)) + (SELECT coalesce(sum(n - 1),"
-      " 0) FROM (SELECT count(*) AS n FROM effect WHERE state = 'confirmed'"
-      " AND reference IS NOT NULL GROUP BY reference HAVING count(*) > 1)"
-      " AS r)";
-  int64_t n = 0;
-  int rc, began;
-  memset(s, 0, sizeof *s);
-  if ((rc = ob__db_join_read(db, &began)) < 0) return rc;
-  rc = ob__pg_run_int(db, exists, NULL, "charge stats", &n);
-  if (rc == 0 && n == 0)
-    rc = ob__db_seterr(db, OB_ENOTFOUND,
-                       "no charge table: not a ChargeOrder database");
-  if (rc == 0) rc = ob__pg_run_int(db, count, NULL, "charge stats",
-                                   &s->charges);
-  if (rc == 0) rc = ob__pg_run_int(db, unfenced, NULL, "charge stats",
-                                   &s->unfenced_successes);
-  ob__db_end_joined_read(db, began);
-  if (rc < 0) memset(s, 0, sizeof *s);
-  return rc < 0 ? rc : 0;
-}
-
-static const char* const charge_checks[] = {OB__CHECK_SQL_CHARGE};
-
-int ob__pg_charge_check(ob__db_t* db, void (*cb)(void* arg, const char* v),
-                        void* arg) {
-  return ob__pg_check_queries(db, charge_checks,
-                              sizeof charge_checks / sizeof charge_checks[0],
-                              cb, arg);
 }

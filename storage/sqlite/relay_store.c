@@ -58,7 +58,7 @@ static int row_cmp(const void* a, const void* b) {
 ** oldest ?13 (PRIORITY_WINDOW) publishable rows of its type and keeps those
 ** with no earlier unpublished row in their aggregate: without the window a
 ** type whose rows all wait behind their aggregates (a receipt before each
-** charge) would be probed row by row, the whole backlog of it, every claim
+** sale) would be probed row by row, the whole backlog of it, every claim
 ** (0.16 s per claim on 100,000 rows here, against 1 ms). A priority row
 ** beyond the window waits for the oldest-first fill below, which frees the
 ** aggregates in front of it. */

@@ -39,16 +39,6 @@ static const char* const migrations[] = {
     ") STRICT, WITHOUT ROWID;"
     "CREATE INDEX processed_message_age ON processed_message(processed_at);"
 
-    "CREATE TABLE merchant_payout ("
-    "  id TEXT PRIMARY KEY,"
-    "  source_payment_id TEXT NOT NULL UNIQUE,"
-    "  merchant_id TEXT NOT NULL,"
-    "  amount_minor INTEGER NOT NULL CHECK (amount_minor > 0),"
-    "  currency TEXT NOT NULL CHECK (length(currency) = 3),"
-    "  source_event_id TEXT NOT NULL,"
-    "  created_at INTEGER NOT NULL"
-    ") STRICT;"
-
     "CREATE TABLE outbox_event ("
     "  id TEXT PRIMARY KEY,"
     "  causation_id TEXT NOT NULL,"
@@ -143,17 +133,7 @@ static const char* const migrations[] = {
     "  WHERE waiting_on IS NOT NULL;"
     "ALTER TABLE failed_message ADD COLUMN effect_key TEXT;"
     "CREATE INDEX failed_message_effect ON failed_message(effect_key)"
-    "  WHERE effect_key IS NOT NULL;"
-    /* The built-in ChargeOrder module's business table. */
-    "CREATE TABLE charge ("
-    "  order_id TEXT PRIMARY KEY,"
-    "  amount_minor INTEGER NOT NULL CHECK (amount_minor > 0),"
-    "  currency TEXT NOT NULL CHECK (length(currency) = 3),"
-    "  provider_charge_id TEXT NOT NULL,"
-    "  effect_key TEXT NOT NULL,"
-    "  message_id TEXT NOT NULL,"
-    "  created_at INTEGER NOT NULL"
-    ") STRICT;",
+    "  WHERE effect_key IS NOT NULL;",
 
     /* 3 -> 4: relay priorities. The relay claims the unpublished rows of
     ** its priority types first (ob_relay_options_t.priority_types), one
@@ -284,8 +264,8 @@ static const char* const migrations[] = {
     ") STRICT, WITHOUT ROWID;",
 
     /* 11 -> 12: fewer pages per message (docs/decisions/0017). No hot-path
-    ** statement reads outbox_event by causation_id; only `check`'s payout
-    ** invariants join on it, and SQLite builds an automatic index for that
+    ** statement reads outbox_event by causation_id; only a module's check
+    ** may join on it, and SQLite builds an automatic index for that
     ** join when it runs. Every insert paid for it: a random key, so about
     ** one more page per message written. */
     "DROP INDEX IF EXISTS outbox_causation;",
@@ -383,10 +363,10 @@ static const char* const migration_pragmas[] = {
 ** An embedder's step may read them, never change them or their schema:
 ** their rows and shape are what the engine's guarantees are made of. */
 static const char* const own_tables[] = {
-    "queue",          "processed_message", "merchant_payout", "outbox_event",
-    "failed_message", "relay_status",      "effect",          "charge",
-    "retention_clock", "retention_swept",  "event_source",    "schema_migration",
-    "engine_clock",
+    "queue",           "processed_message", "outbox_event",
+    "failed_message",  "relay_status",      "effect",
+    "retention_clock", "retention_swept",   "event_source",
+    "schema_migration", "engine_clock",
 };
 
 int ob__schema_is_own_table(const char* name) {

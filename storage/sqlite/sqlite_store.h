@@ -49,13 +49,6 @@ int ob__queue_row_read(sqlite3_stmt* st, ob__queue_row_t* r);
 int ob__queue_rows_read(ob__db_t* db, sqlite3_stmt* st, ob__queue_row_t* rows,
                         int max, const char* what);
 
-/* Helpers for the modules' statistics and checks (payout_store.c,
-** charge_store.c). One integer from sql (?1 bound to now if present) into
-** *out: 0 or a negative code. */
-int ob__stats_scalar(ob__db_t* db, const char* sql, int64_t now,
-                     int64_t* out);
-/* 1 if the table exists, 0 if not, or a negative code. */
-int ob__stats_table_exists(ob__db_t* db, const char* table);
 /* Run each query of sqls[0..n) (one row per violation, column 0 its text)
 ** and report each row through cb (may be NULL). Returns the number of
 ** violations, or a negative code at the first query that fails to

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Statistics and the invariant check of the engine's own tables: read-only
-** queries. The business modules' statistics and checks are in their own
-** files (payout_store.c, charge_store.c) and use the helpers here. */
+** queries. A module's figures and checks are its own (ob_add_stats,
+** ob_add_check), run through ob_tx_exec. */
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,26 +19,6 @@ static int scalar(ob__db_t* db, const char* sql, int64_t now, int64_t* out) {
   *out = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
   sqlite3_finalize(st);
   if (rc != SQLITE_ROW && rc != SQLITE_DONE) return ob__db_fail(db, rc, "stats");
-  return 0;
-}
-
-int ob__stats_scalar(ob__db_t* db, const char* sql, int64_t now,
-                     int64_t* out) {
-  return scalar(db, sql, now, out);
-}
-
-int ob__stats_table_exists(ob__db_t* db, const char* table) {
-  sqlite3_stmt* st = NULL;
-  int rc = sqlite3_prepare_v2(db->db,
-                              "SELECT 1 FROM sqlite_schema WHERE type = 'table'"
-                              " AND name = ?1",
-                              -1, &st, NULL);
-  if (rc != SQLITE_OK) return ob__db_fail(db, rc, "stats");
-  sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
-  rc = sqlite3_step(st);
-  sqlite3_finalize(st);
-  if (rc == SQLITE_ROW) return 1;
-  if (rc != SQLITE_DONE) return ob__db_fail(db, rc, "stats");
   return 0;
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** Fuzz target: the ChargeOrder parser and the JSON it produces
-** (core/charge/charge_msg.c).
+** (modules/charge/charge_msg.c).
 **
 ** Input: the message body.
 **
@@ -22,7 +22,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "core/charge/charge_msg.h"
+#include "modules/charge/charge_msg.h"
 #include "core/util/json_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
@@ -37,17 +37,17 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   /* A private copy of exactly size bytes: ASan sees any read past it. */
   char* body = malloc(size ? size : 1);
   char reason[256], small[8], tiny[1];
-  ob__charge_order_t o, sentinel;
+  ob_charge__order_t o, sentinel;
   int rc;
   if (body == NULL) return 0;
   if (size) memcpy(body, data, size);
   memset(&o, 0x5a, sizeof o);
   memcpy(&sentinel, &o, sizeof o);
 
-  rc = ob__charge_order_parse(body, size, &o, reason, sizeof reason);
+  rc = ob_charge__parse(body, size, &o, reason, sizeof reason);
   if (rc != 0 && rc != -1) fail("return value", body, size);
-  if (ob__charge_order_parse(body, size, NULL, small, sizeof small) != rc ||
-      ob__charge_order_parse(body, size, NULL, tiny, sizeof tiny) != rc)
+  if (ob_charge__parse(body, size, NULL, small, sizeof small) != rc ||
+      ob_charge__parse(body, size, NULL, tiny, sizeof tiny) != rc)
     fail("same verdict for every reason buffer", body, size);
   if (tiny[0] != '\0') fail("1-byte reason not empty", body, size);
   if (rc == -1) {
@@ -63,7 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!ob__json_valid(body, size)) fail("accepted invalid JSON", body, size);
   {
     size_t n = strlen(o.order_id);
-    if (n == 0 || n > OB__CHARGE_ORDER_ID_MAX) fail("order id length", body, size);
+    if (n == 0 || n > OB_CHARGE__ORDER_ID_MAX) fail("order id length", body, size);
     for (size_t i = 0; i < n; i++)
       if ((unsigned char)o.order_id[i] < 0x20 ||
           (unsigned char)o.order_id[i] > 0x7e)
@@ -75,8 +75,8 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         fail("currency", body, size);
   }
   {
-    char* req = ob__charge_request_body(&o);
-    char* ev = ob__charge_event_payload(&o, "ch_fuzz");
+    char* req = ob_charge__request_body(&o);
+    char* ev = ob_charge__event_payload(&o, "ch_fuzz");
     cJSON* j;
     if (req == NULL || ev == NULL) abort();
     if (!ob__json_valid(req, strlen(req))) fail("request not JSON", body, size);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** Fuzz target: the PaymentCaptured parser and the MerchantPayoutCreated
-** encoder (core/payout/payout_msg.c).
+** encoder (modules/payout/payout_msg.c).
 **
 ** Input: the message body.
 **
@@ -13,7 +13,7 @@
 **   - accepted => ob__json_valid(body) and the fields are canonical: ids are
 **     lower-case 8-4-4-4-12 UUIDs, 1 <= amount <= 2^53-1, currency is three
 **     upper-case letters;
-**   - round trip: accepted => ob__payout_event_payload(payout id, out) is
+**   - round trip: accepted => ob_payout__event_payload(payout id, out) is
 **     valid JSON that parses back to exactly the same fields;
 **   - cJSON agrees on accepted bodies (when no key holds \u0000, which cJSON
 **     cuts): same ids (case-insensitively), same currency, and its double
@@ -28,7 +28,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "core/payout/payout_msg.h"
+#include "modules/payout/payout_msg.h"
 #include "core/util/json_check.h"
 #include "core/util/uuid.h"
 
@@ -45,11 +45,11 @@ static int canonical_uuid(const char* s) {
   return strlen(s) == 36 && ob__uuid_normalize(s, n) == 0 && strcmp(n, s) == 0;
 }
 
-static void check_fields(const ob__payment_captured_t* m, const char* b,
+static void check_fields(const ob_payout__captured_t* m, const char* b,
                          size_t n) {
   if (!canonical_uuid(m->payment_id)) fail("paymentId not canonical", b, n);
   if (!canonical_uuid(m->merchant_id)) fail("merchantId not canonical", b, n);
-  if (m->amount_minor < 1 || m->amount_minor > OB__PAYOUT_MAX_AMOUNT)
+  if (m->amount_minor < 1 || m->amount_minor > OB_PAYOUT__MAX_AMOUNT)
     fail("amount out of range", b, n);
   if (strlen(m->currency) != 3) fail("currency length", b, n);
   for (int i = 0; i < 3; i++)
@@ -65,7 +65,7 @@ static int contains(const char* h, size_t n, const char* needle) {
 }
 
 static void cjson_agrees(const char* body, size_t len,
-                         const ob__payment_captured_t* m) {
+                         const ob_payout__captured_t* m) {
   char* z;
   cJSON* root;
   const cJSON* v;
@@ -94,12 +94,12 @@ static void cjson_agrees(const char* body, size_t len,
 
 int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const size_t rlens[] = {1, 8, 256};
-  ob__payment_captured_t m, m2;
+  ob_payout__captured_t m, m2;
   char reason[256], r_small[8], r_one[1];
   char* body;
   int rc;
 
-  if (size > 2 * OB__PAYOUT_MAX_BODY) return 0;
+  if (size > 2 * OB_PAYOUT__MAX_BODY) return 0;
   body = malloc(size ? size : 1); /* exact size: no byte after len */
   if (body == NULL) return 0;
   memcpy(body, data, size);
@@ -107,7 +107,7 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   memset(&m, 0xA5, sizeof m);
   m2 = m;
   memset(reason, 'x', sizeof reason);
-  rc = ob__payment_captured_parse(body, size, &m, reason, sizeof reason);
+  rc = ob_payout__parse(body, size, &m, reason, sizeof reason);
   if (rc != 0 && rc != -1) fail("return value", body, size);
   if (memchr(reason, '\0', sizeof reason) == NULL)
     fail("reason not NUL-terminated", body, size);
@@ -117,14 +117,14 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t i = 0; i < sizeof rlens / sizeof rlens[0] - 1; i++) {
     char* rb = rlens[i] == 1 ? r_one : r_small;
     memset(rb, 'x', rlens[i]);
-    if (ob__payment_captured_parse(body, size, NULL, rb, rlens[i]) != rc)
+    if (ob_payout__parse(body, size, NULL, rb, rlens[i]) != rc)
       fail("verdict depends on reason_len", body, size);
     if (memchr(rb, '\0', rlens[i]) == NULL)
       fail("short reason not NUL-terminated", body, size);
     if (strncmp(rb, reason, rlens[i] - 1) != 0)
       fail("short reason is not a prefix", body, size);
   }
-  if (ob__payment_captured_parse(body, size, NULL, NULL, 0) != rc)
+  if (ob_payout__parse(body, size, NULL, NULL, 0) != rc)
     fail("verdict depends on reason", body, size);
 
   if (rc != 0) {
@@ -139,13 +139,13 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   /* Round trip through the event payload. */
   {
-    char* ev = ob__payout_event_payload("0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b",
+    char* ev = ob_payout__event_payload("0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b",
                                         &m);
-    ob__payment_captured_t back;
+    ob_payout__captured_t back;
     if (ev != NULL) {
       size_t n = strlen(ev);
       if (!ob__json_valid(ev, n)) fail("event payload not valid JSON", ev, n);
-      if (ob__payment_captured_parse(ev, n, &back, reason, sizeof reason) != 0)
+      if (ob_payout__parse(ev, n, &back, reason, sizeof reason) != 0)
         fail(reason, ev, n);
       if (strcmp(back.payment_id, m.payment_id) != 0 ||
           strcmp(back.merchant_id, m.merchant_id) != 0 ||

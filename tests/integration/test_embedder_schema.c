@@ -175,7 +175,7 @@ static void test_own_tables(void** state) {
   }
   sqlite3_finalize(st);
   sqlite3_close(db);
-  assert_int_equal(n, 13);
+  assert_int_equal(n, 11);  /* no module's table: those are the modules' */
   assert_false(ob__schema_is_own_table("stock"));
   fx_free(f);
 }
@@ -335,7 +335,7 @@ static void test_write_and_read(void** state) {
   w.sql = "SELECT qty FROM stock";
   assert_int_equal(ob_read(f->e, wr_fn, &w), 0);
   assert_int_equal(w.exec_rc, 0);
-  assert_int_equal(w.nested_rc, OB_ESTATE);
+  assert_int_equal(w.nested_rc, 0);  /* a read in a read joins it */
   w.sql = "DELETE FROM stock";
   w.emit = 1;
   assert_int_equal(ob_read(f->e, wr_fn, &w), 0);
@@ -390,6 +390,7 @@ static void test_stats_in_read(void** state) {
   (void)state;
   fx_open(f);
   g_e = f->e;
+  assert_int_equal(ob_register_payout(f->e), 0);
   memset(&sn, 0, sizeof sn);
   assert_int_equal(ob_open(&sn.other, &f->opts, err, sizeof err), 0);
   assert_int_equal(ob_read(f->e, snap_fn, &sn), 0);

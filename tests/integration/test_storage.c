@@ -433,7 +433,8 @@ static void test_migrates_version_3(void** state) {
 
 /* What migration 2 -> 3 (the fence) added, undone. */
 #define UNDO_V3                                                           \
-  "DROP TABLE effect; DROP TABLE charge; DROP INDEX queue_waiting;"       \
+  "DROP TABLE effect; DROP TABLE IF EXISTS charge;"                       \
+  "DROP INDEX queue_waiting;"                                             \
   "DROP INDEX queue_leased;"                                              \
   "DROP INDEX failed_message_effect; ALTER TABLE queue DROP COLUMN"       \
   " waiting_on; ALTER TABLE failed_message DROP COLUMN effect_key;"
@@ -458,7 +459,9 @@ static void test_migrates_version_2(void** state) {
   assert_int_equal(fx_count(f, "SELECT count(*) FROM failed_message WHERE"
                                " effect_key IS NULL"), 1);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM effect"), 0);
-  assert_int_equal(fx_count(f, "SELECT count(*) FROM charge"), 0);
+  /* The modules' tables are theirs: oncebox's own schema makes none. */
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM sqlite_schema WHERE"
+                               " name IN ('charge', 'merchant_payout')"), 0);
   fx_free(f);
 }
 
@@ -834,16 +837,29 @@ static void test_check_reports_violations(void** state) {
   fx_free(f);
 }
 
-/* A module's invariants run in ob_check once the module is registered (and
-** once however often it is registered); its statistics need no
-** registration and say OB_ENOTFOUND when its table is missing. */
+/* A module's schema, invariants and figures come with its registration:
+** before it the database has no table of the module (its statistics say
+** OB_ENOTFOUND), after it the invariants run in ob_check (once however often
+** it is registered) and its figure is in ob_module_figures. */
+static int read_figures(ob_tx_t* tx, void* arg) {
+  ob_figure_t* fig = arg;
+  return ob_module_figures(tx, fig, 4) == 1 ? 0 : -1;
+}
+
 static void test_module_checks_and_stats(void** state) {
   fixture_t* f = fx_new(1);
   ob_payout_stats_t ps;
   ob_charge_stats_t cs;
+  ob_figure_t fig[4];
   sqlite3* db;
   int n = 0;
   (void)state;
+  ps.payouts = 7;
+  assert_int_equal(ob_payout_stats(f->e, &ps), OB_ENOTFOUND);
+  assert_int_equal(ps.payouts, 0);
+  assert_int_equal(ob_register_payout(f->e), 0);
+  assert_int_equal(fx_count(f, "SELECT version FROM schema_migration WHERE"
+                               " name = 'payout'"), 1);
   assert_int_equal(sqlite3_open(f->db_path, &db), SQLITE_OK);
   /* A payout with neither its MerchantPayoutCreated row nor its dedup
   ** record. */
@@ -854,11 +870,16 @@ static void test_module_checks_and_stats(void** state) {
                    SQLITE_OK);
   assert_int_equal(ob_payout_stats(f->e, &ps), 0);
   assert_int_equal(ps.payouts, 1);
-  assert_int_equal(ob_check(f->e, collect, &n), 0);
-  assert_int_equal(ob_register_payout(f->e), 0);
+  assert_int_equal(ob_read(f->e, read_figures, fig), 0);
+  assert_string_equal(fig[0].name, "payouts");
+  assert_int_equal(fig[0].value, 1);
+  assert_int_equal(ob_check(f->e, collect, &n), 2);
   assert_int_equal(ob_register_payout(f->e), OB_EEXIST);
+  n = 0;
   assert_int_equal(ob_check(f->e, collect, &n), 2);
   assert_int_equal(n, 2);
+  assert_int_equal(ob_charge_stats(f->e, &cs), OB_ENOTFOUND);
+  assert_int_equal(ob_register_charge_order(f->e), 0);
   assert_int_equal(ob_charge_stats(f->e, &cs), 0);
   assert_int_equal(cs.charges, 0);
   assert_int_equal(sqlite3_exec(db, "DROP TABLE charge", NULL, NULL, NULL),
@@ -867,8 +888,38 @@ static void test_module_checks_and_stats(void** state) {
   cs.charges = 7;
   assert_int_equal(ob_charge_stats(f->e, &cs), OB_ENOTFOUND);
   assert_int_equal(cs.charges, 0);
+  /* A check that cannot run is an error, never "ok". */
+  assert_true(ob_check(f->e, collect, &n) < 0);
   assert_int_equal(ob_payout_stats(NULL, &ps), OB_EINVAL);
   assert_int_equal(ob_payout_stats(f->e, NULL), OB_EINVAL);
+  fx_free(f);
+}
+
+/* A file made before the modules had schemas of their own holds their
+** tables already, made by oncebox's own schema then: registering adopts
+** them with their rows and records the module's version 1. */
+static void test_module_adopts_older_table(void** state) {
+  fixture_t* f = fx_new(1);
+  sqlite3* db;
+  (void)state;
+  assert_int_equal(sqlite3_open(f->db_path, &db), SQLITE_OK);
+  assert_int_equal(
+      sqlite3_exec(db,
+                   "CREATE TABLE merchant_payout (id TEXT PRIMARY KEY,"
+                   " source_payment_id TEXT NOT NULL UNIQUE, merchant_id TEXT"
+                   " NOT NULL, amount_minor INTEGER NOT NULL CHECK"
+                   " (amount_minor > 0), currency TEXT NOT NULL CHECK"
+                   " (length(currency) = 3), source_event_id TEXT NOT NULL,"
+                   " created_at INTEGER NOT NULL) STRICT;"
+                   "INSERT INTO merchant_payout VALUES('p-1', 'pay-1', 'm-1',"
+                   " 100, 'EUR', 'ev-1', 0)",
+                   NULL, NULL, NULL),
+      SQLITE_OK);
+  sqlite3_close(db);
+  assert_int_equal(ob_register_payout(f->e), 0);
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM merchant_payout"), 1);
+  assert_int_equal(fx_count(f, "SELECT version FROM schema_migration WHERE"
+                               " name = 'payout'"), 1);
   fx_free(f);
 }
 
@@ -918,6 +969,7 @@ int main(void) {
       cmocka_unit_test(test_parked_event_not_drained),
       cmocka_unit_test(test_check_reports_violations),
       cmocka_unit_test(test_module_checks_and_stats),
+      cmocka_unit_test(test_module_adopts_older_table),
       cmocka_unit_test(test_stats),
   };
   return cmocka_run_group_tests_name("storage", tests, NULL, NULL);

@@ -16,7 +16,7 @@ import os
 import re
 import sys
 
-TOP = ("core", "storage", "platform", "programs", "tests", "docs", "debian",
+TOP = ("core", "storage", "platform", "programs", "modules", "tests", "docs", "debian",
        "cmake", "examples")
 # Not preceded by a path character: build/tests/x and ../shared/x are not
 # the tree's. cmake/cc/pkg-config in prose is three words, not a path.

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# exported_symbols.sh LIBONCEBOX.so INCLUDE_DIR
+# exported_symbols.sh LIBONCEBOX.so INCLUDE_DIR...
 # The dynamic symbols liboncebox.so defines must be exactly the functions
-# and variables that INCLUDE_DIR/oncebox*.h declare OB_EXTERN: none missing,
+# and variables that INCLUDE_DIR/oncebox*.h (every INCLUDE_DIR: the tree
+# keeps the modules' headers apart, an install puts them in one) declare
+# OB_EXTERN: none missing,
 # none extra (no llhttp_*, no internal ob_http_*, ob__*, ...).
 # Exit 77 (skip) without nm or cc.
 set -euo pipefail
-lib=$1 inc=$2
+lib=$1
+shift
+incs=("$@") iflags=()
+for d in "${incs[@]}"; do iflags+=("-I$d"); done
 for t in nm cc; do
   command -v "$t" >/dev/null || { echo "SKIP: $t not found"; exit 77; }
 done
@@ -17,8 +22,10 @@ trap 'rm -rf "$tmp"' EXIT
 # comments and conditionals are gone and OB_EXTERN has become the attribute;
 # split into declarations; the identifier before the first '(' (a function)
 # or at the end (a variable) of each one that carries the attribute.
-for h in "$inc"/oncebox*.h; do
-  cc -E -P -DOB_BUILDING -I"$inc" "$h"
+for d in "${incs[@]}"; do
+  for h in "$d"/oncebox*.h; do
+    cc -E -P -DOB_BUILDING "${iflags[@]}" "$h"
+  done
 done | tr '\n' ' ' | tr ';{}' '\n\n\n' |
   grep -F '__attribute__((visibility("default"))) extern' |
   sed -e 's/.*visibility("default"))) extern//' -e 's/(.*//' \
@@ -44,6 +51,6 @@ fi
 if [ -n "$extra" ]; then
   echo "FAIL: exported but not declared OB_EXTERN in a public header:"; echo "$extra" | sed 's/^/  /'; rc=1
 fi
-[ "$nd" -gt 0 ] || { echo "FAIL: no OB_EXTERN declaration found in $inc"; rc=1; }
+[ "$nd" -gt 0 ] || { echo "FAIL: no OB_EXTERN declaration found in ${incs[*]}"; rc=1; }
 [ $rc -eq 0 ] && echo "exported_symbols: OK ($ne symbols, all declared)"
 exit $rc

@@ -45,7 +45,7 @@ for f in include/oncebox.h "${libdir#"$prefix"/}/liboncebox.a" "${libdir#"$prefi
          share/doc/oncebox/LICENSE share/doc/oncebox/NOTICE share/man/man1/oncebox.1 share/man/man3/oncebox.3; do
   [ -e "$prefix/$f" ] || fail "not installed: $f"
 done
-for h in "$src"/core/include/oncebox*.h; do
+for h in "$src"/core/include/oncebox*.h "$src"/modules/*/include/oncebox*.h; do
   cmp -s "$h" "$prefix/include/$(basename "$h")" || fail "header not installed: $(basename "$h")"
 done
 soname=$(readelf -d "$libdir/liboncebox.so" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/payout/payout_msg.h"
+#include "modules/payout/payout_msg.h"
 #include "core/util/json_check.h"
 
 #define PID "3f2c1a9e-8b7d-4c6e-9f10-a1b2c3d4e5f6"
@@ -28,19 +28,19 @@ static const char* body_amount(const char* amount) {
 }
 
 /* Parse from an exact-size heap copy (no NUL after it: ASan sees overreads). */
-static int parse_n(const char* body, size_t len, ob__payment_captured_t* out,
+static int parse_n(const char* body, size_t len, ob_payout__captured_t* out,
                    char* reason, size_t reason_len) {
   char* copy = malloc(len ? len : 1);
   int r;
   assert_non_null(copy);
   memcpy(copy, body, len);
-  r = ob__payment_captured_parse(copy, len, out, reason, reason_len);
+  r = ob_payout__parse(copy, len, out, reason, reason_len);
   free(copy);
   return r;
 }
 
-static ob__payment_captured_t ok_n(const char* body, size_t len) {
-  ob__payment_captured_t p;
+static ob_payout__captured_t ok_n(const char* body, size_t len) {
+  ob_payout__captured_t p;
   char reason[128] = "untouched";
   memset(&p, 0, sizeof p);
   if (parse_n(body, len, &p, reason, sizeof reason) != 0)
@@ -49,12 +49,12 @@ static ob__payment_captured_t ok_n(const char* body, size_t len) {
   return p;
 }
 
-static ob__payment_captured_t ok(const char* body) {
+static ob_payout__captured_t ok(const char* body) {
   return ok_n(body, strlen(body));
 }
 
 static void rejected_n(const char* body, size_t len, const char* want) {
-  ob__payment_captured_t p, before;
+  ob_payout__captured_t p, before;
   char reason[128];
   memset(&p, 0x77, sizeof p);
   before = p;
@@ -77,7 +77,7 @@ static int64_t amount_ok(const char* amount) {
 }
 
 static void test_valid(void** state) {
-  ob__payment_captured_t p;
+  ob_payout__captured_t p;
   (void)state;
   p = ok(body_amount("1999"));
   assert_string_equal(p.payment_id, PID);
@@ -93,7 +93,7 @@ static void test_valid(void** state) {
 }
 
 static void test_extra_fields_ignored(void** state) {
-  ob__payment_captured_t p;
+  ob_payout__captured_t p;
   (void)state;
   p = ok("{\"v\":2,\"paymentId\":\"" PID "\",\"note\":{\"paymentId\":1,"
          "\"currency\":[1,{\"x\":\"}\"}]},\"merchantId\":\"" MID "\","
@@ -106,7 +106,7 @@ static void test_extra_fields_ignored(void** state) {
 }
 
 static void test_uuid_normalized_to_lower(void** state) {
-  ob__payment_captured_t p;
+  ob_payout__captured_t p;
   (void)state;
   p = ok("{\"paymentId\":\"3F2C1A9E-8B7D-4C6E-9F10-A1B2C3D4E5F6\","
          "\"merchantId\":\"7a8B9c0D-1e2F-4a3B-8c4D-5e6F7a8B9c0D\","
@@ -117,7 +117,7 @@ static void test_uuid_normalized_to_lower(void** state) {
 
 /* Keys and strings are compared after unescaping. */
 static void test_escapes(void** state) {
-  ob__payment_captured_t p;
+  ob_payout__captured_t p;
   (void)state;
   p = ok("{\"payment\\u0049d\":\"" PID "\",\"merchantId\":\"" MID "\","
          "\"amountInMinorUnits\":5,\"currency\":\"\\u0045U\\u0052\"}");
@@ -161,7 +161,7 @@ static void test_size_limit(void** state) {
 }
 
 static void test_not_json(void** state) {
-  ob__payment_captured_t p;
+  ob_payout__captured_t p;
   char reason[64];
   (void)state;
   rejected("", "body is not valid JSON");
@@ -174,7 +174,7 @@ static void test_not_json(void** state) {
   rejected(body_amount("Infinity"), "body is not valid JSON");
   rejected(body_amount("+5"), "body is not valid JSON");
   rejected(body_amount("5,"), "body is not valid JSON");
-  assert_int_equal(ob__payment_captured_parse(NULL, 0, &p, reason,
+  assert_int_equal(ob_payout__parse(NULL, 0, &p, reason,
                                               sizeof reason), -1);
   assert_string_equal(reason, "body is not valid JSON");
 }
@@ -260,7 +260,7 @@ static void test_duplicates(void** state) {
 static void test_amount_integers(void** state) {
   (void)state;
   assert_int_equal(amount_ok("1"), 1);
-  assert_int_equal(amount_ok("9007199254740991"), OB__PAYOUT_MAX_AMOUNT);
+  assert_int_equal(amount_ok("9007199254740991"), OB_PAYOUT__MAX_AMOUNT);
   /* Decision: any number whose value is an integer is accepted (JSON has
   ** one number type; JSON Schema's "integer" agrees), judged exactly from
   ** the text, never through a double. */
@@ -270,8 +270,8 @@ static void test_amount_integers(void** state) {
   assert_int_equal(amount_ok("1.5e1"), 15);
   assert_int_equal(amount_ok("10e-1"), 1);
   assert_int_equal(amount_ok("0.00012e5"), 12);
-  assert_int_equal(amount_ok("9.007199254740991e15"), OB__PAYOUT_MAX_AMOUNT);
-  assert_int_equal(amount_ok("90071992547409910e-1"), OB__PAYOUT_MAX_AMOUNT);
+  assert_int_equal(amount_ok("9.007199254740991e15"), OB_PAYOUT__MAX_AMOUNT);
+  assert_int_equal(amount_ok("90071992547409910e-1"), OB_PAYOUT__MAX_AMOUNT);
 }
 
 static void test_amount_not_integer(void** state) {
@@ -375,28 +375,28 @@ static void test_nesting(void** state) {
 }
 
 static void test_reason_buffer(void** state) {
-  ob__payment_captured_t p;
+  ob_payout__captured_t p;
   char small[8];
   (void)state;
   memset(small, 'x', sizeof small);
-  assert_int_equal(ob__payment_captured_parse("[]", 2, &p, small,
+  assert_int_equal(ob_payout__parse("[]", 2, &p, small,
                                               sizeof small), -1);
   assert_string_equal(small, "body is"); /* truncated, NUL-terminated */
-  assert_int_equal(ob__payment_captured_parse("[]", 2, &p, NULL, 0), -1);
-  assert_int_equal(ob__payment_captured_parse("[]", 2, NULL, small, 0), -1);
+  assert_int_equal(ob_payout__parse("[]", 2, &p, NULL, 0), -1);
+  assert_int_equal(ob_payout__parse("[]", 2, NULL, small, 0), -1);
   assert_int_equal(small[0], 'b'); /* reason_len 0: nothing written */
-  assert_int_equal(ob__payment_captured_parse(body_amount("5"),
+  assert_int_equal(ob_payout__parse(body_amount("5"),
                                               strlen(body_amount("5")), NULL,
                                               NULL, 0), 0);
 }
 
 static void test_payload_round_trip(void** state) {
   const char* payout = "0190f3a4-7b2c-7def-8123-456789abcdef";
-  ob__payment_captured_t p = ok(body_amount("9007199254740991")), q;
+  ob_payout__captured_t p = ok(body_amount("9007199254740991")), q;
   cJSON *j, *f;
   char* s;
   (void)state;
-  s = ob__payout_event_payload(payout, &p);
+  s = ob_payout__event_payload(payout, &p);
   assert_non_null(s);
   assert_int_equal(ob__json_is_object(s, strlen(s)), 1);
   /* Printed exactly, not as 9.00719925474099e+15 (cJSON's own printing). */
@@ -431,12 +431,12 @@ static void test_payload_round_trip(void** state) {
 }
 
 static void test_payload_escaping(void** state) {
-  ob__payment_captured_t p = ok(body_amount("42"));
+  ob_payout__captured_t p = ok(body_amount("42"));
   const char* odd = "a\"b\\c\n\x01/";
   cJSON* j;
   char* s;
   (void)state;
-  s = ob__payout_event_payload(odd, &p);
+  s = ob_payout__event_payload(odd, &p);
   assert_non_null(s);
   assert_int_equal(ob__json_valid(s, strlen(s)), 1);
   j = cJSON_Parse(s);

@@ -123,7 +123,7 @@ static ob_stats_t small_stats(void) {
 ** table, no relay, no publication, no cap. */
 static void test_small_exact(void** state) {
   ob_stats_t s = small_stats();
-  ob__prom_input_t in = {&s, NULL, NULL, "0.1.0", 2208988800007LL, NULL};
+  ob__prom_input_t in = {&s, NULL, 0, "0.1.0", 2208988800007LL, NULL};
   size_t len = 0;
   char* t;
   (void)state;
@@ -138,9 +138,10 @@ static void test_small_exact(void** state) {
 ** publication, the cap, the modules'. */
 static void test_optional_families(void** state) {
   ob_stats_t s = small_stats();
-  ob_payout_stats_t ps = {12};
-  ob_charge_stats_t cs = {5, 1};
-  ob__prom_input_t in = {&s, &ps, &cs, "0.1.0", 1000, NULL};
+  ob_figure_t fig[3] = {{"payouts", "Payouts.", 12, 0},
+                        {"charges", "Charges.", 5, 0},
+                        {"unfenced_successes", "Must be 0.", 1, 1}};
+  ob__prom_input_t in = {&s, fig, 3, "0.1.0", 1000, NULL};
   char* t;
   (void)state;
   s.relay_online = 1;
@@ -164,6 +165,8 @@ static void test_optional_families(void** state) {
   assert_non_null(strstr(t, "\noncebox_payouts 12\n"));
   assert_non_null(strstr(t, "\noncebox_charges 5\n"));
   assert_non_null(strstr(t, "\noncebox_unfenced_successes 1\n"));
+  assert_non_null(strstr(t, "# HELP oncebox_charges Charges.\n"
+                            "# TYPE oncebox_charges gauge\n"));
   assert_non_null(strstr(t, "\noncebox_stats_timestamp_seconds 1.000\n"));
   /* The error's words are never a label (free text, unbounded values). */
   assert_null(strstr(t, "403"));
@@ -181,7 +184,7 @@ static void test_optional_families(void** state) {
 ** escaper and through the rendered build_info line. */
 static void test_label_escaping(void** state) {
   ob_stats_t s = small_stats();
-  ob__prom_input_t in = {&s, NULL, NULL, "1.0 \"rc\\1\"\nx", 0, NULL};
+  ob__prom_input_t in = {&s, NULL, 0, "1.0 \"rc\\1\"\nx", 0, NULL};
   char out[64], tiny[4];
   char* t;
   (void)state;
@@ -205,7 +208,7 @@ static void test_label_escaping(void** state) {
 static void test_counters(void** state) {
   ob_stats_t s;
   ob_counters_t c;
-  ob__prom_input_t in = {&s, NULL, NULL, "0.1.0", 10000, &c};
+  ob__prom_input_t in = {&s, NULL, 0, "0.1.0", 10000, &c};
   char* t;
   (void)state;
   memset(&s, 0, sizeof s);
@@ -242,7 +245,7 @@ static void test_counters(void** state) {
 }
 
 static void test_null_input(void** state) {
-  ob__prom_input_t in = {NULL, NULL, NULL, "x", 0, NULL};
+  ob__prom_input_t in = {NULL, NULL, 0, "x", 0, NULL};
   (void)state;
   assert_null(ob__prom_render(NULL, NULL));
   assert_null(ob__prom_render(&in, NULL));

@@ -29,6 +29,7 @@
 
 #include "core/relay/relay_tx.h"
 #include "tests/integration/relay/relay_fixture.h"
+#include "oncebox_charge.h"
 #include "oncebox_payout.h"
 
 static sq_server_t g_srv;
@@ -573,6 +574,9 @@ static void run_priority_relay(int ordered) {
   int k = 0;
   rf_set_endpoint(g_srv.port);
   register_emitters(f);
+  /* The defaults are what the modules marked: the payout module is
+  ** registered by rf_terminal, the ChargeOrder one here. */
+  assert_int_equal(ob_register_charge_order(f->e), 0);
   for (int i = 0; i < 25; i++) {
     snprintf(agg, sizeof agg, "agg-%02d", i);
     emit_row(f, "EmitReceipt", agg, k++);

@@ -1,25 +1,24 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The PaymentCaptured message and the MerchantPayoutCreated event: strict
-** parsing and encoding. Pure. */
-#ifndef OB_CORE_PAYOUT_MSG_H
-#define OB_CORE_PAYOUT_MSG_H
+** parsing and encoding. Pure. The module's own, not API. */
+#ifndef OB_PAYOUT_MSG_H
+#define OB_PAYOUT_MSG_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/util/amount.h"
 #include "oncebox.h"
 
-#define OB__PAYOUT_MAX_BODY 4096
-/* Largest amount accepted (core/util/amount.h). */
-#define OB__PAYOUT_MAX_AMOUNT OB__AMOUNT_MAX
+#define OB_PAYOUT__MAX_BODY 4096
+/* Largest amount accepted: 2^53 - 1 (ob_json_amount, decision 0003). */
+#define OB_PAYOUT__MAX_AMOUNT 9007199254740991LL
 
-typedef struct ob__payment_captured_s {
+typedef struct ob_payout__captured_s {
   char payment_id[OB_UUID_BUFLEN];    /* lower-case canonical UUID */
   char merchant_id[OB_UUID_BUFLEN];   /* lower-case canonical UUID */
-  int64_t amount_minor;   /* 1 .. OB__PAYOUT_MAX_AMOUNT */
+  int64_t amount_minor;   /* 1 .. OB_PAYOUT__MAX_AMOUNT */
   char currency[4];       /* three upper-case ASCII letters */
-} ob__payment_captured_t;
+} ob_payout__captured_t;
 
 /*
 ** Parse a PaymentCaptured body {"paymentId","merchantId",
@@ -39,17 +38,13 @@ typedef struct ob__payment_captured_s {
 ** Then fields in the order of the first line, each for missing, type, value;
 ** the first problem is the one reported. Keys and strings are compared
 ** after unescaping, byte for byte: "payment\u0049d" is paymentId,
-** "paymentId\u0000" is not.
-** The amount is judged from its exact decimal text, never through a double:
-** any JSON number with an integer value is accepted (1e3 and 1000.0 are
-** 1000, as in JSON Schema's "integer"); 1.5 or 1e-3 "must be an integer";
-** 0 and -0 "must be > 0"; a non-number also "must be an integer".
-** out is written only on success (may be NULL); reason may be NULL and is
-** set to "" on success. Never allocates: the only failure is a rejection.
+** "paymentId\u0000" is not. The amount is judged from its exact decimal
+** text (ob_json_amount). out is written only on success (may be NULL);
+** reason may be NULL and is set to "" on success. Never allocates: the only
+** failure is a rejection.
 */
-int ob__payment_captured_parse(const char* body, size_t len,
-                               ob__payment_captured_t* out, char* reason,
-                               size_t reason_len);
+int ob_payout__parse(const char* body, size_t len, ob_payout__captured_t* out,
+                     char* reason, size_t reason_len);
 
 /*
 ** JSON payload of MerchantPayoutCreated:
@@ -58,7 +53,7 @@ int ob__payment_captured_parse(const char* body, size_t len,
 ** escaped. payout_id and p must not be NULL. Returns a malloc'd
 ** NUL-terminated string the caller frees, or NULL when out of memory.
 */
-char* ob__payout_event_payload(const char* payout_id,
-                               const ob__payment_captured_t* p);
+char* ob_payout__event_payload(const char* payout_id,
+                               const ob_payout__captured_t* p);
 
 #endif

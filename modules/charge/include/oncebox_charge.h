@@ -3,16 +3,17 @@
 ** oncebox ChargeOrder module: one provider charge per order, behind the
 ** fence.
 **
-** A built-in business module on top of the generic API in oncebox.h (which
-** this header includes): message type "ChargeOrder" with body
+** A business module built on the public API of oncebox.h alone (which
+** this header includes), as an embedder's own would be (modules/charge,
+** docs/decisions/0024-module-contract.md): message type "ChargeOrder" with body
 ** {"orderId","amountInMinorUnits","currency"}, consumer "charge-order-v1",
 ** provider "payments": POST /v1/charges {"order_id","amount_minor",
 ** "currency"} under the fence key "charge:<orderId>" (ob_tx_effect); once
 ** the effect is confirmed, one row in `charge` per order and one
 ** OrderCharged outbox event. See docs/fence.md.
 **
-** The module's table (charge) is part of the oncebox schema, so every
-** database has it, whether the module is registered or not.
+** The module's table (charge) is its own schema "charge" (ob_migrate),
+** applied when the module is registered.
 */
 #ifndef ONCEBOX_CHARGE_H
 #define ONCEBOX_CHARGE_H
@@ -30,9 +31,12 @@ extern "C" {
 #define OB_CHARGE_LOOKUP_PATH "/v1/charges?idempotency_key="
 
 /*
-** Register the ChargeOrder module on e: the handler of message type
-** OB_CHARGE_MESSAGE_TYPE under consumer OB_CHARGE_CONSUMER, and the
-** module's invariants, which ob_check then runs after the generic ones:
+** Register the ChargeOrder module on e: its schema (ob_migrate: the table
+** charge, schema "charge"), the handler of message type
+** OB_CHARGE_MESSAGE_TYPE under consumer OB_CHARGE_CONSUMER, its figures
+** "charges" and "unfenced_successes" (ob_add_stats, the second an alarm)
+** and its invariants (ob_add_check), which ob_check runs after the
+** engine's own:
 ** every charge stands on a confirmed effect carrying its provider
 ** reference, and each charge has one OB_CHARGE_EVENT_TYPE outbox row.
 ** Register the provider OB_CHARGE_PROVIDER too (ob_provider_enable or
@@ -40,9 +44,10 @@ extern "C" {
 ** OB_ENOTFOUND. Register before handling.
 **
 ** Returns 0, OB_EEXIST if the handler is already registered on e (nothing
-** changes), OB_EINVAL when e is NULL, OB_ENOMEM. On an error the invariants
-** may be registered without the handler; ob_check then still runs them,
-** which is harmless: they only read.
+** changes), OB_EINVAL when e is NULL, OB_ENOMEM, or ob_migrate's code
+** (the schema could not be applied: nothing else is registered). After
+** the schema, an error may leave the hooks registered without the
+** handler; they only read, so that is harmless.
 */
 OB_EXTERN int ob_register_charge_order(ob_engine_t* e);
 
@@ -58,9 +63,9 @@ typedef struct ob_charge_stats_s {
 } ob_charge_stats_t;
 
 /*
-** Fill *s from one read transaction of its own (inside an ob_read's fn:
-** that one's, see ob_stats). The module need not be
-** registered on e. Returns 0, OB_EINVAL when e or s is NULL, OB_ENOTFOUND
+** Fill *s from one read transaction of its own (ob_read: inside an
+** ob_read's fn, that one's). The module need not be registered on e.
+** Returns 0, OB_EINVAL when e or s is NULL, OB_ENOTFOUND
 ** when the database has no charge table, or a negative storage code
 ** (detail in ob_errmsg); *s is zeroed on every error except OB_EINVAL.
 */
