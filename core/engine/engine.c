@@ -570,7 +570,11 @@ static int run_handlers(ob_engine_t* e, const ob__queue_row_t* r, int64_t now,
       return ROW_FAIL;
     }
     if (rc < 0) {
-      if (ob__is_fatal(rc)) return rc;
+      /* The handler's own fault (its malloc failed, say): storage's come
+      ** through tx->fatal above with their words. */
+      if (ob__is_fatal(rc))
+        return ob__db_seterr(&e->db, rc, "%s returned %s (%s)", h->consumer,
+                             ob_err_name(rc), ob_strerror(rc));
       ob__errbuf_set(tx->reason, sizeof tx->reason, 0, "%s: %s (%s)",
                      h->consumer, ob_strerror(rc), e->db.errmsg);
     } else if (tx->reason[0] == '\0') {

@@ -504,9 +504,11 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
     handled[k] = cnt.handled[OB_INPUT_QUEUE][k] + cnt.handled[OB_INPUT_SQS][k];
   handled_total = handled[OB_OUTCOME_DONE] + handled[OB_OUTCOME_RETRIED] +
                   handled[OB_OUTCOME_FAILED] + handled[OB_OUTCOME_WAITING];
+  /* A module that was not registered has no table: nothing of it. */
   if ((rc2 = ob_stats(e, &after)) < 0 ||
-      (rc2 = ob_payout_stats(e, &pay_after)) < 0 ||
-      (rc2 = ob_charge_stats(e, &charge_after)) < 0) {
+      ((rc2 = ob_payout_stats(e, &pay_after)) < 0 && rc2 != OB_ENOTFOUND) ||
+      ((rc2 = ob_charge_stats(e, &charge_after)) < 0 &&
+       rc2 != OB_ENOTFOUND)) {
     /* The stop line always goes out: the counters are in memory, only the
     ** tables' figures are missing, and the reason says why. */
     ob__cli_note(OB_LOG_WARN, "run_stopped",

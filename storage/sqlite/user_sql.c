@@ -25,11 +25,17 @@ static int user_authorizer(void* arg, int action, const char* a,
   }
 }
 
-static sqlite3_stmt* lookup_or_prepare(ob__db_t* db, const char* sql) {
+/* The cached statement of sql, prepared on first use; NULL with *code set
+** (and errmsg): OB_EINVAL for SQL a handler may not run or that does not
+** prepare (a syntax error, an unknown table), else the storage's own code
+** (OB_ENOMEM, OB_EIO, ...), which the transaction must not swallow. */
+static sqlite3_stmt* lookup_or_prepare(ob__db_t* db, const char* sql,
+                                       int* code) {
   int victim = 0, rc;
   const char* tail = NULL;
   sqlite3_stmt* st = NULL;
 
+  *code = 0;
   db->use_clock++;
   for (int i = 0; i < OB__USER_STMT_CACHE; i++) {
     if (db->user[i].sql != NULL && strcmp(db->user[i].sql, sql) == 0) {
@@ -45,28 +51,29 @@ static sqlite3_stmt* lookup_or_prepare(ob__db_t* db, const char* sql) {
   sqlite3_set_authorizer(db->db, NULL, NULL);
   if (rc != SQLITE_OK) {
     if ((rc & 0xff) == SQLITE_AUTH)
-      ob__db_seterr(db, OB_EINVAL,
-                    "handler SQL may not control transactions, attach "
-                    "databases or run pragmas: %s", sql);
-    else
-      ob__db_fail(db, rc, "handler SQL");
+      *code = ob__db_seterr(db, OB_EINVAL,
+                            "handler SQL may not control transactions, "
+                            "attach databases or run pragmas: %s", sql);
+    else if ((*code = ob__db_fail(db, rc, "handler SQL")) == OB_EDB)
+      *code = OB_EINVAL;
     return NULL;
   }
   if (st == NULL) {
-    ob__db_seterr(db, OB_EINVAL, "handler SQL is empty");
+    *code = ob__db_seterr(db, OB_EINVAL, "handler SQL is empty");
     return NULL;
   }
   while (tail && *tail && isspace((unsigned char)*tail)) tail++;
   if (tail && *tail) {
     sqlite3_finalize(st);
-    ob__db_seterr(db, OB_EINVAL,
-                  "handler SQL must be one statement; extra text: %.40s", tail);
+    *code = ob__db_seterr(db, OB_EINVAL,
+                          "handler SQL must be one statement; extra text: "
+                          "%.40s", tail);
     return NULL;
   }
   char* copy = strdup(sql);
   if (copy == NULL) {
     sqlite3_finalize(st);
-    ob__db_seterr(db, OB_ENOMEM, "out of memory caching handler SQL");
+    *code = ob__db_seterr(db, OB_ENOMEM, "out of memory caching handler SQL");
     return NULL;
   }
   sqlite3_finalize(db->user[victim].st);
@@ -117,8 +124,8 @@ int ob__sqlite_user_exec(ob__db_t* db, const char* sql, const ob_value_t* params
 
   if (sql == NULL || (nparams > 0 && params == NULL))
     return ob__db_seterr(db, OB_EINVAL, "handler SQL or parameters missing");
-  st = lookup_or_prepare(db, sql);
-  if (st == NULL) return db->errmsg[0] ? OB_EINVAL : OB_EDB;
+  st = lookup_or_prepare(db, sql, &rc);
+  if (st == NULL) return rc;
   if (db->user_read_only && !sqlite3_stmt_readonly(st))
     return ob__db_seterr(db, OB_EINVAL,
                          "a read transaction (ob_read) may not write: %s",

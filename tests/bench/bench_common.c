@@ -147,6 +147,13 @@ void bc_shim_register(void) {
 
 /* ---- clocks --------------------------------------------------------------- */
 
+double bc_cpu_s(void) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+  return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+         (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
 double bc_mono_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -413,7 +420,7 @@ void bc_run_raw(const char* path, int64_t n, int batch, int synchronous,
   ts_gen_t g;
   uint64_t idrng = seed ^ 0x5bd1e995, seq = 0;
   int64_t done = 0;
-  double t0;
+  double t0, cpu0;
   char err[256];
   int rc;
 
@@ -423,6 +430,11 @@ void bc_run_raw(const char* path, int64_t n, int batch, int synchronous,
   o.db_path = path;
   if ((rc = ob_open(&e, &o, err, sizeof err)) < 0) {
     fprintf(stderr, "bench: schema: %s\n", err);
+    exit(1);
+  }
+  /* The payout module's table is its own schema (modules/payout). */
+  if ((rc = ob_register_payout(e)) < 0) {
+    fprintf(stderr, "bench: schema: %s\n", ob_errmsg(e));
     exit(1);
   }
   ob_close(e);
@@ -485,6 +497,7 @@ void bc_run_raw(const char* path, int64_t n, int batch, int synchronous,
 
   memset(&bc_io, 0, sizeof bc_io);
   t0 = bc_mono_s();
+  cpu0 = bc_cpu_s();
   for (;;) {
     int64_t now;
     int got = 0;
@@ -561,6 +574,7 @@ void bc_run_raw(const char* path, int64_t n, int batch, int synchronous,
     res->commits++;
   }
   res->handle_s = bc_mono_s() - t0;
+  res->handle_cpu_s = bc_cpu_s() - cpu0;
   res->handle_syncs = bc_io_syncs();
   res->handle_bytes = bc_io.written;
   res->n = done;

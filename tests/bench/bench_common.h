@@ -35,6 +35,8 @@ void bc_shim_register(void);
 /* ---- clocks --------------------------------------------------------------- */
 
 double bc_mono_s(void);
+/* CPU seconds this process has used, user and system (getrusage). */
+double bc_cpu_s(void);
 int64_t bc_wall_ms(void);
 
 /* ---- /proc ---------------------------------------------------------------- */
@@ -71,6 +73,7 @@ typedef struct bc_raw_result_s {
   int ok;
   int64_t n, commits;
   double enqueue_s, handle_s;
+  double handle_cpu_s;                  /* user + system while handling */
   int64_t enqueue_syncs, handle_syncs;  /* every xSync through the shim */
   int64_t handle_bytes;                 /* bc_io.written while handling */
 } bc_raw_result_t;

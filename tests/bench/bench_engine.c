@@ -55,7 +55,7 @@
 typedef struct result_s {
   int ok;
   int64_t n;
-  double enqueue_s, handle_s;
+  double enqueue_s, handle_s, handle_cpu_s;
   int64_t enqueue_syncs, handle_syncs;
   int64_t handle_bytes;
 } result_t;
@@ -75,6 +75,7 @@ static void run_raw(const char* path, int64_t n, int batch, uint64_t seed,
   res->n = r.n;
   res->enqueue_s = r.enqueue_s;
   res->handle_s = r.handle_s;
+  res->handle_cpu_s = r.handle_cpu_s;
   res->enqueue_syncs = r.enqueue_syncs;
   res->handle_syncs = r.handle_syncs;
   res->handle_bytes = r.handle_bytes;
@@ -88,7 +89,7 @@ static void run_oncebox(const char* path, int64_t n, int batch, uint64_t seed,
   ob_stats_t st;
   ob_payout_stats_t ps;
   int64_t done = 0;
-  double t0;
+  double t0, cpu0;
   char err[256];
   int rc;
 
@@ -109,6 +110,7 @@ static void run_oncebox(const char* path, int64_t n, int batch, uint64_t seed,
 
   memset(&bc_io, 0, sizeof bc_io);
   t0 = ts_mono_s();
+  cpu0 = bc_cpu_s();
   for (;;) {
     ob_batch_result_t r;
     rc = ob_run_once(e, &r);
@@ -117,6 +119,7 @@ static void run_oncebox(const char* path, int64_t n, int batch, uint64_t seed,
     done += r.handled;
   }
   res->handle_s = ts_mono_s() - t0;
+  res->handle_cpu_s = bc_cpu_s() - cpu0;
   res->handle_syncs = bc_io_syncs();
   res->handle_bytes = bc_io.written;
   res->n = done;
@@ -206,16 +209,18 @@ typedef struct summary_s {
   double rate, rate_min, rate_max, e2e_rate, enq_rate, kib_per_msg;
   double syncs_per_msg, e2e_syncs_per_msg;
   double rss_mib;
+  double cpu_us_per_msg;  /* user + system CPU while handling */
 } summary_t;
 
 static void summarize(sample_t* s, int reps, summary_t* out) {
-  double rate[64], e2e[64], enq[64], rss[64];
+  double rate[64], e2e[64], enq[64], rss[64], cpu[64];
   for (int i = 0; i < reps; i++) {
     const result_t* r = &s[i].r;
     rate[i] = (double)r->n / r->handle_s;
     e2e[i] = (double)r->n / (r->handle_s + r->enqueue_s);
     enq[i] = (double)r->n / r->enqueue_s;
     rss[i] = (double)s[i].maxrss_kib / 1024.0;
+    cpu[i] = r->handle_cpu_s * 1e6 / (double)r->n;
   }
   out->n = s[0].r.n;
   out->rate = bc_median(rate, reps);
@@ -226,6 +231,7 @@ static void summarize(sample_t* s, int reps, summary_t* out) {
   out->e2e_rate = bc_median(e2e, reps);
   out->enq_rate = bc_median(enq, reps);
   out->rss_mib = bc_median(rss, reps);
+  out->cpu_us_per_msg = bc_median(cpu, reps);
   /* fsync counts are deterministic; report the first run's. */
   out->syncs_per_msg = (double)s[0].r.handle_syncs / (double)s[0].r.n;
   out->e2e_syncs_per_msg =
@@ -320,8 +326,9 @@ int main(int argc, char** argv) {
 
   printf("\nhandling (dedup claim + payout + outbox row + ack, enqueue NOT "
          "timed)\n");
-  printf("  %-34s %8s %8s %15s %9s %9s %9s\n", "variant", "messages",
-         "msg/s", "(min-max)", "fsync/msg", "KiB/msg", "peak RSS");
+  printf("  %-34s %8s %8s %15s %9s %9s %9s %10s\n", "variant", "messages",
+         "msg/s", "(min-max)", "fsync/msg", "KiB/msg", "peak RSS",
+         "CPU us/msg");
   for (int g = 0; g < 2; g++) {
     const summary_t* a = &sum[2 * g];
     const summary_t* b = &sum[2 * g + 1];
@@ -334,11 +341,12 @@ int main(int argc, char** argv) {
       const summary_t* x = k ? b : a;
       char range[32];
       snprintf(range, sizeof range, "(%.0f-%.0f)", x->rate_min, x->rate_max);
-      printf("  %-34s %8" PRId64 " %8.0f %15s %9.3f %9.2f %5.1f MiB\n",
+      printf("  %-34s %8" PRId64 " %8.0f %15s %9.3f %9.2f %5.1f MiB %10.1f\n",
              k ? lb : la, x->n, x->rate, range, x->syncs_per_msg,
-             x->kib_per_msg, x->rss_mib);
+             x->kib_per_msg, x->rss_mib, x->cpu_us_per_msg);
     }
-    printf("  %-34s %8s %8.2f\n", "    ratio (b)/(a)", "", b->rate / a->rate);
+    printf("  %-34s %8s %8.2f %50s %10.2f\n", "    ratio (b)/(a)", "",
+           b->rate / a->rate, "", b->cpu_us_per_msg / a->cpu_us_per_msg);
   }
   printf("  group-commit speedup (batch %d vs 1): raw x%.1f, oncebox x%.1f\n",
          group, sum[2].rate / sum[0].rate, sum[3].rate / sum[1].rate);
