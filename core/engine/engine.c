@@ -39,79 +39,6 @@ void ob_options_init(ob_options_t* o) {
   o->wal_size_limit_bytes = OB__WAL_SIZE_LIMIT_BYTES;
 }
 
-int ob__log_on(const ob_engine_t* e, ob_log_level_t level) {
-  return (e->opts.log != NULL || e->opts.log_record != NULL) &&
-         level <= e->opts.log_level;
-}
-
-static void log_deliver(ob_engine_t* e, const ob_log_record_t* r) {
-  if (e->opts.log_record != NULL) e->opts.log_record(e->opts.log_record_ctx, r);
-  if (e->opts.log != NULL) e->opts.log(e->opts.log_ctx, r->level, r->msg);
-}
-
-int64_t ob__engine_steady_ms(const ob_engine_t* e) {
-  const ob_clock_t* c = e->opts.clock;
-  return c->monotonic_ms ? c->monotonic_ms(c->ctx) : c->now_ms(c->ctx);
-}
-
-/* A window of the limiter closed with records dropped: say how many. */
-static void log_summary(void* arg, const ob__log_limit_slot_t* s) {
-  ob_engine_t* e = arg;
-  ob_log_record_t r = OB__LOG_RECORD(s->level, s->component, s->event);
-  char buf[256];
-  r.error = s->error;
-  r.repeated = s->suppressed;
-  ob__fmt(buf, sizeof buf, "%s: %s (%s) repeated %u more times", s->component,
-          s->event, ob_err_name(s->error), s->suppressed);
-  r.msg = buf;
-  log_deliver(e, &r);
-}
-
-static void log_v(ob_engine_t* e, ob_log_record_t* r, const char* fmt,
-                  va_list ap) __attribute__((format(printf, 3, 0)));
-
-static void log_v(ob_engine_t* e, ob_log_record_t* r, const char* fmt,
-                  va_list ap) {
-  char buf[1024];
-  if (!ob__log_on(e, r->level)) return;
-  if (r->event == NULL) r->event = "log";
-  if (!ob__log_limit_pass(&e->log_limit, r, ob__engine_steady_ms(e),
-                          log_summary, e))
-    return;
-  vsnprintf(buf, sizeof buf, fmt, ap);
-  r->msg = buf;
-  log_deliver(e, r);
-  r->msg = NULL;
-}
-
-void ob__logr(ob_engine_t* e, ob_log_record_t* r, const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  log_v(e, r, fmt, ap);
-  va_end(ap);
-}
-
-void ob__log_text(ob_engine_t* e, ob_log_level_t level, const char* component,
-                  const char* fmt, ...) {
-  ob_log_record_t r = OB__LOG_RECORD(level, component, "log");
-  va_list ap;
-  va_start(ap, fmt);
-  log_v(e, &r, fmt, ap);
-  va_end(ap);
-}
-
-void ob__log_flush(ob_engine_t* e) {
-  ob__log_limit_flush(&e->log_limit, log_summary, e);
-}
-
-/* Kept for the callers outside core/ until they use ob__errbuf_set. */
-void ob__fmt(char* buf, size_t n, const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  ob__errbuf_vset(buf, n, 0, fmt, ap);
-  va_end(ap);
-}
-
 /* The options' WAL policy, when it is not the one ob__db_open set. With
 ** a size cap the WAL is held to a quarter of the cap (at least 1 MiB): the
 ** cap is what the operator sized the flash by, and the WAL needs room
@@ -872,6 +799,27 @@ int ob__handle_external(ob_engine_t* e, const ob__queue_row_t* r,
   }
   ob__counters_batch(e, OB_INPUT_SQS, res);
   return 0;
+}
+
+/* The drivers' form of ob__handle_external (engine_host.h): here, not in
+** host.c, so that host.c stays accessors that call nothing back. */
+int ob__engine_handle_external(ob_engine_t* e, const ob__external_msg_t* m,
+                               ob_batch_result_t* res, int64_t* retry_delay,
+                               int* left) {
+  ob__queue_row_t r;
+  memset(&r, 0, sizeof r);
+  r.queue = (char*)m->queue;
+  r.message_id = (char*)m->message_id;
+  r.type = (char*)m->type;
+  r.headers = (char*)m->headers;
+  r.body = (char*)m->body;
+  r.body_len = m->body_len;
+  r.attempts = m->attempts;
+  r.created_at = m->created_at;
+  r.source = (char*)m->source;
+  r.group_key = (char*)m->group_key;
+  return ob__handle_external(e, &r, m->failures_to_source, res, retry_delay,
+                             left);
 }
 
 int ob_run_once(ob_engine_t* e, ob_batch_result_t* res_out) {

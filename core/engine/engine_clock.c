@@ -70,3 +70,10 @@ void ob__eclock_mark(const ob_engine_t* e, ob__clock_mark_t* m) {
   m->has_mono = c->monotonic_ms != NULL;
   m->mono = m->has_mono ? c->monotonic_ms(c->ctx) : 0;
 }
+
+/* Windows and limits (logs, health) run on monotonic_ms when there is
+** one: see engine_int.h. */
+int64_t ob__engine_steady_ms(const ob_engine_t* e) {
+  const ob_clock_t* c = e->opts.clock;
+  return c->monotonic_ms ? c->monotonic_ms(c->ctx) : c->now_ms(c->ctx);
+}

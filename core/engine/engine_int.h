@@ -113,7 +113,7 @@ struct ob_engine_s {
 };
 
 /* The time of windows and limits (the log repeat limiter, health's count
-** rules): the clock's monotonic_ms when it has one, so a wall clock set
+** rules; engine_clock.c): the clock's monotonic_ms when it has one, so a wall clock set
 ** back or forward does not hold a window open or empty it; else now_ms. */
 int64_t ob__engine_steady_ms(const ob_engine_t* e);
 

@@ -92,25 +92,6 @@ int ob__engine_next_due_unwaited(ob_engine_t* e, int64_t* at_ms) {
   return ob__queue_next_due_unwaited(&e->db, at_ms);
 }
 
-int ob__engine_handle_external(ob_engine_t* e, const ob__external_msg_t* m,
-                               ob_batch_result_t* res, int64_t* retry_delay,
-                               int* left) {
-  ob__queue_row_t r;
-  memset(&r, 0, sizeof r);
-  r.queue = (char*)m->queue;
-  r.message_id = (char*)m->message_id;
-  r.type = (char*)m->type;
-  r.headers = (char*)m->headers;
-  r.body = (char*)m->body;
-  r.body_len = m->body_len;
-  r.attempts = m->attempts;
-  r.created_at = m->created_at;
-  r.source = (char*)m->source;
-  r.group_key = (char*)m->group_key;
-  return ob__handle_external(e, &r, m->failures_to_source, res, retry_delay,
-                             left);
-}
-
 int ob__engine_proxy_noted(ob_engine_t* e) {
   int was = e->proxy_noted;
   e->proxy_noted = 1;
