@@ -14,7 +14,6 @@
 #include "core/util/errbuf.h"
 #include "core/util/json_check.h"
 #include "core/util/retry.h"
-#include "core/util/space_policy.h"
 #include "core/util/uuid.h"
 
 #define DEFAULT_QUEUE "default"
@@ -37,51 +36,6 @@ void ob_options_init(ob_options_t* o) {
   o->log_level = OB_LOG_INFO;
   o->wal_checkpoint_pages = OB__WAL_CHECKPOINT_PAGES;
   o->wal_size_limit_bytes = OB__WAL_SIZE_LIMIT_BYTES;
-}
-
-/* The options' WAL policy, when it is not the one ob__db_open set. With
-** a size cap the WAL is held to a quarter of the cap (at least 1 MiB): the
-** cap is what the operator sized the flash by, and the WAL needs room
-** beyond it (docs/field.md), so that room scales with the cap instead of
-** being 16 MiB on a terminal that has 20. */
-static int wal_policy(const ob_engine_t* e, ob__db_t* db) {
-  int64_t pages = e->opts.wal_checkpoint_pages;
-  int64_t limit = e->opts.wal_size_limit_bytes;
-  int page_size = 0;
-  if (e->opts.max_db_bytes > 0) {
-    /* A cap from the filesystem has no 1 MiB floor: on a tiny disk the
-    ** WAL must fit as well (docs/decisions/0021-default-cap.md). */
-    int64_t room = ob__space_wal_room(e->opts.max_db_bytes,
-                                      e->cap_source == OB_CAP_FILESYSTEM);
-    int rc = ob__db_page_size(db, &page_size);
-    if (rc < 0) return rc;
-    if (page_size > 0 && pages * page_size > room) pages = room / page_size;
-    if (pages < 1) pages = 1;
-    if (limit > room) limit = room;
-  }
-  if (pages == OB__WAL_CHECKPOINT_PAGES && limit == OB__WAL_SIZE_LIMIT_BYTES)
-    return 0;
-  return ob__db_set_wal_policy(db, (int)pages, limit);
-}
-
-/* The cap in force and where it came from (docs/decisions/0021): the
-** options' when set, none when they say OB_NO_DB_CAP, else the default for
-** the filesystem platform measured (none if it could not). A reserve asked
-** for beyond half a derived cap is held to half: the disk's size must not
-** make an open fail. */
-static void space_default(ob_engine_t* e, int64_t fs_bytes) {
-  ob__space_default_t d;
-  if (e->opts.max_db_bytes > 0) {
-    e->cap_source = OB_CAP_CONFIGURED;
-    return;
-  }
-  e->cap_source = OB_CAP_NONE;
-  ob__space_default(e->opts.max_db_bytes == 0 ? fs_bytes : 0, &d);
-  e->opts.max_db_bytes = d.cap;
-  if (d.cap <= 0) return;
-  e->cap_source = OB_CAP_FILESYSTEM;
-  if (e->opts.reserve_db_bytes > d.cap / 2)
-    e->opts.reserve_db_bytes = d.cap / 2;
 }
 
 int ob__engine_open(ob_engine_t** out, const ob_options_t* opts,
@@ -140,7 +94,7 @@ int ob__engine_open_fs(ob_engine_t** out, const ob_options_t* opts,
     return ob__errbuf_set(errbuf, errlen, OB_ENOMEM, "out of memory");
   }
   e->opts.db_path = e->db_path;
-  space_default(e, fs_bytes);
+  ob__space_open(e, fs_bytes);
   /* Read during ob_open only: the caller's array need not outlive it. */
   e->opts.migrations = NULL;
   e->opts.nmigrations = 0;
@@ -159,7 +113,7 @@ int ob__engine_open_fs(ob_engine_t** out, const ob_options_t* opts,
     e->opts.max_db_bytes = 0;
     e->cap_source = OB_CAP_NONE;
   }
-  if (rc == 0) rc = wal_policy(e, &e->db);
+  if (rc == 0) rc = ob__space_wal_policy(e, &e->db);
   if (rc < 0) {
     ob__errbuf_set(errbuf, errlen, 0, "%s", e->db.errmsg);
     ob__db_close(&e->db);
@@ -195,9 +149,7 @@ void ob_close(ob_engine_t* e) {
     e->components[i].destroy(e->components[i].self);
   ob__log_flush(e);  /* the counts of the windows still open */
   ob__db_close(&e->db);
-  e->fresh_committed = 0;
-  ob__fresh_free(e);
-  ob__providers_free(e);
+  if (e->fence != NULL) e->fence->close(e);
   ob__engine_modules_free(e);
   ob__space_free(e);
   for (size_t i = 0; i < e->nhandlers; i++) {
@@ -472,7 +424,7 @@ static int run_handlers(ob_engine_t* e, const ob__queue_row_t* r, int64_t now,
     if (claimed < 0) return claimed;
     if (claimed == 0) continue;  /* this consumer already handled it */
     ran = 1;
-    ob__effect_tx_free(tx);
+    if (e->fence != NULL) e->fence->tx_free(tx);
     memset(tx, 0, sizeof *tx);
     tx->e = e;
     tx->msg = msg;
@@ -625,7 +577,9 @@ static int process_row_tx(ob_engine_t* e, const ob__queue_row_t* r,
     ** the dedup record are undone, and it runs again with the outcome. */
     rc = ob__db_rollback_to(&e->db);
     if (rc < 0) return rc;
-    rc = ob__effect_after_handler(e, tx, r, now);
+    /* ROW_WAIT comes only from ob_tx_effect, which installed the hook. */
+    OB__ASSERT(e->fence != NULL);
+    rc = e->fence->after_handler(e, tx, r, now);
     if (rc < 0) return rc;
     res->waiting++;
     if (timed) {
@@ -679,63 +633,9 @@ int ob__process_row(ob_engine_t* e, const ob__queue_row_t* r, int64_t now,
   if (ob__msg_context_read(&ctx, r->headers) != 0)
     return ob__db_seterr(&e->db, OB_ENOMEM, "out of memory");
   rc = process_row_tx(e, r, now, res, retry_delay, &tx, &ctx);
-  ob__effect_tx_free(&tx);
+  if (e->fence != NULL) e->fence->tx_free(&tx);
   ob__msg_context_free(&ctx);
   return rc;
-}
-
-/* After a failed write, before the next transaction:
-**   - an I/O error: the kernel may have dropped the dirty pages of a failed
-**     fsync and report success next time ("fsyncgate"), so the connection is
-**     not trusted again: a new one replaces it (the old one stays if the
-**     new one can't open);
-**   - a full disk: the WAL may hold most of the space; a TRUNCATE checkpoint
-**     gives it back, so freeing a little space is enough to resume.
-** The failure's message is kept for ob_errmsg. */
-static void recover_after(ob_engine_t* e, int rc) {
-  char msg[OB__ERRMSG_LEN];
-  memcpy(msg, e->db.errmsg, sizeof msg);
-  if (rc == OB_EIO) {
-    ob__db_t fresh;
-    int orc = ob__db_open(&fresh, e->db_path, e->opts.synchronous,
-                          e->opts.busy_timeout_ms, e->opts.max_db_bytes);
-    if (orc == 0 && wal_policy(e, &fresh) < 0) {
-      ob__db_close(&fresh);
-      orc = -1;
-    }
-    if (orc == 0) {
-      ob__db_close(&e->db);
-      e->db = fresh;
-      ob__log(e, OB_LOG_WARN, "I/O error: the database connection was "
-              "reopened");
-    } else {
-      ob__log(e, OB_LOG_ERROR, "I/O error, and reopening failed: %s",
-              fresh.errmsg);
-    }
-  } else if (rc == OB_ENOSPC) {
-    ob__space_note_full(e);
-    if (!e->db.in_tx)
-      (void)ob__space_checkpoint(&e->db, 1);
-  }
-  memcpy(e->db.errmsg, msg, sizeof msg);
-}
-
-int ob__engine_commit(ob_engine_t* e) {
-  int rc = ob__db_commit(&e->db);
-  if (rc < 0) {
-    ob__fresh_free(e);  /* the claims of this transaction did not happen */
-    recover_after(e, rc);
-    return rc;
-  }
-  e->fresh_committed = e->nfresh;
-  return 0;
-}
-
-void ob__engine_rollback(ob_engine_t* e) {
-  int rc = e->db.last_err;
-  ob__db_rollback(&e->db);
-  ob__fresh_free(e);
-  if (rc == OB_EIO || rc == OB_ENOSPC) recover_after(e, rc);
 }
 
 int ob__handle_external(ob_engine_t* e, const ob__queue_row_t* r,

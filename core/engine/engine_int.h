@@ -52,6 +52,10 @@ typedef struct ob__eclock_s {
   int64_t behind_ms;   /* how far the wall clock was behind at the last read */
 } ob__eclock_t;
 
+/* The fence's hook on the engine (core/fence/provider.c installs it; see
+** "the fence, engine side" below). */
+struct ob__fence_hook_s;
+
 struct ob_engine_s {
   ob_options_t opts;
   char* db_path;
@@ -85,6 +89,9 @@ struct ob_engine_s {
   char* fresh[OB__MAX_FRESH];
   size_t nfresh;            /* entries, committed ones first */
   size_t fresh_committed;   /* entries whose claim has committed */
+  /* NULL until the fence is first used on this engine (a provider
+  ** registered, or ob_tx_effect in a handler). */
+  const struct ob__fence_hook_s* fence;
   /* What built-in modules registered besides handlers (core/engine/modules.c);
   ** NULL until the first one. */
   struct ob__modules_s* modules;
@@ -209,6 +216,15 @@ void ob__engine_rollback(ob_engine_t* e);
 
 /* ---- the disk-full policy (core/engine/space.c) ---------------------------- */
 
+/* At open, before the database: the cap in force and where it came from
+** (e->cap_source; docs/decisions/0021-default-cap.md): the options' when
+** set, none when they say OB_NO_DB_CAP, else the default for a filesystem
+** of fs_bytes (none when <= 0). This function can't fail. */
+void ob__space_open(ob_engine_t* e, int64_t fs_bytes);
+/* Set db's WAL checkpoint interval and size limit from the options, held
+** to the cap's WAL room (at open, and on a connection reopened after an
+** I/O error). 0, or < 0 from storage. */
+int ob__space_wal_policy(const ob_engine_t* e, ob__db_t* db);
 /* The reserve in force (0 without a cap). */
 int64_t ob__space_reserve_of(const ob_engine_t* e);
 /* 1 if type was marked with ob_mark_critical. */
@@ -238,22 +254,42 @@ void ob__space_free(ob_engine_t* e);
 
 /* ---- the fence, engine side (core/fence) ---------------------------------- */
 
-/* After a handler run: the claim or wait ob_tx_effect asked for, inside the
-** row's transaction (the savepoint is already rolled back). */
-int ob__effect_after_handler(ob_engine_t* e, ob_tx_t* tx,
-                             const ob__queue_row_t* r, int64_t now);
-/* Free what ob_tx_effect allocated in tx. */
-void ob__effect_tx_free(ob_tx_t* tx);
+/*
+** The fence attaches to handling through a hook, not through calls from
+** core/engine into core/fence: the fence depends on the engine, never the
+** other way round. core/fence/provider.c installs the hook (e->fence) the
+** first time the fence is used on an engine: a provider registered, or
+** ob_tx_effect called in a handler. Until then e->fence is NULL and there is
+** nothing of the fence to do: no claim, no fresh key, no effect row handed
+** out, no provider to free.
+*/
+typedef struct ob__fence_hook_s {
+  /* A handler returned OB_WAIT on an effect: write the claim or the wait
+  ** ob_tx_effect asked for, inside the row's transaction (its savepoint is
+  ** already rolled back). < 0: the whole transaction aborts. */
+  int (*after_handler)(ob_engine_t* e, ob_tx_t* tx, const ob__queue_row_t* r,
+                       int64_t now);
+  /* Free what ob_tx_effect allocated in tx (after each handler run). This
+  ** function can't fail. */
+  void (*tx_free)(ob_tx_t* tx);
+  /* A write transaction ended: committed (1) keeps the claims it made as
+  ** fresh, 0 forgets them (they did not happen). This function can't fail. */
+  void (*tx_end)(ob_engine_t* e, int committed);
+  /* ob_close: free everything the fence keeps on the engine. */
+  void (*close)(ob_engine_t* e);
+} ob__fence_hook_t;
+
+/* The fence's own parts (core/fence), not called by core/engine. */
 /* A fresh claim (not yet committed) of key; and the committed check-out. */
 void ob__fresh_add(ob_engine_t* e, const char* key);
 int ob__fresh_take(ob_engine_t* e, const char* key);
 /* Put back a key taken out whose attempt certainly never left. */
 void ob__fresh_keep(ob_engine_t* e, const char* key);
-void ob__fresh_free(ob_engine_t* e);
+/* Install the fence's hook on e (idempotent). This function can't fail. */
+void ob__fence_attach(ob_engine_t* e);
 
 const ob__provider_t* ob__provider_find(const ob_engine_t* e,
                                         const char* name);
-void ob__providers_free(ob_engine_t* e);
 
 /* The observed clock (observed.c): read the recorded value at open; the
 ** time observed now; what a dedup record is stamped with; record it (at

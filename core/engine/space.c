@@ -31,6 +31,55 @@ static void fmt_bytes(char* out, size_t n, int64_t b) {
     snprintf(out, n, "%lld KiB", (long long)(b / 1024));
 }
 
+/* ---- at open: the cap in force and the WAL's room ----------------------- */
+
+/* The options' WAL policy, when it is not the one ob__db_open set. With
+** a size cap the WAL is held to a quarter of the cap (at least 1 MiB): the
+** cap is what the operator sized the flash by, and the WAL needs room
+** beyond it (docs/field.md), so that room scales with the cap instead of
+** being 16 MiB on a terminal that has 20. */
+int ob__space_wal_policy(const ob_engine_t* e, ob__db_t* db) {
+  int64_t pages = e->opts.wal_checkpoint_pages;
+  int64_t limit = e->opts.wal_size_limit_bytes;
+  int page_size = 0;
+  if (e->opts.max_db_bytes > 0) {
+    /* A cap from the filesystem has no 1 MiB floor: on a tiny disk the
+    ** WAL must fit as well (docs/decisions/0021-default-cap.md). */
+    int64_t room = ob__space_wal_room(e->opts.max_db_bytes,
+                                      e->cap_source == OB_CAP_FILESYSTEM);
+    int rc = ob__db_page_size(db, &page_size);
+    if (rc < 0) return rc;
+    if (page_size > 0 && pages * page_size > room) pages = room / page_size;
+    if (pages < 1) pages = 1;
+    if (limit > room) limit = room;
+  }
+  if (pages == OB__WAL_CHECKPOINT_PAGES && limit == OB__WAL_SIZE_LIMIT_BYTES)
+    return 0;
+  return ob__db_set_wal_policy(db, (int)pages, limit);
+}
+
+/* The cap in force and where it came from (docs/decisions/0021): the
+** options' when set, none when they say OB_NO_DB_CAP, else the default for
+** the filesystem platform measured (none if it could not). A reserve asked
+** for beyond half a derived cap is held to half: the disk's size must not
+** make an open fail. */
+void ob__space_open(ob_engine_t* e, int64_t fs_bytes) {
+  ob__space_default_t d;
+  if (e->opts.max_db_bytes > 0) {
+    e->cap_source = OB_CAP_CONFIGURED;
+    return;
+  }
+  e->cap_source = OB_CAP_NONE;
+  ob__space_default(e->opts.max_db_bytes == 0 ? fs_bytes : 0, &d);
+  e->opts.max_db_bytes = d.cap;
+  if (d.cap <= 0) return;
+  e->cap_source = OB_CAP_FILESYSTEM;
+  if (e->opts.reserve_db_bytes > d.cap / 2)
+    e->opts.reserve_db_bytes = d.cap / 2;
+}
+
+/* ---- the reserve --------------------------------------------------------- */
+
 static int64_t cap_of(const ob_engine_t* e) { return e->opts.max_db_bytes; }
 
 int64_t ob__space_reserve_of(const ob_engine_t* e) {

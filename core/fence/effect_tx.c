@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The fence inside a handler: ob_tx_effect reads the effect in the handling
 ** transaction and says what the handler must do; the claim itself (and the
-** wait) is written by the engine after the handler, once its savepoint is
-** rolled back, so nothing else the handler wrote commits with it. */
+** wait) is written after the handler, once its savepoint is rolled back, so
+** nothing else the handler wrote commits with it: the engine calls the
+** fence's hook for it (provider.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,10 +12,6 @@
 #include "core/fence/fence.h"
 #include "core/util/errbuf.h"
 #include "core/util/json_check.h"
-
-/* A waiting message is re-checked after this even if nothing wakes it; the
-** outcome's transaction normally runs it long before. */
-#define RECHECK_MS (3600LL * 1000)
 
 static int valid_key(const char* k) {
   size_t n = k ? strlen(k) : 0;
@@ -81,6 +78,10 @@ int ob_tx_effect(ob_tx_t* tx, const char* key, const ob_effect_request_t* req,
   if (tx == NULL || tx->e == NULL || req == NULL) return OB_EINVAL;
   if (tx->kind != OB__TX_HANDLER) return OB_ESTATE;  /* ob_read / ob_write */
   e = tx->e;
+  /* Before anything is allocated in tx or asked of the engine: from here
+  ** on the engine frees it, and writes the claim or the wait, through the
+  ** hook. */
+  ob__fence_attach(e);
   if (out) memset(out, 0, sizeof *out);
   if (!valid_key(key))
     return ob__db_seterr(&e->db, OB_EINVAL,
@@ -167,41 +168,4 @@ int ob_tx_effect(ob_tx_t* tx, const char* key, const ob_effect_request_t* req,
     tx->effect_action = OB__TX_EFFECT_WAIT;
   rc = keep_row(tx, &row, out);
   return rc < 0 ? rc : OB_WAIT;
-}
-
-int ob__effect_after_handler(ob_engine_t* e, ob_tx_t* tx,
-                             const ob__queue_row_t* r, int64_t now) {
-  int rc;
-  if (tx->effect_action == OB__TX_EFFECT_CLAIM) {
-    char idem[OB_UUID_BUFLEN];
-    rc = ob__fence_idempotency_key(tx->effect_key, idem);
-    if (rc < 0)
-      return ob__db_seterr(&e->db, rc, "effect %s: cannot derive its "
-                           "idempotency key", tx->effect_key);
-    rc = ob__effect_insert(&e->db, tx->effect_key, idem, &tx->claim,
-                           r->message_id, tx->consumer, now);
-    if (rc < 0) return rc;
-    if (rc == 1) ob__fresh_add(e, tx->effect_key);
-  }
-  if (r->rowid > 0)
-    return ob__queue_wait(&e->db, r->rowid, tx->effect_key, now + RECHECK_MS,
-                          now);
-  /* From SQS: the message becomes a local queue row, so the transport can
-  ** forget it once this commits. */
-  return ob__queue_insert_waiting(&e->db, r, tx->effect_key, now + RECHECK_MS,
-                                  now);
-}
-
-void ob__effect_tx_free(ob_tx_t* tx) {
-  free((char*)tx->claim.provider);
-  free((char*)tx->claim.method);
-  free((char*)tx->claim.path);
-  free((char*)tx->claim.body);
-  free((char*)tx->claim.lookup_reference);
-  memset(&tx->claim, 0, sizeof tx->claim);
-  for (size_t i = 0; i < tx->neffect_rows; i++)
-    ob__effect_row_free(&tx->effect_rows[i]);
-  free(tx->effect_rows);
-  tx->effect_rows = NULL;
-  tx->neffect_rows = 0;
 }

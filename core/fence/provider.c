@@ -1,10 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Effect providers: their capabilities, and the set of fresh claims (keys
-** claimed by this process and certainly not sent yet). */
+/* Effect providers: their capabilities; the set of fresh claims (keys
+** claimed by this process and certainly not sent yet); and the fence's hook
+** on the engine (engine_int.h, ob__fence_hook_t), installed the first time
+** the fence is used, through which the engine writes a handler's claim or
+** wait and keeps the fresh set in step with its commits. The hook lives
+** here, with the state it keeps, so that effect_tx.c and effect_drive.c
+** call down into this file and nothing in core/fence is called back. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/engine/engine_int.h"
+#include "core/fence/fence.h"
 #include "core/util/link.h"
 #include "core/util/retry.h"
 
@@ -60,6 +66,7 @@ int ob_provider_register(ob_engine_t* e, const ob_provider_options_t* o) {
                          "registered", o->name);
   if (e->nproviders == OB__MAX_PROVIDERS)
     return ob__db_seterr(&e->db, OB_ENOMEM, "too many providers");
+  ob__fence_attach(e);  /* ob_close frees the providers through it */
   p = &e->providers[e->nproviders];
   memset(p, 0, sizeof *p);
   p->name = strdup(o->name);
@@ -88,7 +95,7 @@ const ob__provider_t* ob__provider_find(const ob_engine_t* e,
   return NULL;
 }
 
-void ob__providers_free(ob_engine_t* e) {
+static void providers_free(ob_engine_t* e) {
   for (size_t i = 0; i < e->nproviders; i++) {
     free(e->providers[i].name);
     free(e->providers[i].lookup_path);
@@ -126,7 +133,7 @@ int ob__fresh_take(ob_engine_t* e, const char* key) {
 
 /* Drop the claims that did not commit (all of them once fresh_committed
 ** is 0, at close). */
-void ob__fresh_free(ob_engine_t* e) {
+static void fresh_free(ob_engine_t* e) {
   while (e->nfresh > e->fresh_committed) free(e->fresh[--e->nfresh]);
 }
 
@@ -135,3 +142,69 @@ void ob__fresh_keep(ob_engine_t* e, const char* key) {
   ob__fresh_add(e, key);
   e->fresh_committed = e->nfresh;
 }
+
+/* ---- the fence's hook on the engine -------------------------------------- */
+
+/* A waiting message is re-checked after this even if nothing wakes it; the
+** outcome's transaction normally runs it long before. */
+#define RECHECK_MS (3600LL * 1000)
+
+/* The claim or the wait ob_tx_effect asked for (ob__fence_hook_t). */
+static int after_handler(ob_engine_t* e, ob_tx_t* tx,
+                         const ob__queue_row_t* r, int64_t now) {
+  int rc;
+  if (tx->effect_action == OB__TX_EFFECT_CLAIM) {
+    char idem[OB_UUID_BUFLEN];
+    rc = ob__fence_idempotency_key(tx->effect_key, idem);
+    if (rc < 0)
+      return ob__db_seterr(&e->db, rc, "effect %s: cannot derive its "
+                           "idempotency key", tx->effect_key);
+    rc = ob__effect_insert(&e->db, tx->effect_key, idem, &tx->claim,
+                           r->message_id, tx->consumer, now);
+    if (rc < 0) return rc;
+    if (rc == 1) ob__fresh_add(e, tx->effect_key);
+  }
+  if (r->rowid > 0)
+    return ob__queue_wait(&e->db, r->rowid, tx->effect_key, now + RECHECK_MS,
+                          now);
+  /* From SQS: the message becomes a local queue row, so the transport can
+  ** forget it once this commits. */
+  return ob__queue_insert_waiting(&e->db, r, tx->effect_key, now + RECHECK_MS,
+                                  now);
+}
+
+static void tx_free(ob_tx_t* tx) {
+  free((char*)tx->claim.provider);
+  free((char*)tx->claim.method);
+  free((char*)tx->claim.path);
+  free((char*)tx->claim.body);
+  free((char*)tx->claim.lookup_reference);
+  memset(&tx->claim, 0, sizeof tx->claim);
+  for (size_t i = 0; i < tx->neffect_rows; i++)
+    ob__effect_row_free(&tx->effect_rows[i]);
+  free(tx->effect_rows);
+  tx->effect_rows = NULL;
+  tx->neffect_rows = 0;
+}
+
+static void tx_end(ob_engine_t* e, int committed) {
+  if (committed)
+    e->fresh_committed = e->nfresh;
+  else
+    fresh_free(e);
+}
+
+static void fence_close(ob_engine_t* e) {
+  e->fresh_committed = 0;
+  fresh_free(e);
+  providers_free(e);
+}
+
+static const ob__fence_hook_t fence_hook = {
+    .after_handler = after_handler,
+    .tx_free = tx_free,
+    .tx_end = tx_end,
+    .close = fence_close,
+};
+
+void ob__fence_attach(ob_engine_t* e) { e->fence = &fence_hook; }
