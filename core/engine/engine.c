@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The engine: lifecycle, registration, enqueue, and the handling
 ** transaction. Time comes from opts.clock; all SQL goes through storage/. */
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -893,16 +892,4 @@ int ob_check(ob_engine_t* e, void (*cb)(void* arg, const char* v), void* arg) {
   }
   ob__db_rollback(&e->db);
   return n;
-}
-
-int ob_gc(ob_engine_t* e, int64_t* deleted) {
-  int64_t n = 0;
-  int rc;
-  if (e == NULL) return OB_EINVAL;
-  /* The observed clock, not the wall's: see core/engine/observed.c. */
-  rc = ob__retention_sweep(&e->db,
-                           ob__observed_checkpoint(e) - e->opts.retention_ms,
-                           e->opts.gc_batch, &n);
-  if (deleted) *deleted = n;
-  return rc;
 }

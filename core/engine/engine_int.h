@@ -291,13 +291,17 @@ void ob__fence_attach(ob_engine_t* e);
 const ob__provider_t* ob__provider_find(const ob_engine_t* e,
                                         const char* name);
 
-/* The observed clock (observed.c): read the recorded value at open; the
-** time observed now; what a dedup record is stamped with; record it (at
-** retention sweeps and close) and warn about a wall-clock jump. */
+/* The observed clock and the collection (observed.c): read the recorded
+** value at open; the time observed now; what a dedup record is stamped
+** with. ob_gc (the public collection, run by the loop's gc timer and
+** `oncebox gc`) records the clock, warns about a wall-clock jump, and
+** sweeps; ob__retention_expired is its sweep alone, for giving space back
+** (space.c): one batch of records older than retention_ms of observed
+** time. Returns 0 and *deleted (may be NULL), or < 0 from storage. */
 void ob__observed_init(ob_engine_t* e);
 int64_t ob__observed_now(const ob_engine_t* e);
 int64_t ob__retention_stamp(const ob_engine_t* e);
-int64_t ob__observed_checkpoint(ob_engine_t* e);
+int ob__retention_expired(ob_engine_t* e, int64_t* deleted);
 
 /* Persisted deadlines and a jumping wall clock (deadlines.c): the first
 ** check, at open, re-bases rows computed on a clock ahead of this one;

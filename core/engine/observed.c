@@ -32,8 +32,8 @@ void ob__observed_init(ob_engine_t* e) {
   e->observed_mono_base = c->monotonic_ms ? c->monotonic_ms(c->ctx) : 0;
   e->observed_wall_base = wall;
   e->observed_skew_seen = 0;
-  /* Recorded once per database, then at each retention sweep: an open
-  ** (every `oncebox enqueue`) costs no write. */
+  /* Recorded once per database, then at each ob_gc: an open (every
+  ** `oncebox enqueue`) costs no write. */
   if (rc == OB_ENOTFOUND) (void)ob__observed_clock_store(&e->db, r);
 }
 
@@ -48,7 +48,12 @@ int64_t ob__retention_stamp(const ob_engine_t* e) {
   return wall > seen ? wall : seen;
 }
 
-int64_t ob__observed_checkpoint(ob_engine_t* e) {
+/* Record the observed clock and warn about a wall-clock jump; returns the
+** time observed now. One caller, ob_gc: the periodic collection (the loop's
+** gc timer, `oncebox gc`) keeps the recorded value current; a value not
+** recorded only keeps records longer after a restart, the safe side, as a
+** shutdown does. */
+static int64_t observed_checkpoint(ob_engine_t* e) {
   const ob_clock_t* c = e->opts.clock;
   int64_t seen = ob__observed_now(e);
   if (c->monotonic_ms != NULL) {
@@ -64,4 +69,26 @@ int64_t ob__observed_checkpoint(ob_engine_t* e) {
   }
   (void)ob__observed_clock_store(&e->db, seen);
   return seen;
+}
+
+/* ---- the collection: retention counts observed time ---------------------- */
+
+/* Delete up to gc_batch dedup records and published events older than
+** retention_ms before `seen` (observed time). */
+static int sweep(ob_engine_t* e, int64_t seen, int64_t* deleted) {
+  int64_t n = 0;
+  int rc = ob__retention_sweep(&e->db, seen - e->opts.retention_ms,
+                               e->opts.gc_batch, &n);
+  if (deleted) *deleted = n;
+  return rc;
+}
+
+int ob__retention_expired(ob_engine_t* e, int64_t* deleted) {
+  return sweep(e, ob__observed_now(e), deleted);
+}
+
+int ob_gc(ob_engine_t* e, int64_t* deleted) {
+  if (e == NULL) return OB_EINVAL;
+  /* The observed clock, not the wall's: see the top of this file. */
+  return sweep(e, observed_checkpoint(e), deleted);
 }

@@ -38,6 +38,12 @@ int ob__space_admits(ob__space_level_t level, int critical) {
   return level == OB__SPACE_OK || (level == OB__SPACE_CRITICAL && critical);
 }
 
+int ob__space_judge(int64_t used, int64_t bytes, int64_t cap, int64_t reserve,
+                    int critical, ob__space_level_t* level) {
+  *level = ob__space_level(used + bytes + OB__SPACE_ROW_SLACK, cap, reserve);
+  return ob__space_admits(*level, critical);
+}
+
 int64_t ob__space_reclaim_target(int64_t cap, int64_t reserve) {
   if (cap <= 0) return 0;
   if (reserve <= 0) return cap - cap / 8;

@@ -30,6 +30,17 @@ ob__space_level_t ob__space_level(int64_t used, int64_t cap, int64_t reserve);
 /* 1 if a new message may enter at level (critical: its type is marked). */
 int ob__space_admits(ob__space_level_t level, int critical);
 
+/* What a new message's row is estimated to add to the pages in use: its
+** body and headers (`bytes`) plus this, for its indexes and page slack. */
+#define OB__SPACE_ROW_SLACK 512
+
+/* The whole judgement of a new message of `bytes` (its body and headers)
+** with `used` bytes in use: sets *level to the level it would bring the
+** database to and returns 1 if it may enter (critical: its type is marked),
+** 0 if not. What space.c asks once per message. */
+int ob__space_judge(int64_t used, int64_t bytes, int64_t cap, int64_t reserve,
+                    int critical, ob__space_level_t* level);
+
 /* How far reclaiming brings `used` down once it starts: one and a half
 ** reserves below the cap (an eighth of the cap without a reserve), so that
 ** new messages are accepted again for a while, not one at a time. */

@@ -51,6 +51,25 @@ static void test_admission(void** state) {
   assert_false(ob__space_admits(OB__SPACE_PAUSED, 1));
 }
 
+/* One judgement per message: its estimated row (bytes plus the slack)
+** against the thresholds, and the level it would bring. */
+static void test_judge(void** state) {
+  const int64_t cap = 8 * MIB, r = 1 * MIB;
+  ob__space_level_t lv = OB__SPACE_PAUSED;
+  (void)state;
+  assert_true(ob__space_judge(0, 100, 0, 0, 0, &lv));  /* no cap */
+  assert_int_equal(lv, OB__SPACE_OK);
+  /* The slack counts: a row that fits by its bytes alone is refused. */
+  assert_true(ob__space_judge(cap - r - 100 - OB__SPACE_ROW_SLACK - 1, 100,
+                              cap, r, 0, &lv));
+  assert_int_equal(lv, OB__SPACE_OK);
+  assert_false(ob__space_judge(cap - r - 100, 100, cap, r, 0, &lv));
+  assert_int_equal(lv, OB__SPACE_CRITICAL);
+  assert_true(ob__space_judge(cap - r - 100, 100, cap, r, 1, &lv));
+  assert_false(ob__space_judge(cap - r / 2, 0, cap, r, 1, &lv));
+  assert_int_equal(lv, OB__SPACE_REFUSING);
+}
+
 static void test_reclaim_target(void** state) {
   (void)state;
   /* One and a half reserves below the cap: below the first threshold, so
@@ -135,6 +154,7 @@ int main(void) {
       cmocka_unit_test(test_auto_reserve),
       cmocka_unit_test(test_levels),
       cmocka_unit_test(test_admission),
+      cmocka_unit_test(test_judge),
       cmocka_unit_test(test_reclaim_target),
       cmocka_unit_test(test_default_cap),
       cmocka_unit_test(test_wal_room),
