@@ -724,8 +724,11 @@ static void on_receive_timer(uv_timer_t* t) {
   pump(c);
 }
 
-void ob__consumer_request_failed(consumer_t* c, const char* op, int status,
-                                 const char* detail) {
+/* A request (op, e.g. "ReceiveMessage") could not reach SQS or was
+** refused: offline, log, and hold the next receive for the probe delay.
+** consumer_queue.c reaches it through c->request_failed. */
+static void request_failed(consumer_t* c, const char* op, int status,
+                           const char* detail) {
   ob_engine_t* e = c->e;
   int was_online = LINK(c).online;
   int64_t delay = ob__worker_link_failed(&c->w);
@@ -750,7 +753,7 @@ void ob__consumer_request_failed(consumer_t* c, const char* op, int status,
 }
 
 static void receive_failed(consumer_t* c, int status, const char* detail) {
-  ob__consumer_request_failed(c, "ReceiveMessage", status, detail);
+  request_failed(c, "ReceiveMessage", status, detail);
 }
 
 static void on_received(ob__sqs_req_t* req, int status) {
@@ -884,10 +887,6 @@ static void on_close_deadline(uv_timer_t* t) {
 
 /* ---- the component ------------------------------------------------------- */
 
-void ob__consumer_pump(consumer_t* c) {
-  pump(c);
-}
-
 static void pump(consumer_t* c) {
   uint64_t now;
   if (client_gone(c) || c->w.in_work > 0) return;
@@ -924,7 +923,7 @@ static void c_started(ob__worker_t* w) {
   c->received_once = c->last_empty = 0;
   c->msgs = NULL;
   c->pause_until = 0;
-  ob__consumer_queue_start(c);
+  ob__consumer_queue_start(c, pump, request_failed);
   if (c->vt_cfg > 0)
     ob__log(c->e, OB_LOG_INFO,
             "sqs consumer: consuming %s (prefetch %d, long poll %d s, "

@@ -125,6 +125,13 @@ typedef struct consumer_s {
   ob__consumer_idle_verdict_t verdict;  /* of the fresh counts */
   int stalled;
   int64_t waited_ms;
+
+  /* What consumer_queue.c calls back in consumer.c, set by
+  ** ob__consumer_queue_start: the queue's part reaches consumer.c only
+  ** through these, so the pair is a one-way dependency. */
+  void (*pump)(struct consumer_s* c);
+  void (*request_failed)(struct consumer_s* c, const char* op, int status,
+                         const char* detail);
 } consumer_t;
 
 /* The worker's states, as the consumer reads them. */
@@ -136,20 +143,21 @@ static inline int ob__consumer_client_gone(const consumer_t* c) {
   return c->w.state == OB__WORKER_CLOSING || c->w.state == OB__WORKER_STOPPED;
 }
 
-/* consumer.c: decide what happens next (every callback ends with it). */
-void ob__consumer_pump(consumer_t* c);
 /* consumer.c: monotonic milliseconds (the loop's hrtime). */
 uint64_t ob__consumer_mono_ms(void);
-/* consumer.c: a request (op, e.g. "ReceiveMessage") could not reach SQS or
-** was refused: offline, log, and hold the next receive for the probe
-** delay. */
-void ob__consumer_request_failed(consumer_t* c, const char* op, int status,
-                                 const char* detail);
 
 /* consumer_queue.c, each called by consumer.c: */
 /* Reset at start: the visibility in force (the configured one, or the
-** default until the queue's is read) and the until-idle state. */
-void ob__consumer_queue_start(consumer_t* c);
+** default until the queue's is read) and the until-idle state; and set
+** what this part calls back: pump decides what happens next (every
+** callback ends with it), request_failed handles a request (op, e.g.
+** "GetQueueAttributes") that could not reach SQS or was refused (offline,
+** log, hold the next receive for the probe delay). */
+void ob__consumer_queue_start(consumer_t* c, void (*pump)(consumer_t* c),
+                              void (*request_failed)(consumer_t* c,
+                                                     const char* op,
+                                                     int status,
+                                                     const char* detail));
 /* From pump(), before the next receive: send the VisibilityTimeout read or
 ** the counts when one is due. Returns 1 while the receive must wait (that
 ** request is due or in flight). */

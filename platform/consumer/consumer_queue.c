@@ -37,7 +37,13 @@ static const char* const k_count_attrs[] = {
     "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
     "ApproximateNumberOfMessagesDelayed"};
 
-void ob__consumer_queue_start(consumer_t* c) {
+void ob__consumer_queue_start(consumer_t* c, void (*pump)(consumer_t* c),
+                              void (*request_failed)(consumer_t* c,
+                                                     const char* op,
+                                                     int status,
+                                                     const char* detail)) {
+  c->pump = pump;
+  c->request_failed = request_failed;
   memset(&c->attrs, 0, sizeof c->attrs);
   c->attrs_inflight = 0;
   c->attrs_counts = 0;
@@ -130,7 +136,7 @@ static void on_visibility_attr(ob__sqs_req_t* req, int status) {
             "using %d s until it can be read",
             req->detail, c->vt_s);
     if (ob__consumer_running(c))
-      ob__consumer_request_failed(c, "GetQueueAttributes", status,
+      c->request_failed(c, "GetQueueAttributes", status,
                                   req->detail);
     goto out;
   }
@@ -144,7 +150,7 @@ static void on_visibility_attr(ob__sqs_req_t* req, int status) {
           ob__sqs_strerror(status), req->detail, c->vt_s);
 out:
   ob__sqs_req_cleanup(req);
-  ob__consumer_pump(c);
+  c->pump(c);
 }
 
 /* ---- the counts ---------------------------------------------------------- */
@@ -209,7 +215,7 @@ static void on_counts(ob__sqs_req_t* req, int status) {
   if (status != 0 && ob__sqs_status_is_transient(status)) {
     /* Offline: idle() says blocked, as for a failed receive. */
     if (ob__consumer_running(c))
-      ob__consumer_request_failed(c, "GetQueueAttributes", status,
+      c->request_failed(c, "GetQueueAttributes", status,
                                   req->detail);
     goto out;
   }
@@ -251,7 +257,7 @@ static void on_counts(ob__sqs_req_t* req, int status) {
   log_verdict(c, was_waiting);
 out:
   ob__sqs_req_cleanup(req);
-  ob__consumer_pump(c);
+  c->pump(c);
 }
 
 /* ---- for consumer.c ------------------------------------------------------ */

@@ -22,6 +22,19 @@
 /* The test transport (tests/sim), NULL in every real process. */
 static const ob__http_transport_t* g_transport;
 
+static void maybe_closed(ob__http_client_t* c);
+static void op_on_ready(ob__http_op_t* op);
+static void op_on_data(ob__http_op_t* op, const char* data, size_t len);
+static void op_on_error(ob__http_op_t* op, int err, const char* detail);
+
+/* What conn.c reports (http_int.h): conn.c calls nothing else here. */
+static const ob__http_conn_events_t k_conn_events = {
+    .on_ready = op_on_ready,
+    .on_data = op_on_data,
+    .on_error = op_on_error,
+    .maybe_closed = maybe_closed,
+};
+
 void ob__http_set_transport(const ob__http_transport_t* t) {
   g_transport = t;
 }
@@ -99,6 +112,7 @@ int ob__http_client_open(ob__http_client_t** out, uv_loop_t* loop,
     return ob__errbuf_set(errbuf, errlen, OB_ENOMEM, "out of memory");
   }
   c->loop = loop;
+  c->events = &k_conn_events;
   c->cfg = *cfg;
   c->cfg.ca_file = NULL;  /* not kept: used once, below */
   c->cfg.resolve = NULL;
@@ -148,7 +162,7 @@ static void on_op_closed(uv_handle_t* h) {
 
   free(op);
   c->nops_alive--;
-  ob__http_client_maybe_closed(c);
+  maybe_closed(c);
 }
 
 static void deliver(ob__http_op_t* op) {
@@ -188,7 +202,7 @@ static void on_defer(uv_idle_t* h) {
     ob__hlist_remove(l);
     deliver(OB__CONTAINER_OF(l, ob__http_op_t, link));
   }
-  ob__http_client_maybe_closed(c);
+  maybe_closed(c);
 }
 
 /* Record the result and queue the callback. Releases the connection: to the
@@ -284,11 +298,11 @@ const char* ob__http_proxy_note(void) {
 
 /* ---- events from the connection ---------------------------------------- */
 
-void ob__http_op_on_ready(ob__http_op_t* op) {
+static void op_on_ready(ob__http_op_t* op) {
   if (op->conn != NULL) ob__http_conn_start(op->conn);
 }
 
-void ob__http_op_on_data(ob__http_op_t* op, const char* data, size_t len) {
+static void op_on_data(ob__http_op_t* op, const char* data, size_t len) {
   size_t used = 0;
   int rc;
   int reusable;
@@ -307,7 +321,7 @@ void ob__http_op_on_data(ob__http_op_t* op, const char* data, size_t len) {
   op_complete(op, 0, "", reusable);
 }
 
-void ob__http_op_on_error(ob__http_op_t* op, int err, const char* detail) {
+static void op_on_error(ob__http_op_t* op, int err, const char* detail) {
   ob__http_client_t* c = op->client;
   char buf[OB__HTTP_DETAIL];
 
@@ -563,7 +577,7 @@ static void on_client_closed(uv_handle_t* h) {
   free(c);
 }
 
-void ob__http_client_maybe_closed(ob__http_client_t* c) {
+static void maybe_closed(ob__http_client_t* c) {
   if (!c->closing || c->final_close) return;
   if (!ob__hlist_empty(&c->ops) || !ob__hlist_empty(&c->done) ||
       c->nops_alive > 0 || c->nconns_alive > 0 || c->ngai > 0)
@@ -583,7 +597,7 @@ void ob__http_client_close(ob__http_client_t* c, ob__http_close_cb cb,
                 OB__HTTP_E_CANCELED, "HTTP client closed", 0);
   for (ob__hlink_t* l = c->conns.next; l != &c->conns; l = l->next)
     ob__http_conn_close(OB__CONTAINER_OF(l, ob__http_conn_t, link), 1);
-  ob__http_client_maybe_closed(c);
+  maybe_closed(c);
 }
 
 /* ---- the test transport's answers -------------------------------------- */
@@ -593,9 +607,9 @@ void ob__http_xfer_feed(ob__http_xfer_t* xfer, const void* raw, size_t len) {
   if (op == NULL || !op->xfer || op->state != OB__OP_ACTIVE) return;
   op->xfer = 0;
   op->request_sent = 1;
-  ob__http_op_on_data(op, raw, len);
+  op_on_data(op, raw, len);
   if (op->state == OB__OP_ACTIVE)
-    ob__http_op_on_error(op, OB__HTTP_E_EOF, "connection closed");
+    op_on_error(op, OB__HTTP_E_EOF, "connection closed");
 }
 
 void ob__http_xfer_fail(ob__http_xfer_t* xfer, int err, int request_sent,
@@ -604,7 +618,7 @@ void ob__http_xfer_fail(ob__http_xfer_t* xfer, int err, int request_sent,
   if (op == NULL || !op->xfer || op->state != OB__OP_ACTIVE) return;
   op->xfer = 0;
   op->request_sent = request_sent;
-  ob__http_op_on_error(op, err, detail);
+  op_on_error(op, err, detail);
 }
 
 /* ---- small queries ---------------------------------------------------------- */

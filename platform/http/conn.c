@@ -6,7 +6,8 @@
 ** keep-alive pool.
 **
 ** Ownership: a connection serves at most one request (op) at a time and
-** reports to it (ob__http_op_on_*). Closing is always asynchronous: the
+** reports to it through the client's events table (http_int.h: conn.c
+** calls nothing in client.c directly). Closing is always asynchronous: the
 ** memory lives until every handle's close callback ran, so a caller may
 ** keep using the pointer (reading conn->state) after closing it.
 */
@@ -75,7 +76,7 @@ static void conn_free(ob__http_conn_t* conn) {
   ob__hlist_remove(&conn->link);
   c->nconns_alive--;
   free(conn);
-  ob__http_client_maybe_closed(c);
+  c->events->maybe_closed(c);
 }
 
 static void on_handle_closed(uv_handle_t* h) {
@@ -138,7 +139,7 @@ static void conn_fail(ob__http_conn_t* conn, int err, const char* detail) {
     conn->op = NULL;
   }
   ob__http_conn_close(conn, 0);
-  if (op != NULL) ob__http_op_on_error(op, err, detail);
+  if (op != NULL) op->client->events->on_error(op, err, detail);
 }
 
 __attribute__((format(printf, 3, 4))) static void conn_failf(
@@ -273,7 +274,7 @@ int ob__http_conn_sent_all(const ob__http_conn_t* conn) {
 
 static void deliver(ob__http_conn_t* conn, const char* data, size_t len) {
   if (conn->op != NULL)
-    ob__http_op_on_data(conn->op, data, len);
+    conn->client->events->on_data(conn->op, data, len);
   else  /* bytes on an idle connection: the peer is confused, drop it */
     ob__http_conn_close(conn, 0);
 }
@@ -285,7 +286,7 @@ static void peer_closed(ob__http_conn_t* conn) {
 static void become_ready(ob__http_conn_t* conn) {
   uv_timer_stop(&conn->timer);
   conn->state = OB__CONN_READY;
-  if (conn->op != NULL) ob__http_op_on_ready(conn->op);
+  if (conn->op != NULL) conn->client->events->on_ready(conn->op);
 }
 
 static void tls_pump(ob__http_conn_t* conn) {
@@ -481,7 +482,7 @@ static void on_gai(uv_getaddrinfo_t* req, int status, struct addrinfo* res) {
   free(gai);
   if (conn == NULL) {  /* abandoned */
     if (res != NULL) uv_freeaddrinfo(res);
-    ob__http_client_maybe_closed(c);
+    c->events->maybe_closed(c);
     return;
   }
   conn->gai = NULL;

@@ -222,6 +222,7 @@ void ob__http_parser_free(ob__http_parser_t* p);
 /* ---- conn.c / client.c -------------------------------------------------- */
 typedef struct ob__http_conn_s ob__http_conn_t;
 typedef struct ob__http_op_s ob__http_op_t;
+typedef struct ob__http_conn_events_s ob__http_conn_events_t;
 
 typedef enum { OB__OP_ACTIVE = 1, OB__OP_DONE } ob__http_op_state_t;
 
@@ -313,6 +314,7 @@ struct ob__http_client_s {
   void* close_arg;
   ob__http_stats_t stats;
   int simulated;              /* opened with the test transport: no TLS */
+  const ob__http_conn_events_t* events;  /* client.c's, for conn.c */
 };
 
 /* conn.c: open a connection for op (which it reports to), to op->url. */
@@ -329,12 +331,19 @@ void ob__http_conn_release(ob__http_conn_t* conn, int reusable);
 /* Close (async; freed later). graceful: send close_notify if TLS is up. */
 void ob__http_conn_close(ob__http_conn_t* conn, int graceful);
 
-/* client.c: events from a connection to its op. */
-void ob__http_op_on_ready(ob__http_op_t* op);
-void ob__http_op_on_data(ob__http_op_t* op, const char* data, size_t len);
-/* conn has already been detached and closed when this runs. */
-void ob__http_op_on_error(ob__http_op_t* op, int err, const char* detail);
-/* Called whenever a connection or lookup is freed. */
-void ob__http_client_maybe_closed(ob__http_client_t* c);
+/* What a connection reports to its op and its client. client.c sets the
+** table on the client when it opens it (c->events); conn.c reaches client.c
+** only through it, so client.c -> conn.c is a one-way dependency. */
+struct ob__http_conn_events_s {
+  /* The connection is ready for op's request. */
+  void (*on_ready)(ob__http_op_t* op);
+  /* Bytes of op's response arrived. */
+  void (*on_data)(ob__http_op_t* op, const char* data, size_t len);
+  /* The connection failed; conn has already been detached and closed when
+  ** this runs. */
+  void (*on_error)(ob__http_op_t* op, int err, const char* detail);
+  /* A connection or lookup was freed: the client may finish closing. */
+  void (*maybe_closed)(ob__http_client_t* c);
+};
 
 #endif
