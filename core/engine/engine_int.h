@@ -209,8 +209,10 @@ int ob__handle_external(ob_engine_t* e, const ob__queue_row_t* r,
 int ob__process_row(ob_engine_t* e, const ob__queue_row_t* r, int64_t now,
                     ob_batch_result_t* res, int64_t* retry_delay);
 
-/* Commit / roll back a transaction that may have claimed effects (keeps the
-** set of fresh claims in step with what is durable). */
+/* Commit / roll back a write transaction that may have claimed effects
+** (commit.c): the fence's hook keeps its fresh claims in step with what is
+** durable, and a failure with OB_EIO or OB_ENOSPC recovers the connection
+** before the next transaction. Commit returns 0 or the failure. */
 int ob__engine_commit(ob_engine_t* e);
 void ob__engine_rollback(ob_engine_t* e);
 

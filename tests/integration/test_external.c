@@ -185,7 +185,7 @@ static void test_group_held_in_order(void** state) {
   (void)state;
   make_seen(f);
   assert_int_equal(ob_register(f->e, "Sale", "record", record, NULL), 0);
-  /* The group's head, as ob__effect_after_handler leaves it. */
+  /* The group's head, as the fence's after_handler hook leaves it. */
   ob__queue_row_t head = event("urn:t", "a", "Sale", "{\"n\":0}");
   head.group_key = (char*)g;
   assert_int_equal(ob__db_begin(&f->e->db), 0);
