@@ -179,7 +179,7 @@ int ob__pg_schema_migrate(ob__db_t* db, const ob__schema_ext_t* ext) {
       "  version BIGINT NOT NULL,"
       "  application TEXT NOT NULL)";
   ob__pg_params_t p;
-  int version, rc;
+  int version = 0, rc;
   int64_t now_ms;
 
   if (ext == NULL) ext = &none;
