@@ -121,12 +121,14 @@ static int charge_check(ob_tx_t* tx, ob_violation_cb cb, void* cb_arg,
 /* A provider success recorded without a confirmed fence: a charge whose
 ** fence is missing, not confirmed or carries another reference, and every
 ** reference confirmed under more than one key beyond the first. */
+/* CAST: PostgreSQL's sum of bigints is a numeric. */
 static const char unfenced_sql[] =
-    "SELECT (SELECT count(*) FROM charge c WHERE NOT EXISTS (SELECT 1 FROM"
-    " effect f WHERE f.key = c.effect_key AND f.state = 'confirmed' AND"
+    "SELECT CAST((SELECT count(*) FROM charge c WHERE NOT EXISTS (SELECT 1"
+    " FROM effect f WHERE f.key = c.effect_key AND f.state = 'confirmed' AND"
     " f.reference = c.provider_charge_id)) + (SELECT coalesce(sum(n - 1), 0)"
     " FROM (SELECT count(*) AS n FROM effect WHERE state = 'confirmed' AND"
-    " reference IS NOT NULL GROUP BY reference HAVING count(*) > 1) AS r)";
+    " reference IS NOT NULL GROUP BY reference HAVING count(*) > 1) AS r)"
+    " AS BIGINT)";
 
 static int copy_int(void* arg, const ob_value_t* cols, size_t ncols) {
   if (ncols > 0 && cols[0].type == OB_TYPE_INT) *(int64_t*)arg = cols[0].i;
