@@ -96,6 +96,35 @@ static inline const char* fx_event(int n, char buf[OB_UUID_BUFLEN]) {
   return buf;
 }
 
+/* `oncebox enqueue --ndjson` of payments [from, from + n), written to
+** DIR/chunk.ndjson, run by the program BIN with the environment words env
+** before it ("" for none), its stderr in DIR/enqueue.err. Returns the exit
+** code and *accepted from its summary line (-1 when it printed none). */
+static inline int fx_cli_enqueue(const char* env, const char* bin,
+                                 const char* dir, const char* db, int from,
+                                 int n, int* accepted) {
+  char chunk[1024], err[1024], line[512], id[OB_UUID_BUFLEN], body[256];
+  FILE* fp;
+  int code;
+  snprintf(chunk, sizeof chunk, "%s/chunk.ndjson", dir);
+  snprintf(err, sizeof err, "%s/enqueue.err", dir);
+  fp = fopen(chunk, "w");
+  assert_non_null(fp);
+  for (int i = from; i < from + n; i++)
+    fprintf(fp, "{\"id\":\"%s\",\"type\":\"PaymentCaptured\",\"body\":%s}\n",
+            fx_event(i, id), fx_payment(i, body));
+  fclose(fp);
+  code = ts_sh("%s $OB_EMULATOR '%s/oncebox' --db '%s' enqueue --ndjson '%s' "
+               "2>'%s'", env, bin, db, chunk, err);
+  *accepted = -1;
+  fp = fopen(err, "r");
+  assert_non_null(fp);
+  while (fgets(line, sizeof line, fp))
+    if (sscanf(line, "enqueued %d message(s)", accepted) == 1) break;
+  fclose(fp);
+  return code;
+}
+
 /* Run batches until nothing is ready; returns the summed result. */
 static inline ob_batch_result_t fx_drain(fixture_t* f) {
   ob_batch_result_t sum, r;

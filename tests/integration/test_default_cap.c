@@ -104,36 +104,11 @@ static pid_t start_daemon(const char* db, const char* log_path) {
   return pid;
 }
 
-/* Write payments [from, from + n) as NDJSON. */
-static void write_chunk(const char* path, int from, int n) {
-  FILE* fp = fopen(path, "w");
-  char id[OB_UUID_BUFLEN], body[256];
-  assert_non_null(fp);
-  for (int i = from; i < from + n; i++) {
-    fx_payment(i, body);
-    fprintf(fp, "{\"id\":\"%s\",\"type\":\"PaymentCaptured\",\"body\":%s}\n",
-            fx_event(i, id), body);
-  }
-  fclose(fp);
-}
-
-/* `oncebox enqueue --ndjson` of payments [from, from + n); returns the exit
-** code and *accepted from its summary line (0 when it printed none). */
+/* `oncebox enqueue --ndjson` of payments [from, from + n) (fx_cli_enqueue);
+** *accepted 0 when it printed no summary. */
 static int cli_enqueue(const char* db, int from, int n, int* accepted) {
-  char chunk[1024], err[1024], line[512];
-  FILE* fp;
-  int code;
-  snprintf(chunk, sizeof chunk, "%s/chunk.ndjson", g_host);
-  snprintf(err, sizeof err, "%s/enqueue.err", g_host);
-  write_chunk(chunk, from, n);
-  code = ts_sh("$OB_EMULATOR '%s/oncebox' --db '%s' enqueue --ndjson '%s' "
-               "2>'%s'", g_bin, db, chunk, err);
-  *accepted = 0;
-  fp = fopen(err, "r");
-  assert_non_null(fp);
-  while (fgets(line, sizeof line, fp))
-    if (sscanf(line, "enqueued %d message(s)", accepted) == 1) break;
-  fclose(fp);
+  int code = fx_cli_enqueue("", g_bin, g_host, db, from, n, accepted);
+  if (*accepted < 0) *accepted = 0;
   return code;
 }
 

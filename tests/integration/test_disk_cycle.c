@@ -375,38 +375,12 @@ static long long file_size(const char* path) {
   return stat(path, &st) == 0 ? (long long)st.st_size : -1;
 }
 
-/* Write payments [from, from + n) as NDJSON. */
-static void write_chunk(const char* path, int from, int n) {
-  FILE* fp = fopen(path, "w");
-  char id[OB_UUID_BUFLEN], body[256];
-  assert_non_null(fp);
-  for (int i = from; i < from + n; i++) {
-    fx_payment(i, body);
-    fprintf(fp, "{\"id\":\"%s\",\"type\":\"PaymentCaptured\",\"body\":%s}\n",
-            fx_event(i, id), body);
-  }
-  fclose(fp);
-}
-
-/* `oncebox enqueue --ndjson` of payments [from, from + n); returns the exit
-** code and *accepted from its summary line. */
+/* `oncebox enqueue --ndjson` of payments [from, from + n) under a 2 MiB cap
+** (fx_cli_enqueue). */
 static int cli_enqueue(const char* bin, const char* db, int from, int n,
                        int* accepted) {
-  char chunk[1024], err[1024], line[512];
-  FILE* fp;
-  int code;
-  snprintf(chunk, sizeof chunk, "%s/chunk.ndjson", g_srv.dir);
-  snprintf(err, sizeof err, "%s/enqueue.err", g_srv.dir);
-  write_chunk(chunk, from, n);
-  code = ts_sh("ONCEBOX_MAX_DB_BYTES=2M $OB_EMULATOR '%s/oncebox' --db '%s' enqueue --ndjson "
-            "'%s' 2>'%s'", bin, db, chunk, err);
-  *accepted = -1;
-  fp = fopen(err, "r");
-  assert_non_null(fp);
-  while (fgets(line, sizeof line, fp))
-    if (sscanf(line, "enqueued %d message(s)", accepted) == 1) break;
-  fclose(fp);
-  return code;
+  return fx_cli_enqueue("ONCEBOX_MAX_DB_BYTES=2M", bin, g_srv.dir, db, from,
+                        n, accepted);
 }
 
 /* The daemon's database seen from outside: one stats --json field. */

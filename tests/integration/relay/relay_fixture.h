@@ -21,6 +21,25 @@ static inline void rf_setenv(const sq_server_t* srv) {
   unsetenv("ONCEBOX_SOURCE");
 }
 
+/* A suite's group setup: its own SQS server named name, started unless
+** skip (the suite's reason, NULL to run) says why not, which is printed;
+** then the AWS environment that points at it. 0, or -1 when it would not
+** start. rf_group_stop stops what rf_group_start started. */
+static inline int rf_group_start(sq_server_t* srv, const char* name,
+                                 const char* skip) {
+  if (skip != NULL) {
+    printf("%s\n", skip);
+    return 0;
+  }
+  if (sq_server_start(srv, name, NULL) != 0) return -1;
+  rf_setenv(srv);
+  return 0;
+}
+
+static inline void rf_group_stop(sq_server_t* srv, const char* skip) {
+  if (skip == NULL) sq_server_stop(srv);
+}
+
 /* https://localhost:PORT (the test certificate names localhost); port 1:
 ** nothing listens, the terminal is offline. */
 static inline void rf_set_endpoint(int port) {

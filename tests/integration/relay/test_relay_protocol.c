@@ -52,18 +52,12 @@ static const char* g_skip;
 static int group_setup(void** state) {
   (void)state;
   g_skip = sq_skip_reason();
-  if (g_skip != NULL) {
-    printf("%s\n", g_skip);
-    return 0;
-  }
-  if (sq_server_start(&g_srv, "relay-proto", NULL) != 0) return -1;
-  rf_setenv(&g_srv);
-  return 0;
+  return rf_group_start(&g_srv, "relay-proto", g_skip);
 }
 
 static int group_teardown(void** state) {
   (void)state;
-  if (g_skip == NULL) sq_server_stop(&g_srv);
+  rf_group_stop(&g_srv, g_skip);
   return 0;
 }
 
