@@ -176,7 +176,7 @@ static const char* prepared_name(ob__db_t* db, const char* sql) {
   return slot->name;
 }
 
-static int conn_ready(ob__db_t* db, const char* what) {
+int ob__pg_conn_ready(ob__db_t* db, const char* what) {
   if (db->pg == NULL || db->pg->conn == NULL)
     return ob__db_seterr(db, OB_ESTATE, "%s: the database is not open",
                          what);
@@ -192,7 +192,7 @@ PGresult* ob__pg_run(ob__db_t* db, const char* sql, const ob__pg_params_t* p,
   const char* name;
   PGresult* res;
   ExecStatusType st;
-  if (conn_ready(db, what) < 0) return NULL;
+  if (ob__pg_conn_ready(db, what) < 0) return NULL;
   name = prepared_name(db, sql);
   if (name == NULL) return NULL;
   res = PQexecPrepared(db->pg->conn, name, p ? p->n : 0, p ? p->v : NULL,
@@ -251,7 +251,7 @@ int ob__pg_exec(ob__db_t* db, const char* sql, const char* what) {
   PGresult* res;
   ExecStatusType st;
   int rc;
-  if ((rc = conn_ready(db, what)) < 0) return rc;
+  if ((rc = ob__pg_conn_ready(db, what)) < 0) return rc;
   res = PQexec(db->pg->conn, sql);
   st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
   if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {

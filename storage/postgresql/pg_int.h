@@ -106,6 +106,10 @@ int ob__pg_run_int(ob__db_t* db, const char* sql, const ob__pg_params_t* p,
 ** prepared: schema, BEGIN/COMMIT. 0 or < 0. */
 int ob__pg_exec(ob__db_t* db, const char* sql, const char* what);
 
+/* 0 when the connection can run a statement; else OB_ESTATE (not open)
+** or OB_EIO (lost: replaced at the next begin), errmsg naming what. */
+int ob__pg_conn_ready(ob__db_t* db, const char* what);
+
 /* Map res (may be NULL: the connection's error) to OB_E*, record
 ** "what: message (SQLSTATE xxxxx)" in errmsg, set db->last_err, mark the
 ** connection broken when it is gone. Returns the code (never 0). */

@@ -3,6 +3,7 @@
 ** left NULL would make its dispatcher, storage/store.c, answer OB_ENOTSUP
 ** naming the function.) */
 #include "storage/postgresql/pg_int.h"
+#include "storage/sql.h"
 
 const ob__store_ops_t ob__pg_store_ops = {
     .backend = "postgresql",
@@ -72,10 +73,10 @@ const ob__store_ops_t ob__pg_store_ops = {
     .engine_clock_load = ob__pg_engine_clock_load,
     .observed_clock_load = ob__pg_observed_clock_load,
     .observed_clock_store = ob__pg_observed_clock_store,
-    .deadlines_ahead = ob__pg_deadlines_ahead,
-    /* pg_deadline.c: deadlines after a wall-clock jump */
-    .deadlines_rebase = ob__pg_deadlines_rebase,
-    .deadlines_shift = ob__pg_deadlines_shift,
+    .deadlines_ahead = ob__sql_deadlines_ahead,
+    /* storage/deadline.c: deadlines after a wall-clock jump */
+    .deadlines_rebase = ob__sql_deadlines_rebase,
+    .deadlines_shift = ob__sql_deadlines_shift,
     /* pg_charge.c: the ChargeOrder module's table */
     .charge_insert = ob__pg_charge_insert,
     /* pg_space.c, pg_retention.c: giving space back */

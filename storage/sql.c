@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The statement interface of sql.h: binding, and the choice of dialect. */
+#include <string.h>
+
+#include "core/util/assert.h"
+#include "storage/sql.h"
+
+#if defined(ONCEBOX_HAVE_POSTGRESQL)
+#define PG(s) ob__sql_is_pg((s)->db)
+#else
+#define PG(s) 0
+#define ob__sql_pg_step(s) OB_ENOTSUP
+#define ob__sql_pg_changes(s) 0
+#define ob__sql_pg_col_int(s, i) 0
+#define ob__sql_pg_col(s, i, n, b) NULL
+#define ob__sql_pg_col_null(s, i) 1
+#define ob__sql_pg_finish(s) (void)0
+#endif
+
+void ob__sql_prepare(ob__db_t* db, ob__sql_t* s, int id, const char* sql,
+                     const char* what) {
+  OB__ASSERT(id == OB__SQL_ONCE || (id >= 0 && id < OB__STMT_COUNT));
+  s->db = db;
+  s->sql = sql;
+  s->what = what;
+  s->id = id;
+  s->nargs = 0;
+  s->started = 0;
+  s->st = NULL;
+  s->res = NULL;
+  s->row = -1;
+  s->nrows = 0;
+  s->nheld = 0;
+}
+
+void ob__sql_prepare2(ob__db_t* db, ob__sql_t* s, int id,
+                      const ob__sql_text_t* t, const char* what) {
+  ob__sql_prepare(db, s, id, ob__sql_is_pg(db) ? t->pg : t->sqlite, what);
+}
+
+static ob__sql_arg_t* arg(ob__sql_t* s, int i, int type) {
+  OB__ASSERT(i >= 1 && i <= OB__SQL_MAX_PARAMS);
+  /* A gap (?2 bound, ?1 not) binds NULL. */
+  while (s->nargs < i) s->arg[s->nargs++].type = OB__SQL_NULL;
+  s->arg[i - 1].type = type;
+  return &s->arg[i - 1];
+}
+
+void ob__sql_int(ob__sql_t* s, int i, int64_t v) {
+  arg(s, i, OB__SQL_INT)->i = v;
+}
+
+void ob__sql_text(ob__sql_t* s, int i, const char* v) {
+  ob__sql_arg_t* a = arg(s, i, OB__SQL_TEXT);
+  a->p = v;
+  a->n = v ? strlen(v) : 0;
+}
+
+void ob__sql_blob(ob__sql_t* s, int i, const void* v, size_t n) {
+  ob__sql_arg_t* a = arg(s, i, OB__SQL_BLOB);
+  a->p = v ? v : "";  /* an empty body is a zero-length value, not NULL */
+  a->n = v ? n : 0;
+}
+
+void ob__sql_null(ob__sql_t* s, int i) { arg(s, i, OB__SQL_NULL); }
+
+int ob__sql_step(ob__sql_t* s) {
+  s->started = 1;
+  return PG(s) ? ob__sql_pg_step(s) : ob__sql_sqlite_step(s);
+}
+
+int64_t ob__sql_col_int(ob__sql_t* s, int i) {
+  return PG(s) ? ob__sql_pg_col_int(s, i) : ob__sql_sqlite_col_int(s, i);
+}
+
+const char* ob__sql_col_text(ob__sql_t* s, int i) {
+  return PG(s) ? ob__sql_pg_col(s, i, NULL, 0)
+               : ob__sql_sqlite_col(s, i, NULL, 0);
+}
+
+const void* ob__sql_col_blob(ob__sql_t* s, int i, size_t* n) {
+  return PG(s) ? ob__sql_pg_col(s, i, n, 1) : ob__sql_sqlite_col(s, i, n, 1);
+}
+
+int ob__sql_col_null(ob__sql_t* s, int i) {
+  return PG(s) ? ob__sql_pg_col_null(s, i) : ob__sql_sqlite_col_null(s, i);
+}
+
+void ob__sql_finish(ob__sql_t* s) {
+  if (PG(s))
+    ob__sql_pg_finish(s);
+  else
+    ob__sql_sqlite_finish(s);
+}
+
+int ob__sql_done(ob__sql_t* s) {
+  int rc;
+  while ((rc = ob__sql_step(s)) > 0) {
+  }
+  if (rc == 0) rc = PG(s) ? ob__sql_pg_changes(s) : ob__sql_sqlite_changes(s);
+  ob__sql_finish(s);
+  return rc;
+}
+
+int ob__sql_int1(ob__sql_t* s, int64_t* out) {
+  int rc = ob__sql_step(s);
+  if (rc > 0 && !ob__sql_col_null(s, 0))
+    *out = ob__sql_col_int(s, 0);
+  else if (rc >= 0)
+    rc = OB_ENOTFOUND;
+  ob__sql_finish(s);
+  return rc > 0 ? 0 : rc;
+}
+
+int ob__sql_run_own_tx(ob__db_t* db, const char* const* stmts, int n,
+                       const int64_t* args, int nargs, int relaxed,
+                       const char* what) {
+  int rc = relaxed ? ob__db_begin_relaxed(db) : ob__db_begin(db);
+  int changed = 0;
+  if (rc < 0) return rc;
+  for (int i = 0; i < n; i++) {
+    ob__sql_t s;
+    ob__sql_prepare(db, &s, OB__SQL_ONCE, stmts[i], what);
+    for (int a = 0; a < nargs; a++) ob__sql_int(&s, a + 1, args[a]);
+    if ((rc = ob__sql_done(&s)) < 0) {
+      ob__db_rollback(db);
+      return rc;
+    }
+    changed += rc;
+  }
+  rc = ob__db_commit(db);
+  return rc < 0 ? rc : changed;
+}

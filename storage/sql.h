@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+** storage: one statement interface over the two dialects (issue 34), so
+** that each operation of store.h is written once (storage/<op>.c) and only
+** what SQLite and PostgreSQL really do differently lives in a dialect
+** file: sql_sqlite.c (prepare, step, columns, SQLite's error codes) and
+** sql_pg.c (the same over libpq, SQLSTATEs), as SQLite keeps one pager
+** over its VFS.
+**
+** The SQL is written once, with ?N placeholders. On PostgreSQL ?N becomes
+** $N when the statement is prepared, and each parameter is typed by the
+** bind that supplied it the first time (bigint, text, bytea): no casts in
+** the shared text. Where the dialects need different text (DML in a CTE,
+** SKIP LOCKED, LEAST against min, strpos against instr) an ob__sql_text_t
+** holds both, next to the code that runs it.
+**
+** Use: ob__sql_prepare, bind by position, ob__sql_step until it returns 0
+** (or ob__sql_done / ob__sql_int for the common shapes), then always
+** ob__sql_finish. Columns are valid until the next step or the finish.
+** On PostgreSQL the first step runs the statement and fetches every row,
+** so a callback between steps may call other store functions there; on
+** SQLite it must not use the same statement.
+**
+** Errors: every function returning int returns 0 (or a count) or a
+** negative OB_E* code, with errmsg "what: detail" set and db->last_err
+** holding the code, whichever the dialect.
+*/
+#ifndef OB_STORAGE_SQL_H
+#define OB_STORAGE_SQL_H
+
+#include "storage/store_ops.h"
+
+#define OB__SQL_MAX_PARAMS 16
+
+/* Prepared once per connection and cached (id names the slot on SQLite;
+** on PostgreSQL the text's address is the key), or, with OB__SQL_ONCE,
+** prepared for this use only on SQLite (operator paths, rare scripts). */
+#define OB__SQL_ONCE (-1)
+
+/* The SQL of one statement where the dialects differ. */
+typedef struct ob__sql_text_s {
+  const char* sqlite;
+  const char* pg;
+} ob__sql_text_t;
+
+/* One bound parameter, kept until the step hands it to the dialect. */
+typedef struct ob__sql_arg_s {
+  int type;          /* OB__SQL_NULL, _INT, _TEXT, _BLOB */
+  int64_t i;
+  const void* p;     /* text (NUL-terminated) or blob; NULL is SQL NULL */
+  size_t n;
+} ob__sql_arg_t;
+
+enum { OB__SQL_NULL = 0, OB__SQL_INT, OB__SQL_TEXT, OB__SQL_BLOB };
+
+struct pg_result;
+
+/* One statement in use, on the caller's stack. Fields are the dialects'. */
+typedef struct ob__sql_s {
+  ob__db_t* db;
+  const char* sql;   /* the text for this dialect */
+  const char* what;  /* for messages */
+  int id;            /* the SQLite cache slot, or OB__SQL_ONCE */
+  int nargs;
+  int started;       /* stepped at least once */
+  ob__sql_arg_t arg[OB__SQL_MAX_PARAMS];
+  sqlite3_stmt* st;
+  struct pg_result* res;
+  int row, nrows;
+  void* held[4];     /* PostgreSQL: bytea decoded for this row */
+  int nheld;
+} ob__sql_t;
+
+/* 1 when db is a PostgreSQL connection (then the pg text is used). */
+#define ob__sql_is_pg(db) ob__db_is_postgresql(db)
+
+/* Get the statement sql (a static string: its address is the cache key)
+** ready to bind. Never fails: preparing happens at the first step. */
+void ob__sql_prepare(ob__db_t* db, ob__sql_t* s, int id, const char* sql,
+                     const char* what);
+/* The same with the dialect's text of t. */
+void ob__sql_prepare2(ob__db_t* db, ob__sql_t* s, int id,
+                      const ob__sql_text_t* t, const char* what);
+
+/* Bind ?i (1-based). Text and blobs are not copied: they must live until
+** the finish. A NULL text or blob binds NULL (typed on PostgreSQL). */
+void ob__sql_int(ob__sql_t* s, int i, int64_t v);
+void ob__sql_text(ob__sql_t* s, int i, const char* v);
+void ob__sql_blob(ob__sql_t* s, int i, const void* v, size_t n);
+void ob__sql_null(ob__sql_t* s, int i);
+
+/* The next row: 1 (a row), 0 (no more) or < 0. */
+int ob__sql_step(ob__sql_t* s);
+/* Column i of the current row (0-based). NULL reads as 0 or NULL; a blob
+** is never NULL when it is not SQL NULL (an empty one is ""), and a text
+** or blob read NULL from a non-NULL value means out of memory (check
+** with ob__sql_col_null). */
+int64_t ob__sql_col_int(ob__sql_t* s, int i);
+const char* ob__sql_col_text(ob__sql_t* s, int i);
+const void* ob__sql_col_blob(ob__sql_t* s, int i, size_t* n);
+int ob__sql_col_null(ob__sql_t* s, int i);
+/* Release the statement (reset, or finalized when ONCE; the result freed).
+** Safe after any outcome. */
+void ob__sql_finish(ob__sql_t* s);
+
+/* Run to the end and finish: the rows it changed (or returned), or < 0. */
+int ob__sql_done(ob__sql_t* s);
+/* Run, the first column of the first row into *out, finish: 0, or
+** OB_ENOTFOUND (no row, or NULL; errmsg untouched), or < 0. */
+int ob__sql_int1(ob__sql_t* s, int64_t* out);
+
+/* Run stmts[0..n) (each with the same ?1..?nargs from args) in their own
+** transaction (relaxed: ob__db_begin_relaxed), rolled back at the first
+** error. The rows they changed, summed, or < 0. */
+int ob__sql_run_own_tx(ob__db_t* db, const char* const* stmts, int n,
+                       const int64_t* args, int nargs, int relaxed,
+                       const char* what);
+
+/* ---- the dialects (sql_sqlite.c, sql_pg.c), for sql.c only -------------- */
+
+int ob__sql_sqlite_step(ob__sql_t* s);
+int ob__sql_sqlite_changes(ob__sql_t* s);
+int64_t ob__sql_sqlite_col_int(ob__sql_t* s, int i);
+const void* ob__sql_sqlite_col(ob__sql_t* s, int i, size_t* n, int blob);
+int ob__sql_sqlite_col_null(ob__sql_t* s, int i);
+void ob__sql_sqlite_finish(ob__sql_t* s);
+
+int ob__sql_pg_step(ob__sql_t* s);
+int ob__sql_pg_changes(ob__sql_t* s);
+int64_t ob__sql_pg_col_int(ob__sql_t* s, int i);
+const void* ob__sql_pg_col(ob__sql_t* s, int i, size_t* n, int blob);
+int ob__sql_pg_col_null(ob__sql_t* s, int i);
+void ob__sql_pg_finish(ob__sql_t* s);
+
+/* ---- the operations written once ----------------------------------------
+** Each is store.h's function of the same name; both backends' tables point
+** at it (sqlite_ops.c by renaming its ob__sqlite_ names, pg_ops.c by
+** name). */
+#define OB__SQL_DECLARE(ret, name, params, args) ret ob__sql_##name params;
+#define OB__SQL_VDECLARE(name, params, args) void ob__sql_##name params;
+OB__STORE_OPS(OB__SQL_DECLARE, OB__SQL_VDECLARE)
+#undef OB__SQL_DECLARE
+#undef OB__SQL_VDECLARE
+
+#endif
