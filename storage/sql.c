@@ -6,11 +6,12 @@
 #include "storage/sql.h"
 
 #if defined(ONCEBOX_HAVE_POSTGRESQL)
+#include "storage/postgresql/pg_int.h"
 #define PG(s) ob__sql_is_pg((s)->db)
 #else
 #define PG(s) 0
 #define ob__sql_pg_step(s) OB_ENOTSUP
-#define ob__sql_pg_changes(s) 0
+#define ob__sql_pg_changes(s, n) 0
 #define ob__sql_pg_col_int(s, i) 0
 #define ob__sql_pg_col(s, i, n, b) NULL
 #define ob__sql_pg_col_null(s, i) 1
@@ -94,10 +95,10 @@ void ob__sql_finish(ob__sql_t* s) {
 }
 
 int ob__sql_done(ob__sql_t* s) {
-  int rc;
-  while ((rc = ob__sql_step(s)) > 0) {
-  }
-  if (rc == 0) rc = PG(s) ? ob__sql_pg_changes(s) : ob__sql_sqlite_changes(s);
+  int rc, rows = 0;
+  while ((rc = ob__sql_step(s)) > 0) rows++;
+  if (rc == 0)
+    rc = PG(s) ? ob__sql_pg_changes(s, rows) : ob__sql_sqlite_changes(s, rows);
   ob__sql_finish(s);
   return rc;
 }
@@ -130,4 +131,13 @@ int ob__sql_run_own_tx(ob__db_t* db, const char* const* stmts, int n,
   }
   rc = ob__db_commit(db);
   return rc < 0 ? rc : changed;
+}
+
+int ob__sql_lock_key(ob__db_t* db, const char* key) {
+#if defined(ONCEBOX_HAVE_POSTGRESQL)
+  if (ob__sql_is_pg(db)) return ob__pg_lock_key(db, key);
+#endif
+  (void)db;
+  (void)key;
+  return 0;
 }

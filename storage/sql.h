@@ -116,17 +116,22 @@ int ob__sql_run_own_tx(ob__db_t* db, const char* const* stmts, int n,
                        const int64_t* args, int nargs, int relaxed,
                        const char* what);
 
+/* Serialise on key until the open transaction ends: PostgreSQL's
+** transaction-scoped advisory lock; nothing on SQLite, whose write
+** transaction already excludes every other writer. 0 or < 0. */
+int ob__sql_lock_key(ob__db_t* db, const char* key);
+
 /* ---- the dialects (sql_sqlite.c, sql_pg.c), for sql.c only -------------- */
 
 int ob__sql_sqlite_step(ob__sql_t* s);
-int ob__sql_sqlite_changes(ob__sql_t* s);
+int ob__sql_sqlite_changes(ob__sql_t* s, int rows);
 int64_t ob__sql_sqlite_col_int(ob__sql_t* s, int i);
 const void* ob__sql_sqlite_col(ob__sql_t* s, int i, size_t* n, int blob);
 int ob__sql_sqlite_col_null(ob__sql_t* s, int i);
 void ob__sql_sqlite_finish(ob__sql_t* s);
 
 int ob__sql_pg_step(ob__sql_t* s);
-int ob__sql_pg_changes(ob__sql_t* s);
+int ob__sql_pg_changes(ob__sql_t* s, int rows);
 int64_t ob__sql_pg_col_int(ob__sql_t* s, int i);
 const void* ob__sql_pg_col(ob__sql_t* s, int i, size_t* n, int blob);
 int ob__sql_pg_col_null(ob__sql_t* s, int i);

@@ -111,9 +111,9 @@ int ob__sql_pg_step(ob__sql_t* s) {
   return s->row < s->nrows;
 }
 
-int ob__sql_pg_changes(ob__sql_t* s) {
+int ob__sql_pg_changes(ob__sql_t* s, int rows) {
   const char* n = s->res ? PQcmdTuples(s->res) : "";
-  return n[0] ? atoi(n) : s->nrows;
+  return n[0] ? atoi(n) : rows;
 }
 
 int64_t ob__sql_pg_col_int(ob__sql_t* s, int i) {

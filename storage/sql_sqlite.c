@@ -38,7 +38,11 @@ int ob__sql_sqlite_step(ob__sql_t* s) {
   return ob__db_fail(s->db, rc, s->what);
 }
 
-int ob__sql_sqlite_changes(ob__sql_t* s) { return sqlite3_changes(s->db->db); }
+/* A query's rows; a write's changes (sqlite3_changes keeps the last
+** write's count through any SELECT). */
+int ob__sql_sqlite_changes(ob__sql_t* s, int rows) {
+  return sqlite3_stmt_readonly(s->st) ? rows : sqlite3_changes(s->db->db);
+}
 
 int64_t ob__sql_sqlite_col_int(ob__sql_t* s, int i) {
   return sqlite3_column_int64(s->st, i);

@@ -37,9 +37,9 @@ const ob__store_ops_t ob__pg_store_ops = {
     .queue_wait = ob__pg_queue_wait,
     .queue_insert_waiting = ob__pg_queue_insert_waiting,
     .queue_claim_waiting = ob__pg_queue_claim_waiting,
-    .processed_claim = ob__pg_processed_claim,
-    .processed_has_legacy = ob__pg_processed_has_legacy,
-    .event_source_ref = ob__pg_event_source_ref,
+    .processed_claim = ob__sql_processed_claim,
+    .processed_has_legacy = ob__sql_processed_has_legacy,
+    .event_source_ref = ob__sql_event_source_ref,
     /* pg_outbox.c: the outbox */
     .outbox_insert = ob__pg_outbox_insert,
     .outbox_due = ob__pg_outbox_due,
