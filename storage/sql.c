@@ -141,3 +141,27 @@ int ob__sql_lock_key(ob__db_t* db, const char* key) {
   (void)key;
   return 0;
 }
+
+void ob__sql_message(ob__sql_t* s, const ob__queue_row_t* r) {
+  ob__sql_text(s, 1, r->queue);
+  ob__sql_text(s, 2, r->message_id);
+  ob__sql_text(s, 3, r->type);
+  ob__sql_text(s, 4, r->headers);
+  ob__sql_blob(s, 5, r->body, r->body_len);
+}
+
+int ob__sql_move(ob__db_t* db, const ob__sql_text_t* move,
+                 const char* then_sqlite,
+                 void (*bind)(ob__sql_t* s, const void* arg),
+                 const void* arg, const char* what) {
+  ob__sql_t s;
+  int moved, rc;
+  ob__sql_prepare2(db, &s, OB__SQL_ONCE, move, what);
+  bind(&s, arg);
+  moved = ob__sql_done(&s);
+  if (moved <= 0 || then_sqlite == NULL || ob__sql_is_pg(db)) return moved;
+  ob__sql_prepare(db, &s, OB__SQL_ONCE, then_sqlite, what);
+  bind(&s, arg);
+  rc = ob__sql_done(&s);
+  return rc < 0 ? rc : moved;
+}

@@ -116,6 +116,24 @@ int ob__sql_run_own_tx(ob__db_t* db, const char* const* stmts, int n,
                        const int64_t* args, int nargs, int relaxed,
                        const char* what);
 
+/* Bind a message's queue_name, message_id, type, headers and body as
+** ?1..?5, the first five parameters of every statement that stores one. */
+void ob__sql_message(ob__sql_t* s, const ob__queue_row_t* r);
+
+/* Move rows from one table into another, inside the open transaction.
+** PostgreSQL: one statement (move->pg), a DELETE ... RETURNING feeding the
+** INSERT, so a row moves exactly once even when two processes move the
+** same rows at once (the second DELETE waits for the first's row locks,
+** then skips what it took). SQLite: the INSERT ... SELECT (move->sqlite),
+** then, when it moved any, then_sqlite (may be NULL), the DELETE of the
+** same rows, under the write lock that excludes every other writer. bind
+** binds each statement's parameters (the same numbers in every text).
+** The rows moved, or < 0. */
+int ob__sql_move(ob__db_t* db, const ob__sql_text_t* move,
+                 const char* then_sqlite,
+                 void (*bind)(ob__sql_t* s, const void* arg),
+                 const void* arg, const char* what);
+
 /* Serialise on key until the open transaction ends: PostgreSQL's
 ** transaction-scoped advisory lock; nothing on SQLite, whose write
 ** transaction already excludes every other writer. 0 or < 0. */

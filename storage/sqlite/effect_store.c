@@ -469,37 +469,3 @@ int ob__sqlite_queue_claim_waiting(ob__db_t* db, const char* key, int max,
   return ob__queue_rows_read(db, st, rows, max,
                              "messages waiting for an effect");
 }
-
-int ob__sqlite_effect_park_waiting(ob__db_t* db, const char* key, const char* reason,
-                            int64_t now) {
-  int rc = exec_bound(
-      db,
-      "INSERT INTO failed_message(queue_name, message_id, type, headers, body,"
-      " error_class, reason, attempts, first_failed_at, last_failed_at,"
-      " created_at, effect_key, source)"
-      " SELECT queue_name, message_id, type, headers, body, 'effect_unknown',"
-      " ?2, attempts, coalesce(first_failed_at, ?4), ?4, created_at, ?1,"
-      " source FROM queue WHERE waiting_on = ?1 ORDER BY id",
-      "park messages of an effect", key, reason, NULL, now);
-  if (rc <= 0) return rc;
-  int moved = rc;
-  rc = exec_bound(db, "DELETE FROM queue WHERE waiting_on = ?1 AND ?4 = ?4",
-                  "park messages of an effect", key, NULL, NULL, 0);
-  return rc < 0 ? rc : moved;
-}
-
-int ob__sqlite_effect_requeue_failed(ob__db_t* db, const char* key, int64_t now) {
-  int rc = exec_bound(
-      db,
-      "INSERT INTO queue(queue_name, message_id, type, headers, body,"
-      " available_at, attempts, created_at, source)"
-      " SELECT queue_name, message_id, type, headers, body, ?4, 0, ?4, source"
-      " FROM failed_message WHERE effect_key = ?1 ORDER BY id",
-      "requeue messages of an effect", key, NULL, NULL, now);
-  if (rc <= 0) return rc;
-  int moved = rc;
-  rc = exec_bound(db,
-                  "DELETE FROM failed_message WHERE effect_key = ?1 AND ?4 = ?4",
-                  "requeue messages of an effect", key, NULL, NULL, 0);
-  return rc < 0 ? rc : moved;
-}

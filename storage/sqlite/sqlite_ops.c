@@ -10,6 +10,16 @@
 #define ob__sqlite_processed_claim ob__sql_processed_claim
 #define ob__sqlite_processed_has_legacy ob__sql_processed_has_legacy
 #define ob__sqlite_event_source_ref ob__sql_event_source_ref
+#define ob__sqlite_failed_insert ob__sql_failed_insert
+#define ob__sqlite_failed_insert_effect ob__sql_failed_insert_effect
+#define ob__sqlite_failed_list ob__sql_failed_list
+#define ob__sqlite_failed_retry ob__sql_failed_retry
+#define ob__sqlite_failed_remove ob__sql_failed_remove
+#define ob__sqlite_failed_list_filter ob__sql_failed_list_filter
+#define ob__sqlite_failed_count ob__sql_failed_count
+#define ob__sqlite_failed_apply_filter ob__sql_failed_apply_filter
+#define ob__sqlite_effect_park_waiting ob__sql_effect_park_waiting
+#define ob__sqlite_effect_requeue_failed ob__sql_effect_requeue_failed
 
 #define OB__SQLITE_ENTRY(ret, name, params, args) .name = ob__sqlite_##name,
 #define OB__SQLITE_VENTRY(name, params, args) .name = ob__sqlite_##name,
