@@ -59,7 +59,7 @@ void ob__sql_text(ob__sql_t* s, int i, const char* v) {
 
 void ob__sql_blob(ob__sql_t* s, int i, const void* v, size_t n) {
   ob__sql_arg_t* a = arg(s, i, OB__SQL_BLOB);
-  a->p = v ? v : "";  /* an empty body is a zero-length value, not NULL */
+  a->p = v;
   a->n = v ? n : 0;
 }
 
@@ -147,7 +147,8 @@ void ob__sql_message(ob__sql_t* s, const ob__queue_row_t* r) {
   ob__sql_text(s, 2, r->message_id);
   ob__sql_text(s, 3, r->type);
   ob__sql_text(s, 4, r->headers);
-  ob__sql_blob(s, 5, r->body, r->body_len);
+  /* An empty body is a zero-length value, never NULL. */
+  ob__sql_blob(s, 5, r->body ? r->body : "", r->body_len);
 }
 
 int ob__sql_move(ob__db_t* db, const ob__sql_text_t* move,

@@ -71,6 +71,16 @@ typedef struct ob__sql_s {
   int nheld;
 } ob__sql_t;
 
+/* The server's wall clock, in the engine's milliseconds, as SQL. Every
+** lease on PostgreSQL (outbox_event.claim_until, effect.lease_until) is
+** on it, so hosts whose clocks disagree still agree on whether a lease is
+** live: a lease is taken as a length (until - now on the caller's clock)
+** added to this, and compared with this (docs/postgresql.md, "Several
+** hosts, several clocks"). statement_timestamp(): one value per statement,
+** read when the statement arrives. */
+#define OB__PG_SERVER_MS                                                    \
+  "(floor(extract(epoch FROM statement_timestamp()) * 1000))::bigint"
+
 /* 1 when db is a PostgreSQL connection (then the pg text is used). */
 #define ob__sql_is_pg(db) ob__db_is_postgresql(db)
 

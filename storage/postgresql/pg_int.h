@@ -21,6 +21,7 @@
 
 #include <libpq-fe.h>
 
+#include "storage/sql.h"
 #include "storage/store_ops.h"
 
 /* Declared here too: these files compile only with PostgreSQL support. */
@@ -156,15 +157,6 @@ int ob__pg_lock_key(ob__db_t* db, const char* key);
 int ob__pg_check_queries(ob__db_t* db, const char* const* sqls, size_t n,
                          void (*cb)(void* arg, const char* v), void* arg);
 
-/* The server's wall clock, in the engine's milliseconds, as SQL. Every
-** lease of this backend (outbox_event.claim_until, effect.lease_until) is
-** on it, so hosts whose clocks disagree still agree on whether a lease is
-** live: a lease is taken as a length (until - now on the caller's clock)
-** added to this, and compared with this (docs/postgresql.md, "Several
-** hosts, several clocks"). statement_timestamp(): one value per statement,
-** read when the statement arrives. */
-#define OB__PG_SERVER_MS                                                    \
-  "(floor(extract(epoch FROM statement_timestamp()) * 1000))::bigint"
 
 /* Partitions (pg_schema.c): make sure the daily partitions of
 ** processed_message and outbox_event exist from the day of from_ms through

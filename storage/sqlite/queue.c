@@ -232,3 +232,60 @@ int ob__sqlite_queue_next_due_unwaited(ob__db_t* db, int64_t* at) {
   if (rc != SQLITE_ROW) return ob__db_fail(db, rc, "next due message");
   return null ? OB_ENOTFOUND : 0;
 }
+
+/* ---- messages that wait for an effect ---------------------------------- */
+
+int ob__sqlite_queue_wait(ob__db_t* db, int64_t rowid, const char* key,
+                   int64_t available_at, int64_t now) {
+  sqlite3_stmt* st = ob__db_stmt(
+      db, OB__Q_WAIT,
+      "UPDATE queue SET waiting_on = ?2, available_at = ?3, lease_until = NULL,"
+      " clock_ref = CASE WHEN ?3 > ?4 THEN ?4 END WHERE id = ?1");
+  if (st == NULL) return db->last_err;
+  sqlite3_bind_int64(st, 1, rowid);
+  sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 3, available_at);
+  sqlite3_bind_int64(st, 4, now);
+  int rc = ob__db_step_done(db, st, "wait for effect");
+  return rc < 0 ? rc : 0;
+}
+
+int ob__sqlite_queue_insert_waiting(ob__db_t* db, const ob__queue_row_t* r,
+                             const char* key, int64_t available_at,
+                             int64_t now) {
+  sqlite3_stmt* st = ob__db_stmt(
+      db, OB__Q_INSERT_WAITING,
+      "INSERT INTO queue(queue_name, message_id, type, headers, body,"
+      " available_at, attempts, created_at, waiting_on, clock_ref, source,"
+      " group_key) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9, CASE WHEN ?6 > ?10"
+      " THEN ?10 END, ?11, ?12)");
+  if (st == NULL) return db->last_err;
+  sqlite3_bind_text(st, 1, r->queue, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, r->message_id, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 3, r->type, -1, SQLITE_STATIC);
+  if (r->headers) sqlite3_bind_text(st, 4, r->headers, -1, SQLITE_STATIC);
+  sqlite3_bind_blob64(st, 5, r->body_len ? r->body : "", r->body_len,
+                      SQLITE_STATIC);
+  sqlite3_bind_int64(st, 6, available_at);
+  sqlite3_bind_int(st, 7, r->attempts);
+  sqlite3_bind_int64(st, 8, r->created_at ? r->created_at : now);
+  sqlite3_bind_text(st, 9, key, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 10, now);
+  if (r->source) sqlite3_bind_text(st, 11, r->source, -1, SQLITE_STATIC);
+  if (r->group_key) sqlite3_bind_text(st, 12, r->group_key, -1, SQLITE_STATIC);
+  int rc = ob__db_step_done(db, st, "queue a message waiting for an effect");
+  return rc < 0 ? rc : 0;
+}
+
+int ob__sqlite_queue_claim_waiting(ob__db_t* db, const char* key, int max,
+                            ob__queue_row_t* rows) {
+  sqlite3_stmt* st = ob__db_stmt(
+      db, OB__Q_CLAIM_WAITING,
+      "SELECT " OB__QUEUE_ROW_COLUMNS " FROM queue WHERE waiting_on = ?1"
+      " ORDER BY id LIMIT ?2");
+  if (st == NULL) return db->last_err;
+  sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+  sqlite3_bind_int(st, 2, max);
+  return ob__queue_rows_read(db, st, rows, max,
+                             "messages waiting for an effect");
+}

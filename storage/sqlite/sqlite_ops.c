@@ -20,6 +20,17 @@
 #define ob__sqlite_failed_apply_filter ob__sql_failed_apply_filter
 #define ob__sqlite_effect_park_waiting ob__sql_effect_park_waiting
 #define ob__sqlite_effect_requeue_failed ob__sql_effect_requeue_failed
+#define ob__sqlite_effect_get ob__sql_effect_get
+#define ob__sqlite_effect_insert ob__sql_effect_insert
+#define ob__sqlite_effect_due ob__sql_effect_due
+#define ob__sqlite_effect_lease ob__sql_effect_lease
+#define ob__sqlite_effect_mark_call ob__sql_effect_mark_call
+#define ob__sqlite_effect_unlease ob__sql_effect_unlease
+#define ob__sqlite_effect_lease_renew ob__sql_effect_lease_renew
+#define ob__sqlite_effect_update ob__sql_effect_update
+#define ob__sqlite_effect_next_due_db ob__sql_effect_next_due_db
+#define ob__sqlite_effect_list ob__sql_effect_list
+#define ob__sqlite_effect_reconcile ob__sql_effect_reconcile
 
 #define OB__SQLITE_ENTRY(ret, name, params, args) .name = ob__sqlite_##name,
 #define OB__SQLITE_VENTRY(name, params, args) .name = ob__sqlite_##name,
