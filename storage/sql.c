@@ -52,9 +52,13 @@ void ob__sql_int(ob__sql_t* s, int i, int64_t v) {
 }
 
 void ob__sql_text(ob__sql_t* s, int i, const char* v) {
+  ob__sql_textn(s, i, v, v ? strlen(v) : 0);
+}
+
+void ob__sql_textn(ob__sql_t* s, int i, const char* v, size_t n) {
   ob__sql_arg_t* a = arg(s, i, OB__SQL_TEXT);
   a->p = v;
-  a->n = v ? strlen(v) : 0;
+  a->n = n;
 }
 
 void ob__sql_blob(ob__sql_t* s, int i, const void* v, size_t n) {
@@ -77,6 +81,10 @@ int64_t ob__sql_col_int(ob__sql_t* s, int i) {
 const char* ob__sql_col_text(ob__sql_t* s, int i) {
   return PG(s) ? ob__sql_pg_col(s, i, NULL, 0)
                : ob__sql_sqlite_col(s, i, NULL, 0);
+}
+
+const char* ob__sql_col_textn(ob__sql_t* s, int i, size_t* n) {
+  return PG(s) ? ob__sql_pg_col(s, i, n, 0) : ob__sql_sqlite_col(s, i, n, 0);
 }
 
 const void* ob__sql_col_blob(ob__sql_t* s, int i, size_t* n) {

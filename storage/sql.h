@@ -96,6 +96,9 @@ void ob__sql_prepare2(ob__db_t* db, ob__sql_t* s, int id,
 ** the finish. A NULL text or blob binds NULL (typed on PostgreSQL). */
 void ob__sql_int(ob__sql_t* s, int i, int64_t v);
 void ob__sql_text(ob__sql_t* s, int i, const char* v);
+/* Text of n bytes (v[n] need not be NUL on SQLite; PostgreSQL's text ends
+** at the first NUL). */
+void ob__sql_textn(ob__sql_t* s, int i, const char* v, size_t n);
 void ob__sql_blob(ob__sql_t* s, int i, const void* v, size_t n);
 void ob__sql_null(ob__sql_t* s, int i);
 
@@ -107,6 +110,8 @@ int ob__sql_step(ob__sql_t* s);
 ** with ob__sql_col_null). */
 int64_t ob__sql_col_int(ob__sql_t* s, int i);
 const char* ob__sql_col_text(ob__sql_t* s, int i);
+/* A text column and its length in bytes (*n). */
+const char* ob__sql_col_textn(ob__sql_t* s, int i, size_t* n);
 const void* ob__sql_col_blob(ob__sql_t* s, int i, size_t* n);
 int ob__sql_col_null(ob__sql_t* s, int i);
 /* Release the statement (reset, or finalized when ONCE; the result freed).

@@ -126,7 +126,10 @@ const void* ob__sql_pg_col(ob__sql_t* s, int i, size_t* n, int blob) {
   size_t len = 0;
   if (n) *n = 0;
   if (PQgetisnull(s->res, s->row, i)) return NULL;
-  if (!blob) return PQgetvalue(s->res, s->row, i);
+  if (!blob) {
+    if (n) *n = (size_t)PQgetlength(s->res, s->row, i);
+    return PQgetvalue(s->res, s->row, i);
+  }
   if (s->nheld == (int)(sizeof s->held / sizeof s->held[0])) return NULL;
   raw = PQunescapeBytea((const unsigned char*)PQgetvalue(s->res, s->row, i),
                         &len);

@@ -60,7 +60,9 @@ const void* ob__sql_sqlite_col(ob__sql_t* s, int i, size_t* n, int blob) {
       v = "";
     return v;
   }
-  return sqlite3_column_text(s->st, i);
+  v = sqlite3_column_text(s->st, i);
+  if (n) *n = (size_t)sqlite3_column_bytes(s->st, i);
+  return v;
 }
 
 int ob__sql_sqlite_col_null(ob__sql_t* s, int i) {

@@ -40,12 +40,12 @@ const ob__store_ops_t ob__pg_store_ops = {
     .processed_claim = ob__sql_processed_claim,
     .processed_has_legacy = ob__sql_processed_has_legacy,
     .event_source_ref = ob__sql_event_source_ref,
-    /* pg_outbox.c: the outbox */
-    .outbox_insert = ob__pg_outbox_insert,
-    .outbox_due = ob__pg_outbox_due,
-    .outbox_mark_published = ob__pg_outbox_mark_published,
-    .outbox_mark_failed = ob__pg_outbox_mark_failed,
-    .outbox_list = ob__pg_outbox_list,
+    /* storage/outbox.c: the outbox */
+    .outbox_insert = ob__sql_outbox_insert,
+    .outbox_due = ob__sql_outbox_due,
+    .outbox_mark_published = ob__sql_outbox_mark_published,
+    .outbox_mark_failed = ob__sql_outbox_mark_failed,
+    .outbox_list = ob__sql_outbox_list,
     /* pg_relay.c: the relay's claims (leases on the server's clock) */
     .relay_claim = ob__pg_relay_claim,
     .relay_mark_published = ob__pg_relay_mark_published,

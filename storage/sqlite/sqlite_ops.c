@@ -31,6 +31,11 @@
 #define ob__sqlite_effect_next_due_db ob__sql_effect_next_due_db
 #define ob__sqlite_effect_list ob__sql_effect_list
 #define ob__sqlite_effect_reconcile ob__sql_effect_reconcile
+#define ob__sqlite_outbox_insert ob__sql_outbox_insert
+#define ob__sqlite_outbox_due ob__sql_outbox_due
+#define ob__sqlite_outbox_mark_published ob__sql_outbox_mark_published
+#define ob__sqlite_outbox_mark_failed ob__sql_outbox_mark_failed
+#define ob__sqlite_outbox_list ob__sql_outbox_list
 
 #define OB__SQLITE_ENTRY(ret, name, params, args) .name = ob__sqlite_##name,
 #define OB__SQLITE_VENTRY(name, params, args) .name = ob__sqlite_##name,
