@@ -174,3 +174,16 @@ int ob__sql_move(ob__db_t* db, const ob__sql_text_t* move,
   rc = ob__sql_done(&s);
   return rc < 0 ? rc : moved;
 }
+
+int ob__sql_retention_days(ob__db_t* db, int outbox, int64_t cutoff,
+                           int64_t* deleted) {
+#if defined(ONCEBOX_HAVE_POSTGRESQL)
+  if (ob__sql_is_pg(db))
+    return ob__pg_retention_days(db, outbox, cutoff, deleted);
+#endif
+  (void)db;
+  (void)outbox;
+  (void)cutoff;
+  (void)deleted;
+  return 0;
+}

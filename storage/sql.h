@@ -154,6 +154,18 @@ int ob__sql_move(ob__db_t* db, const ob__sql_text_t* move,
 ** transaction already excludes every other writer. 0 or < 0. */
 int ob__sql_lock_key(ob__db_t* db, const char* key);
 
+/* Retention by whole days: PostgreSQL drops the daily partitions of
+** processed_message (outbox 0) or outbox_event (1) entirely older than
+** cutoff, their rows counted into *deleted; called for the dedup records
+** first, that call also makes the coming days' partitions
+** (pg_retention.c). Nothing on SQLite. 0 or < 0. */
+int ob__sql_retention_days(ob__db_t* db, int outbox, int64_t cutoff,
+                           int64_t* deleted);
+
+/* Record db->clock_pending in engine_clock, inside the open write
+** transaction (each backend's db_commit, just before COMMIT). 0 or < 0. */
+int ob__sql_engine_clock_record(ob__db_t* db);
+
 /* ---- the dialects (sql_sqlite.c, sql_pg.c), for sql.c only -------------- */
 
 int ob__sql_sqlite_step(ob__sql_t* s);

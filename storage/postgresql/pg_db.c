@@ -528,7 +528,7 @@ int ob__pg_db_commit(ob__db_t* db) {
   OB__ASSERT(db->in_tx);
   /* The engine clock rides on a write transaction (engine_clock.c). */
   if (db->clock_pending > db->clock_stored && !db->pg->read_only_tx &&
-      (rc = ob__pg_engine_clock_record(db)) < 0) {
+      (rc = ob__sql_engine_clock_record(db)) < 0) {
     ob__pg_db_rollback(db);
     return rc;
   }

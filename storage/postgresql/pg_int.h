@@ -165,5 +165,8 @@ int ob__pg_check_queries(ob__db_t* db, const char* const* sqls, size_t n,
 #define OB__PG_DAY_MS 86400000LL
 #define OB__PG_PARTITIONS_AHEAD 3
 int ob__pg_partitions_ensure(ob__db_t* db, int64_t from_ms, int days_ahead);
+/* ob__sql_retention_days on PostgreSQL (pg_retention.c). */
+int ob__pg_retention_days(ob__db_t* db, int outbox, int64_t cutoff,
+                          int64_t* deleted);
 
 #endif

@@ -70,19 +70,19 @@ const ob__store_ops_t ob__pg_store_ops = {
     .effect_reconcile = ob__sql_effect_reconcile,
     /* pg_ledger.c: what the payout handler writes */
     .payout_insert = ob__pg_payout_insert,
-    .engine_clock_load = ob__pg_engine_clock_load,
-    .observed_clock_load = ob__pg_observed_clock_load,
-    .observed_clock_store = ob__pg_observed_clock_store,
+    .engine_clock_load = ob__sql_engine_clock_load,
+    .observed_clock_load = ob__sql_observed_clock_load,
+    .observed_clock_store = ob__sql_observed_clock_store,
     .deadlines_ahead = ob__sql_deadlines_ahead,
     /* storage/deadline.c: deadlines after a wall-clock jump */
     .deadlines_rebase = ob__sql_deadlines_rebase,
     .deadlines_shift = ob__sql_deadlines_shift,
     /* pg_charge.c: the ChargeOrder module's table */
     .charge_insert = ob__pg_charge_insert,
-    /* pg_space.c, pg_retention.c: giving space back */
-    .space_delete_published = ob__pg_space_delete_published,
+    /* storage/retention.c (pg_retention.c its days): giving space back */
+    .space_delete_published = ob__sql_space_delete_published,
     .space_checkpoint = ob__pg_space_checkpoint,
-    .retention_sweep = ob__pg_retention_sweep,
+    .retention_sweep = ob__sql_retention_sweep,
     /* pg_user_sql.c: handler SQL */
     .user_exec = ob__pg_user_exec,
     .user_cache_clear = ob__pg_user_cache_clear,

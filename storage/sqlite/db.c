@@ -9,6 +9,7 @@
 
 #include "core/util/assert.h"
 #include "core/util/errbuf.h"
+#include "storage/sql.h"
 #include "storage/sqlite/private_file.h"
 #include "storage/sqlite/sqlite_store.h"
 
@@ -354,7 +355,7 @@ int ob__sqlite_db_commit(ob__db_t* db) {
   ** of its own, and never one that only read. */
   if (db->clock_pending > db->clock_stored &&
       sqlite3_txn_state(db->db, "main") == SQLITE_TXN_WRITE) {
-    rc = ob__sqlite_engine_clock_record(db);
+    rc = ob__sql_engine_clock_record(db);
     if (rc < 0) {
       ob__sqlite_db_rollback(db);
       return rc;

@@ -36,6 +36,11 @@
 #define ob__sqlite_outbox_mark_published ob__sql_outbox_mark_published
 #define ob__sqlite_outbox_mark_failed ob__sql_outbox_mark_failed
 #define ob__sqlite_outbox_list ob__sql_outbox_list
+#define ob__sqlite_engine_clock_load ob__sql_engine_clock_load
+#define ob__sqlite_observed_clock_load ob__sql_observed_clock_load
+#define ob__sqlite_observed_clock_store ob__sql_observed_clock_store
+#define ob__sqlite_retention_sweep ob__sql_retention_sweep
+#define ob__sqlite_space_delete_published ob__sql_space_delete_published
 
 #define OB__SQLITE_ENTRY(ret, name, params, args) .name = ob__sqlite_##name,
 #define OB__SQLITE_VENTRY(name, params, args) .name = ob__sqlite_##name,

@@ -17,9 +17,6 @@ int ob__sqlite_db_open_ext(ob__db_t* db, const char* path, ob_sync_t sync,
 #define OB__SQLITE_VDECLARE(name, params, args) void ob__sqlite_##name params;
 OB__STORE_OPS(OB__SQLITE_DECLARE, OB__SQLITE_VDECLARE)
 
-/* Record db->clock_pending in engine_clock, inside the open write
-** transaction (db_commit calls it just before COMMIT). */
-int ob__sqlite_engine_clock_record(ob__db_t* db);
 #undef OB__SQLITE_DECLARE
 #undef OB__SQLITE_VDECLARE
 
