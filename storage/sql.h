@@ -135,6 +135,13 @@ int ob__sql_run_own_tx(ob__db_t* db, const char* const* stmts, int n,
 ** ?1..?5, the first five parameters of every statement that stores one. */
 void ob__sql_message(ob__sql_t* s, const ob__queue_row_t* r);
 
+/* The current row of a SELECT of OB__QUEUE_ROW_COLUMNS into r (copies).
+** 0, or OB_ENOMEM with r freed (queue.c). */
+int ob__sql_queue_row_read(ob__sql_t* s, ob__queue_row_t* r);
+/* Step such a SELECT (bound, LIMIT <= max, the size of rows) into rows,
+** then finish it. The count, or < 0 with every row read so far freed. */
+int ob__sql_queue_rows_read(ob__sql_t* s, ob__queue_row_t* rows, int max);
+
 /* Move rows from one table into another, inside the open transaction.
 ** PostgreSQL: one statement (move->pg), a DELETE ... RETURNING feeding the
 ** INSERT, so a row moves exactly once even when two processes move the

@@ -139,14 +139,6 @@ char* ob__pg_dup_bytea(const PGresult* r, int row, int col, size_t* len_out,
 int ob__pg_rewrite_placeholders(const char* in, char* out, size_t outsz,
                                 int* nparams, char* err, size_t errsz);
 
-/* A message's queue_name, message_id, type, headers and body, the first
-** five columns every statement that stores one binds, in that order. */
-void ob__pg_p_message(ob__pg_params_t* p, const ob__queue_row_t* r);
-
-/* The queue row columns (store.h's OB__QUEUE_ROW_COLUMNS, same order) of
-** result row i into r (copies). 0, or OB_ENOMEM (r freed). */
-int ob__pg_queue_row_read(const PGresult* res, int i, ob__queue_row_t* r);
-
 /* The transaction-scoped advisory lock of key (pg_advisory_xact_lock on
 ** hashtextextended(key, 0)): taken inside the open transaction, released by
 ** its end. 0 or < 0. */

@@ -41,6 +41,17 @@
 #define ob__sqlite_observed_clock_store ob__sql_observed_clock_store
 #define ob__sqlite_retention_sweep ob__sql_retention_sweep
 #define ob__sqlite_space_delete_published ob__sql_space_delete_published
+#define ob__sqlite_queue_insert ob__sql_queue_insert
+#define ob__sqlite_queue_insert_held ob__sql_queue_insert_held
+#define ob__sqlite_queue_group_busy ob__sql_queue_group_busy
+#define ob__sqlite_queue_claim_ready ob__sql_queue_claim_ready
+#define ob__sqlite_queue_delete ob__sql_queue_delete
+#define ob__sqlite_queue_reschedule ob__sql_queue_reschedule
+#define ob__sqlite_queue_next_due ob__sql_queue_next_due
+#define ob__sqlite_queue_next_due_unwaited ob__sql_queue_next_due_unwaited
+#define ob__sqlite_queue_wait ob__sql_queue_wait
+#define ob__sqlite_queue_insert_waiting ob__sql_queue_insert_waiting
+#define ob__sqlite_queue_claim_waiting ob__sql_queue_claim_waiting
 
 #define OB__SQLITE_ENTRY(ret, name, params, args) .name = ob__sqlite_##name,
 #define OB__SQLITE_VENTRY(name, params, args) .name = ob__sqlite_##name,

@@ -37,15 +37,6 @@ int ob__db_step_done(ob__db_t* db, sqlite3_stmt* st, const char* what);
 /* Run a fixed statement (no parameters), e.g. a PRAGMA. */
 int ob__db_exec_fixed(ob__db_t* db, const char* sql);
 
-/* One row of a SELECT of id, queue_name, message_id, type, headers, body,
-** attempts, first_failed_at, created_at into r (copies). 0, or -1 when out
-** of memory. */
-int ob__queue_row_read(sqlite3_stmt* st, ob__queue_row_t* r);
-/* Step such a SELECT (bound, LIMIT <= max, the size of rows) into rows,
-** reset it. Returns the count or a negative code (rows read so far freed). */
-int ob__queue_rows_read(ob__db_t* db, sqlite3_stmt* st, ob__queue_row_t* rows,
-                        int max, const char* what);
-
 /* Helpers for the modules' statistics and checks (payout_store.c,
 ** charge_store.c). One integer from sql (?1 bound to now if present) into
 ** *out: 0 or a negative code. */
