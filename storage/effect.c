@@ -69,38 +69,23 @@ void ob__effect_row_free(ob__effect_row_t* r) {
   memset(r, 0, sizeof *r);
 }
 
-/* Column i copied with a terminating NUL (a blob's bytes too); NULL stays
-** NULL. 0, or 1 when out of memory. */
-static int dup(ob__sql_t* s, int i, int blob, char** out, size_t* len) {
-  size_t n = 0;
-  const void* p = blob ? ob__sql_col_blob(s, i, &n) : ob__sql_col_text(s, i);
-  *out = NULL;
-  if (p == NULL) return !ob__sql_col_null(s, i);
-  if (!blob) n = strlen(p);
-  if ((*out = malloc(n + 1)) == NULL) return 1;
-  memcpy(*out, p, n);
-  (*out)[n] = '\0';
-  if (len) *len = n;
-  return 0;
-}
-
 /* The current row (EFFECT_COLS) into r. 0, or OB_ENOMEM (r freed). */
 static int read_row(ob__sql_t* s, ob__effect_row_t* r) {
   int bad = 0;
   memset(r, 0, sizeof *r);
-  bad |= dup(s, 0, 0, &r->key, NULL);
-  bad |= dup(s, 1, 0, &r->idempotency_key, NULL);
-  bad |= dup(s, 2, 0, &r->provider, NULL);
-  bad |= dup(s, 3, 0, &r->method, NULL);
-  bad |= dup(s, 4, 0, &r->path, NULL);
-  bad |= dup(s, 5, 1, &r->request, &r->request_len);
+  bad |= ob__sql_col_dup(s, 0, 0, &r->key, NULL);
+  bad |= ob__sql_col_dup(s, 1, 0, &r->idempotency_key, NULL);
+  bad |= ob__sql_col_dup(s, 2, 0, &r->provider, NULL);
+  bad |= ob__sql_col_dup(s, 3, 0, &r->method, NULL);
+  bad |= ob__sql_col_dup(s, 4, 0, &r->path, NULL);
+  bad |= ob__sql_col_dup(s, 5, 1, &r->request, &r->request_len);
   r->state = state_of(ob__sql_col_text(s, 6));
-  bad |= dup(s, 7, 0, &r->reference, NULL);
-  bad |= dup(s, 8, 1, &r->response, &r->response_len);
+  bad |= ob__sql_col_dup(s, 7, 0, &r->reference, NULL);
+  bad |= ob__sql_col_dup(s, 8, 1, &r->response, &r->response_len);
   r->http_status = (int)ob__sql_col_int(s, 9);
-  bad |= dup(s, 10, 0, &r->reason, NULL);
-  bad |= dup(s, 11, 0, &r->message_id, NULL);
-  bad |= dup(s, 12, 0, &r->consumer, NULL);
+  bad |= ob__sql_col_dup(s, 10, 0, &r->reason, NULL);
+  bad |= ob__sql_col_dup(s, 11, 0, &r->message_id, NULL);
+  bad |= ob__sql_col_dup(s, 12, 0, &r->consumer, NULL);
   r->calls = (int)ob__sql_col_int(s, 13);
   r->lookups = (int)ob__sql_col_int(s, 14);
   r->successes = (int)ob__sql_col_int(s, 15);
@@ -111,8 +96,8 @@ static int read_row(ob__sql_t* s, ob__effect_row_t* r) {
   r->updated_at = ob__sql_col_int(s, 20);
   r->first_call_at = ob__sql_col_int(s, 21);
   r->first_call_observed_ms = ob__sql_col_int(s, 22);
-  bad |= dup(s, 23, 0, &r->park_cause, NULL);
-  bad |= dup(s, 24, 0, &r->lookup_reference, NULL);
+  bad |= ob__sql_col_dup(s, 23, 0, &r->park_cause, NULL);
+  bad |= ob__sql_col_dup(s, 24, 0, &r->lookup_reference, NULL);
   if (bad || r->key == NULL || r->request == NULL) {
     ob__effect_row_free(r);
     return OB_ENOMEM;

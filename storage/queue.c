@@ -88,35 +88,20 @@ void ob__queue_row_free(ob__queue_row_t* r) {
   memset(r, 0, sizeof *r);
 }
 
-/* Column i copied with a terminating NUL; NULL stays NULL. 0, or 1 when
-** out of memory. */
-static int dup(ob__sql_t* s, int i, int blob, char** out, size_t* len) {
-  size_t n = 0;
-  const void* p =
-      blob ? ob__sql_col_blob(s, i, &n) : ob__sql_col_textn(s, i, &n);
-  *out = NULL;
-  if (p == NULL) return !ob__sql_col_null(s, i);
-  if ((*out = malloc(n + 1)) == NULL) return 1;
-  memcpy(*out, p, n);
-  (*out)[n] = '\0';
-  if (len) *len = n;
-  return 0;
-}
-
 int ob__sql_queue_row_read(ob__sql_t* s, ob__queue_row_t* r) {
   int bad = 0;
   memset(r, 0, sizeof *r);
   r->rowid = ob__sql_col_int(s, 0);
-  bad |= dup(s, 1, 0, &r->queue, NULL);
-  bad |= dup(s, 2, 0, &r->message_id, NULL);
-  bad |= dup(s, 3, 0, &r->type, NULL);
-  bad |= dup(s, 4, 0, &r->headers, NULL);
-  bad |= dup(s, 5, 1, &r->body, &r->body_len);
+  bad |= ob__sql_col_dup(s, 1, 0, &r->queue, NULL);
+  bad |= ob__sql_col_dup(s, 2, 0, &r->message_id, NULL);
+  bad |= ob__sql_col_dup(s, 3, 0, &r->type, NULL);
+  bad |= ob__sql_col_dup(s, 4, 0, &r->headers, NULL);
+  bad |= ob__sql_col_dup(s, 5, 1, &r->body, &r->body_len);
   r->attempts = (int)ob__sql_col_int(s, 6);
   r->first_failed_at = ob__sql_col_int(s, 7);
   r->created_at = ob__sql_col_int(s, 8);
-  bad |= dup(s, 9, 0, &r->source, NULL);
-  bad |= dup(s, 10, 0, &r->group_key, NULL);
+  bad |= ob__sql_col_dup(s, 9, 0, &r->source, NULL);
+  bad |= ob__sql_col_dup(s, 10, 0, &r->group_key, NULL);
   /* The NOT NULL columns are never NULL: a NULL copy is out of memory. */
   if (bad || !r->queue || !r->message_id || !r->type || !r->body) {
     ob__queue_row_free(r);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The statement interface of sql.h: binding, and the choice of dialect. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/util/assert.h"
@@ -93,6 +94,20 @@ const void* ob__sql_col_blob(ob__sql_t* s, int i, size_t* n) {
 
 int ob__sql_col_null(ob__sql_t* s, int i) {
   return PG(s) ? ob__sql_pg_col_null(s, i) : ob__sql_sqlite_col_null(s, i);
+}
+
+int ob__sql_col_dup(ob__sql_t* s, int i, int blob, char** out, size_t* len) {
+  size_t n = 0;
+  const void* p =
+      blob ? ob__sql_col_blob(s, i, &n) : ob__sql_col_textn(s, i, &n);
+  *out = NULL;
+  if (len) *len = 0;
+  if (p == NULL) return !ob__sql_col_null(s, i);
+  if ((*out = malloc(n + 1)) == NULL) return 1;
+  memcpy(*out, p, n);
+  (*out)[n] = '\0';
+  if (len) *len = n;
+  return 0;
 }
 
 void ob__sql_finish(ob__sql_t* s) {

@@ -114,6 +114,10 @@ const char* ob__sql_col_text(ob__sql_t* s, int i);
 const char* ob__sql_col_textn(ob__sql_t* s, int i, size_t* n);
 const void* ob__sql_col_blob(ob__sql_t* s, int i, size_t* n);
 int ob__sql_col_null(ob__sql_t* s, int i);
+/* Column i (a blob's bytes, or text) copied into *out with a terminating
+** NUL, its length in *len (may be NULL); NULL stays NULL. 0, or 1 when out
+** of memory (to be or'ed over a row's columns). */
+int ob__sql_col_dup(ob__sql_t* s, int i, int blob, char** out, size_t* len);
 /* Release the statement (reset, or finalized when ONCE; the result freed).
 ** Safe after any outcome. */
 void ob__sql_finish(ob__sql_t* s);

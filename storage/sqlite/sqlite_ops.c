@@ -52,6 +52,15 @@
 #define ob__sqlite_queue_wait ob__sql_queue_wait
 #define ob__sqlite_queue_insert_waiting ob__sql_queue_insert_waiting
 #define ob__sqlite_queue_claim_waiting ob__sql_queue_claim_waiting
+#define ob__sqlite_relay_claim ob__sql_relay_claim
+#define ob__sqlite_relay_mark_published ob__sql_relay_mark_published
+#define ob__sqlite_relay_mark_failed ob__sql_relay_mark_failed
+#define ob__sqlite_relay_release ob__sql_relay_release
+#define ob__sqlite_relay_retry_parked ob__sql_relay_retry_parked
+#define ob__sqlite_relay_backlog ob__sql_relay_backlog
+#define ob__sqlite_relay_pending ob__sql_relay_pending
+#define ob__sqlite_relay_next_due ob__sql_relay_next_due
+#define ob__sqlite_relay_status_set ob__sql_relay_status_set
 
 #define OB__SQLITE_ENTRY(ret, name, params, args) .name = ob__sqlite_##name,
 #define OB__SQLITE_VENTRY(name, params, args) .name = ob__sqlite_##name,
