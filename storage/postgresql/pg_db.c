@@ -88,16 +88,6 @@ void ob__pg_p_int(ob__pg_params_t* p, int64_t v) {
   p->fmt[i] = 0;
 }
 
-void ob__pg_p_blob(ob__pg_params_t* p, const void* b, size_t n) {
-  int i = next_param(p);
-  OB__ASSERT(n <= 0x7fffffff);
-  p->v[i] = n ? (const char*)b : "";  /* empty, never NULL */
-  p->len[i] = (int)n;
-  p->fmt[i] = 1;
-}
-
-void ob__pg_p_null(ob__pg_params_t* p) { ob__pg_p_text(p, NULL); }
-
 int64_t ob__pg_int(const PGresult* r, int row, int col) {
   if (PQgetisnull(r, row, col)) return 0;
   return strtoll(PQgetvalue(r, row, col), NULL, 10);
@@ -105,49 +95,6 @@ int64_t ob__pg_int(const PGresult* r, int row, int col) {
 
 int ob__pg_isnull(const PGresult* r, int row, int col) {
   return PQgetisnull(r, row, col);
-}
-
-char* ob__pg_dup(const PGresult* r, int row, int col, size_t* len_out,
-                 int* oom) {
-  size_t n;
-  char* out;
-  if (len_out) *len_out = 0;
-  if (PQgetisnull(r, row, col)) return NULL;
-  n = (size_t)PQgetlength(r, row, col);
-  out = malloc(n + 1);
-  if (out == NULL) {
-    if (oom) *oom = 1;
-    return NULL;
-  }
-  memcpy(out, PQgetvalue(r, row, col), n);
-  out[n] = '\0';
-  if (len_out) *len_out = n;
-  return out;
-}
-
-char* ob__pg_dup_bytea(const PGresult* r, int row, int col, size_t* len_out,
-                       int* oom) {
-  size_t n = 0;
-  unsigned char* raw;
-  char* out;
-  if (len_out) *len_out = 0;
-  if (PQgetisnull(r, row, col)) return NULL;
-  raw = PQunescapeBytea((const unsigned char*)PQgetvalue(r, row, col), &n);
-  if (raw == NULL) {
-    if (oom) *oom = 1;
-    return NULL;
-  }
-  out = malloc(n + 1);
-  if (out == NULL) {
-    PQfreemem(raw);
-    if (oom) *oom = 1;
-    return NULL;
-  }
-  memcpy(out, raw, n);
-  out[n] = '\0';
-  PQfreemem(raw);
-  if (len_out) *len_out = n;
-  return out;
 }
 
 /* ---- running statements -------------------------------------------------- */
@@ -215,23 +162,6 @@ int ob__pg_run_done(ob__db_t* db, const char* sql, const ob__pg_params_t* p,
                                              : atoi(PQcmdTuples(res));
   PQclear(res);
   return n;
-}
-
-int ob__pg_run_own_tx(ob__db_t* db, const char* const* sql, int n,
-                      const ob__pg_params_t* p, const char* what) {
-  int rc, changed = 0;
-  rc = ob__pg_db_begin(db);
-  if (rc < 0) return rc;
-  for (int i = 0; i < n; i++) {
-    rc = ob__pg_run_done(db, sql[i], p, what);
-    if (rc < 0) {
-      ob__pg_db_rollback(db);
-      return rc;
-    }
-    changed += rc;
-  }
-  rc = ob__pg_db_commit(db);
-  return rc < 0 ? rc : changed;
 }
 
 int ob__pg_run_int(ob__db_t* db, const char* sql, const ob__pg_params_t* p,

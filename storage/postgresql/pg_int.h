@@ -5,16 +5,15 @@
 ** with the prefix ob__pg_ (declared from storage/store_ops.h's list),
 ** reached through ob__pg_store_ops; the helpers below are its own.
 **
-** Conventions of the backend's files:
-** - Every statement is a static const char[] next to the code that runs
-**   it, run with ob__pg_run / ob__pg_run_done: prepared once per
-**   connection (keyed by the string's address), then executed with bound
-**   parameters. Never text pasted into SQL.
-** - Every parameter carries its type in the SQL ($1::bigint, $2::text,
-**   $3::bytea, $4::int): libpq sends them untyped.
-** - Integers travel as decimal text, bytea in binary; results come back in
-**   text form (ob__pg_int, ob__pg_dup, ob__pg_dup_bytea read them).
-** - Times are the engine's milliseconds (BIGINT), as in the SQLite schema.
+** The operations of store.h are written once over storage/sql.h (sql_pg.c
+** is its libpq side); what stays here is PostgreSQL's own: the connection
+** and its transactions (pg_db.c), the schema and its daily partitions,
+** retention by whole days, handler SQL, statistics. Their statements are
+** static const char[] run with ob__pg_run / ob__pg_run_done: prepared once
+** per connection (keyed by the string's address), then executed with
+** bound parameters, never text pasted into SQL; each parameter carries its
+** type in the SQL ($1::bigint, $2::text); results come back in text form.
+** Times are the engine's milliseconds (BIGINT), as in the SQLite schema.
 */
 #ifndef OB_STORAGE_PG_INT_H
 #define OB_STORAGE_PG_INT_H
@@ -81,8 +80,6 @@ typedef struct ob__pg_params_s {
 void ob__pg_params_init(ob__pg_params_t* p);
 void ob__pg_p_text(ob__pg_params_t* p, const char* s);       /* NULL: NULL */
 void ob__pg_p_int(ob__pg_params_t* p, int64_t v);
-void ob__pg_p_blob(ob__pg_params_t* p, const void* b, size_t n); /* bytea */
-void ob__pg_p_null(ob__pg_params_t* p);
 
 /* Run sql (a static string: prepared once per connection) with p (may be
 ** NULL). Returns the result (PGRES_TUPLES_OK or PGRES_COMMAND_OK; PQclear
@@ -94,11 +91,6 @@ PGresult* ob__pg_run(ob__db_t* db, const char* sql, const ob__pg_params_t* p,
 ** (or returned), or a negative code. */
 int ob__pg_run_done(ob__db_t* db, const char* sql, const ob__pg_params_t* p,
                     const char* what);
-/* Run sql[0..n) with p (may be NULL), in that order, in one transaction
-** of their own (rolled back at the first error). The rows they changed
-** (or returned), summed, or a negative code. */
-int ob__pg_run_own_tx(ob__db_t* db, const char* const* sql, int n,
-                      const ob__pg_params_t* p, const char* what);
 /* One integer: the first column of the first row into *out; OB_ENOTFOUND
 ** when there is no row or it is NULL. 0 or < 0. */
 int ob__pg_run_int(ob__db_t* db, const char* sql, const ob__pg_params_t* p,
@@ -120,17 +112,9 @@ void ob__pg_display_name(const char* conninfo, char* out, size_t n);
 /* SQLSTATE to OB_E* (NULL: OB_EIO, no answer from the server). */
 int ob__pg_map_sqlstate(const char* state);
 
-/* Reading a text-form result. NULL columns: 0, NULL, NULL. */
+/* Reading a text-form result. NULL columns: 0, and 1 from isnull. */
 int64_t ob__pg_int(const PGresult* r, int row, int col);
 int ob__pg_isnull(const PGresult* r, int row, int col);
-/* A malloc'd NUL-terminated copy (len_out may be NULL); NULL for SQL NULL,
-** and NULL with *oom = 1 when out of memory (oom may be NULL). */
-char* ob__pg_dup(const PGresult* r, int row, int col, size_t* len_out,
-                 int* oom);
-/* A bytea column decoded (PQunescapeBytea), NUL-terminated; as ob__pg_dup. */
-char* ob__pg_dup_bytea(const PGresult* r, int row, int col, size_t* len_out,
-                       int* oom);
-
 /* Handler SQL for libpq (pg_user_sql.c): each ? (or ?NNN) outside string
 ** literals, quoted identifiers, dollar-quoted strings and comments becomes
 ** $n, into out (outsz bytes). *nparams gets the largest n. OB_EINVAL (with

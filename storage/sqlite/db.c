@@ -420,21 +420,6 @@ int ob__sqlite_db_rollback_to(ob__db_t* db) {
   return rc < 0 ? rc : ob__sqlite_db_release(db);
 }
 
-int ob__db_step_done(ob__db_t* db, sqlite3_stmt* st, const char* what) {
-  int rc = sqlite3_step(st);
-  int changes;
-  if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
-    rc = ob__db_fail(db, rc, what);
-    sqlite3_reset(st);
-    sqlite3_clear_bindings(st);
-    return rc;
-  }
-  changes = sqlite3_changes(db->db);
-  sqlite3_reset(st);
-  sqlite3_clear_bindings(st);
-  return changes;
-}
-
 int ob__sqlite_db_data_version(ob__db_t* db, int64_t* v) {
   int rc;
   sqlite3_stmt* st = ob__db_stmt(db, OB__D_DATA_VERSION, "PRAGMA data_version");

@@ -30,9 +30,6 @@ int ob__db_fail(ob__db_t* db, int rc, const char* what);
 ** (OB_ENOMEM, OB_EIO, ...) in db->last_err for the caller to return. */
 sqlite3_stmt* ob__db_stmt(ob__db_t* db, ob__stmt_id_t id, const char* sql);
 
-/* Step a bound statement that returns no rows, then reset and clear its
-** bindings. Returns the number of rows changed or a negative code. */
-int ob__db_step_done(ob__db_t* db, sqlite3_stmt* st, const char* what);
 
 /* Run a fixed statement (no parameters), e.g. a PRAGMA. */
 int ob__db_exec_fixed(ob__db_t* db, const char* sql);
