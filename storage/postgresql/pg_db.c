@@ -421,7 +421,7 @@ static int begin_with(ob__db_t* db, const char* sql) {
 }
 
 /* READ COMMITTED: each statement sees what committed before it, so a claim
-** that waited on a lock sees the winner's row (pg_processed.c), and row
+** that waited on a lock sees the winner's row (storage/processed.c), and row
 ** locks with SKIP LOCKED share the queue between processes. */
 int ob__pg_db_begin(ob__db_t* db) {
   static const char sql[] = "BEGIN ISOLATION LEVEL READ COMMITTED";

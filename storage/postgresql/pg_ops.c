@@ -94,7 +94,7 @@ const ob__store_ops_t ob__pg_store_ops = {
     .space_used_bytes = ob__pg_space_used_bytes,
     .charge_stats = ob__pg_charge_stats,
     .charge_check = ob__pg_charge_check,
-    /* pg_failed.c: the failure store */
+    /* storage/failed.c: the failure store */
     .failed_insert = ob__sql_failed_insert,
     .failed_insert_effect = ob__sql_failed_insert_effect,
     .failed_list = ob__sql_failed_list,
