@@ -36,7 +36,8 @@ static int run_all(ob__db_t* db, const ob__sql_text_t* t, int64_t now,
                    int64_t jump, int64_t ahead_ms, const char* what) {
   const char* sql[3];
   const int64_t args[3] = {now, jump, ahead_ms};
-  for (int i = 0; i < 3; i++) sql[i] = ob__sql_is_pg(db) ? t[i].pg : t[i].sqlite;
+  for (int i = 0; i < 3; i++)
+    sql[i] = ob__sql_is_pg(db) ? t[i].pg : t[i].sqlite;
   return ob__sql_run_own_tx(db, sql, 3, args, 3, 1, what);
 }
 

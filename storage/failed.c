@@ -53,7 +53,8 @@ int ob__sql_failed_insert_effect(ob__db_t* db, const ob__queue_row_t* r,
   " AND (?3 <= 0 OR last_failed_at >= ?3) AND (?4 <= 0 OR last_failed_at"  \
   " < ?4) AND (?5 IS NULL OR " find "(reason, ?5) > 0)"                     \
   " AND id > ?6 AND id <= ?7"
-#define FILTERED(head, tail) {head WHERE("instr") tail, head WHERE("strpos") tail}
+#define FILTERED(head, tail)                                                \
+  { head WHERE("instr") tail, head WHERE("strpos") tail }
 
 #define FAILED_COLUMNS                                                      \
   "id, message_id, queue_name, type, headers, body, error_class, reason,"   \

@@ -27,7 +27,6 @@ void ob__sql_prepare(ob__db_t* db, ob__sql_t* s, int id, const char* sql,
   s->what = what;
   s->id = id;
   s->nargs = 0;
-  s->started = 0;
   s->st = NULL;
   s->res = NULL;
   s->row = -1;
@@ -71,7 +70,6 @@ void ob__sql_blob(ob__sql_t* s, int i, const void* v, size_t n) {
 void ob__sql_null(ob__sql_t* s, int i) { arg(s, i, OB__SQL_NULL); }
 
 int ob__sql_step(ob__sql_t* s) {
-  s->started = 1;
   return PG(s) ? ob__sql_pg_step(s) : ob__sql_sqlite_step(s);
 }
 

@@ -11,12 +11,13 @@
 ** $N when the statement is prepared, and each parameter is typed by the
 ** bind that supplied it the first time (bigint, text, bytea): no casts in
 ** the shared text. Where the dialects need different text (DML in a CTE,
-** SKIP LOCKED, LEAST against min, strpos against instr) an ob__sql_text_t
-** holds both, next to the code that runs it.
+** SKIP LOCKED, a lease on the server's clock, strpos against instr) an
+** ob__sql_text_t holds both, next to the code that runs it.
 **
-** Use: ob__sql_prepare, bind by position, ob__sql_step until it returns 0
-** (or ob__sql_done / ob__sql_int for the common shapes), then always
-** ob__sql_finish. Columns are valid until the next step or the finish.
+** Use: ob__sql_prepare, bind by position, then ob__sql_step until it
+** returns 0 and always ob__sql_finish (or ob__sql_done / ob__sql_int1 for
+** the common shapes, which finish it). Columns are valid until the next
+** step or the finish.
 ** On PostgreSQL the first step runs the statement and fetches every row,
 ** so a callback between steps may call other store functions there; on
 ** SQLite it must not use the same statement.
@@ -47,7 +48,7 @@ typedef struct ob__sql_text_s {
 typedef struct ob__sql_arg_s {
   int type;          /* OB__SQL_NULL, _INT, _TEXT, _BLOB */
   int64_t i;
-  const void* p;     /* text (NUL-terminated) or blob; NULL is SQL NULL */
+  const void* p;     /* text or blob of n bytes; NULL is SQL NULL */
   size_t n;
 } ob__sql_arg_t;
 
@@ -62,7 +63,6 @@ typedef struct ob__sql_s {
   const char* what;  /* for messages */
   int id;            /* the SQLite cache slot, or OB__SQL_ONCE */
   int nargs;
-  int started;       /* stepped at least once */
   ob__sql_arg_t arg[OB__SQL_MAX_PARAMS];
   sqlite3_stmt* st;
   struct pg_result* res;
@@ -177,7 +177,12 @@ int ob__sql_retention_days(ob__db_t* db, int outbox, int64_t cutoff,
 ** transaction (each backend's db_commit, just before COMMIT). 0 or < 0. */
 int ob__sql_engine_clock_record(ob__db_t* db);
 
-/* ---- the dialects (sql_sqlite.c, sql_pg.c), for sql.c only -------------- */
+/* ---- the dialects (sql_sqlite.c, sql_pg.c), for sql.c only --------------
+** step prepares (or finds in the cache) and binds at the first call, and
+** maps a failure to OB_E* with errmsg set; changes is the rows a write
+** changed (or a query returned: rows); col is column i's text or, blob
+** set, its bytes, *n (may be NULL) its length, NULL for SQL NULL or out of
+** memory; finish releases what step took. */
 
 int ob__sql_sqlite_step(ob__sql_t* s);
 int ob__sql_sqlite_changes(ob__sql_t* s, int rows);

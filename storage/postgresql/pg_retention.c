@@ -2,9 +2,9 @@
 /*
 ** Retention's whole days on PostgreSQL (storage/retention.c sweeps the
 ** rest): the same rows go as on SQLite, dedup records processed before
-** cutoff and outbox rows published before it, but by whole daily partitions (pg_schema.c's
-** processed_message_pYYYYMMDD, outbox_event_pYYYYMMDD) wherever a day is
-** entirely older than cutoff: a DROP, no long DELETE and no dead tuples
+** cutoff and outbox rows published before it, but by whole daily
+** partitions (pg_schema.c's processed_message_pYYYYMMDD,
+** outbox_event_pYYYYMMDD) wherever a day is entirely older than cutoff: a DROP, no long DELETE and no dead tuples
 ** for autovacuum to chase (docs/postgresql.md). Only the DEFAULT
 ** partitions, where rows outside the partitions made ahead land, are
 ** deleted row by row, in short batches as on SQLite (retention.c).
