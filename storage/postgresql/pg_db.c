@@ -497,34 +497,6 @@ void ob__pg_db_rollback(ob__db_t* db) {
   if (db->pg != NULL) db->pg->read_only_tx = 0;
 }
 
-int ob__pg_db_savepoint(ob__db_t* db) {
-  static const char sql[] = "SAVEPOINT ob_msg";
-  int rc;
-  OB__ASSERT(db->in_tx && db->savepoints == 0);
-  rc = ob__pg_run_done(db, sql, NULL, "savepoint");
-  if (rc < 0) return rc;
-  db->savepoints = 1;
-  return 0;
-}
-
-int ob__pg_db_release(ob__db_t* db) {
-  static const char sql[] = "RELEASE SAVEPOINT ob_msg";
-  int rc;
-  OB__ASSERT(db->in_tx && db->savepoints == 1);
-  rc = ob__pg_run_done(db, sql, NULL, "release");
-  if (rc < 0) return rc;
-  db->savepoints = 0;
-  return 0;
-}
-
-int ob__pg_db_rollback_to(ob__db_t* db) {
-  static const char sql[] = "ROLLBACK TO SAVEPOINT ob_msg";
-  int rc;
-  OB__ASSERT(db->in_tx && db->savepoints == 1);
-  rc = ob__pg_run_done(db, sql, NULL, "rollback to savepoint");
-  return rc < 0 ? rc : ob__pg_db_release(db);
-}
-
 /* The WAL insert position: it moves when anyone commits (and, unlike
 ** SQLite's data_version, for this connection's own commits and the
 ** server's housekeeping too: a wake-up too many, never one missed). */

@@ -19,9 +19,9 @@ const ob__store_ops_t ob__pg_store_ops = {
     .db_begin_read = ob__pg_db_begin_read,
     .db_commit = ob__pg_db_commit,
     .db_rollback = ob__pg_db_rollback,
-    .db_savepoint = ob__pg_db_savepoint,
-    .db_release = ob__pg_db_release,
-    .db_rollback_to = ob__pg_db_rollback_to,
+    .db_savepoint = ob__sql_db_savepoint,
+    .db_release = ob__sql_db_release,
+    .db_rollback_to = ob__sql_db_rollback_to,
     /* pg_schema.c */
     .schema_migrate = ob__pg_schema_migrate,
     .schema_identify = ob__pg_schema_identify,

@@ -4,6 +4,9 @@
 #include "storage/sqlite/sqlite_store.h"
 
 /* The operations written once over storage/sql.h (storage/<operation>.c). */
+#define ob__sqlite_db_savepoint ob__sql_db_savepoint
+#define ob__sqlite_db_release ob__sql_db_release
+#define ob__sqlite_db_rollback_to ob__sql_db_rollback_to
 #define ob__sqlite_deadlines_ahead ob__sql_deadlines_ahead
 #define ob__sqlite_deadlines_rebase ob__sql_deadlines_rebase
 #define ob__sqlite_deadlines_shift ob__sql_deadlines_shift
