@@ -42,7 +42,13 @@ void ob__sql_prepare2(ob__db_t* db, ob__sql_t* s, int id,
 static ob__sql_arg_t* arg(ob__sql_t* s, int i, int type) {
   OB__ASSERT(i >= 1 && i <= OB__SQL_MAX_PARAMS);
   /* A gap (?2 bound, ?1 not) binds NULL. */
-  while (s->nargs < i) s->arg[s->nargs++].type = OB__SQL_NULL;
+  while (s->nargs < i) {
+    ob__sql_arg_t* a = &s->arg[s->nargs++];
+    a->type = OB__SQL_NULL;
+    a->i = 0;
+    a->p = NULL;
+    a->n = 0;
+  }
   s->arg[i - 1].type = type;
   return &s->arg[i - 1];
 }
@@ -67,7 +73,11 @@ void ob__sql_blob(ob__sql_t* s, int i, const void* v, size_t n) {
   a->n = v ? n : 0;
 }
 
-void ob__sql_null(ob__sql_t* s, int i) { arg(s, i, OB__SQL_NULL); }
+void ob__sql_null(ob__sql_t* s, int i) {
+  ob__sql_arg_t* a = arg(s, i, OB__SQL_NULL);
+  a->p = NULL;
+  a->n = 0;
+}
 
 int ob__sql_step(ob__sql_t* s) {
   return PG(s) ? ob__sql_pg_step(s) : ob__sql_sqlite_step(s);
