@@ -88,16 +88,6 @@ void ob__pg_p_int(ob__pg_params_t* p, int64_t v) {
   p->fmt[i] = 0;
 }
 
-void ob__pg_p_blob(ob__pg_params_t* p, const void* b, size_t n) {
-  int i = next_param(p);
-  OB__ASSERT(n <= 0x7fffffff);
-  p->v[i] = n ? (const char*)b : "";  /* empty, never NULL */
-  p->len[i] = (int)n;
-  p->fmt[i] = 1;
-}
-
-void ob__pg_p_null(ob__pg_params_t* p) { ob__pg_p_text(p, NULL); }
-
 int64_t ob__pg_int(const PGresult* r, int row, int col) {
   if (PQgetisnull(r, row, col)) return 0;
   return strtoll(PQgetvalue(r, row, col), NULL, 10);
@@ -105,49 +95,6 @@ int64_t ob__pg_int(const PGresult* r, int row, int col) {
 
 int ob__pg_isnull(const PGresult* r, int row, int col) {
   return PQgetisnull(r, row, col);
-}
-
-char* ob__pg_dup(const PGresult* r, int row, int col, size_t* len_out,
-                 int* oom) {
-  size_t n;
-  char* out;
-  if (len_out) *len_out = 0;
-  if (PQgetisnull(r, row, col)) return NULL;
-  n = (size_t)PQgetlength(r, row, col);
-  out = malloc(n + 1);
-  if (out == NULL) {
-    if (oom) *oom = 1;
-    return NULL;
-  }
-  memcpy(out, PQgetvalue(r, row, col), n);
-  out[n] = '\0';
-  if (len_out) *len_out = n;
-  return out;
-}
-
-char* ob__pg_dup_bytea(const PGresult* r, int row, int col, size_t* len_out,
-                       int* oom) {
-  size_t n = 0;
-  unsigned char* raw;
-  char* out;
-  if (len_out) *len_out = 0;
-  if (PQgetisnull(r, row, col)) return NULL;
-  raw = PQunescapeBytea((const unsigned char*)PQgetvalue(r, row, col), &n);
-  if (raw == NULL) {
-    if (oom) *oom = 1;
-    return NULL;
-  }
-  out = malloc(n + 1);
-  if (out == NULL) {
-    PQfreemem(raw);
-    if (oom) *oom = 1;
-    return NULL;
-  }
-  memcpy(out, raw, n);
-  out[n] = '\0';
-  PQfreemem(raw);
-  if (len_out) *len_out = n;
-  return out;
 }
 
 /* ---- running statements -------------------------------------------------- */
@@ -176,7 +123,7 @@ static const char* prepared_name(ob__db_t* db, const char* sql) {
   return slot->name;
 }
 
-static int conn_ready(ob__db_t* db, const char* what) {
+int ob__pg_conn_ready(ob__db_t* db, const char* what) {
   if (db->pg == NULL || db->pg->conn == NULL)
     return ob__db_seterr(db, OB_ESTATE, "%s: the database is not open",
                          what);
@@ -192,7 +139,7 @@ PGresult* ob__pg_run(ob__db_t* db, const char* sql, const ob__pg_params_t* p,
   const char* name;
   PGresult* res;
   ExecStatusType st;
-  if (conn_ready(db, what) < 0) return NULL;
+  if (ob__pg_conn_ready(db, what) < 0) return NULL;
   name = prepared_name(db, sql);
   if (name == NULL) return NULL;
   res = PQexecPrepared(db->pg->conn, name, p ? p->n : 0, p ? p->v : NULL,
@@ -217,23 +164,6 @@ int ob__pg_run_done(ob__db_t* db, const char* sql, const ob__pg_params_t* p,
   return n;
 }
 
-int ob__pg_run_own_tx(ob__db_t* db, const char* const* sql, int n,
-                      const ob__pg_params_t* p, const char* what) {
-  int rc, changed = 0;
-  rc = ob__pg_db_begin(db);
-  if (rc < 0) return rc;
-  for (int i = 0; i < n; i++) {
-    rc = ob__pg_run_done(db, sql[i], p, what);
-    if (rc < 0) {
-      ob__pg_db_rollback(db);
-      return rc;
-    }
-    changed += rc;
-  }
-  rc = ob__pg_db_commit(db);
-  return rc < 0 ? rc : changed;
-}
-
 int ob__pg_run_int(ob__db_t* db, const char* sql, const ob__pg_params_t* p,
                    const char* what, int64_t* out) {
   PGresult* res = ob__pg_run(db, sql, p, what);
@@ -251,7 +181,7 @@ int ob__pg_exec(ob__db_t* db, const char* sql, const char* what) {
   PGresult* res;
   ExecStatusType st;
   int rc;
-  if ((rc = conn_ready(db, what)) < 0) return rc;
+  if ((rc = ob__pg_conn_ready(db, what)) < 0) return rc;
   res = PQexec(db->pg->conn, sql);
   st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
   if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
@@ -491,7 +421,7 @@ static int begin_with(ob__db_t* db, const char* sql) {
 }
 
 /* READ COMMITTED: each statement sees what committed before it, so a claim
-** that waited on a lock sees the winner's row (pg_processed.c), and row
+** that waited on a lock sees the winner's row (storage/processed.c), and row
 ** locks with SKIP LOCKED share the queue between processes. */
 int ob__pg_db_begin(ob__db_t* db) {
   static const char sql[] = "BEGIN ISOLATION LEVEL READ COMMITTED";
@@ -528,7 +458,7 @@ int ob__pg_db_commit(ob__db_t* db) {
   OB__ASSERT(db->in_tx);
   /* The engine clock rides on a write transaction (engine_clock.c). */
   if (db->clock_pending > db->clock_stored && !db->pg->read_only_tx &&
-      (rc = ob__pg_engine_clock_record(db)) < 0) {
+      (rc = ob__sql_engine_clock_record(db)) < 0) {
     ob__pg_db_rollback(db);
     return rc;
   }
@@ -565,34 +495,6 @@ void ob__pg_db_rollback(ob__db_t* db) {
   db->savepoints = 0;
   db->relaxed = 0;
   if (db->pg != NULL) db->pg->read_only_tx = 0;
-}
-
-int ob__pg_db_savepoint(ob__db_t* db) {
-  static const char sql[] = "SAVEPOINT ob_msg";
-  int rc;
-  OB__ASSERT(db->in_tx && db->savepoints == 0);
-  rc = ob__pg_run_done(db, sql, NULL, "savepoint");
-  if (rc < 0) return rc;
-  db->savepoints = 1;
-  return 0;
-}
-
-int ob__pg_db_release(ob__db_t* db) {
-  static const char sql[] = "RELEASE SAVEPOINT ob_msg";
-  int rc;
-  OB__ASSERT(db->in_tx && db->savepoints == 1);
-  rc = ob__pg_run_done(db, sql, NULL, "release");
-  if (rc < 0) return rc;
-  db->savepoints = 0;
-  return 0;
-}
-
-int ob__pg_db_rollback_to(ob__db_t* db) {
-  static const char sql[] = "ROLLBACK TO SAVEPOINT ob_msg";
-  int rc;
-  OB__ASSERT(db->in_tx && db->savepoints == 1);
-  rc = ob__pg_run_done(db, sql, NULL, "rollback to savepoint");
-  return rc < 0 ? rc : ob__pg_db_release(db);
 }
 
 /* The WAL insert position: it moves when anyone commits (and, unlike

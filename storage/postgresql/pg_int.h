@@ -5,22 +5,22 @@
 ** with the prefix ob__pg_ (declared from storage/store_ops.h's list),
 ** reached through ob__pg_store_ops; the helpers below are its own.
 **
-** Conventions of the backend's files:
-** - Every statement is a static const char[] next to the code that runs
-**   it, run with ob__pg_run / ob__pg_run_done: prepared once per
-**   connection (keyed by the string's address), then executed with bound
-**   parameters. Never text pasted into SQL.
-** - Every parameter carries its type in the SQL ($1::bigint, $2::text,
-**   $3::bytea, $4::int): libpq sends them untyped.
-** - Integers travel as decimal text, bytea in binary; results come back in
-**   text form (ob__pg_int, ob__pg_dup, ob__pg_dup_bytea read them).
-** - Times are the engine's milliseconds (BIGINT), as in the SQLite schema.
+** The operations of store.h are written once over storage/sql.h (sql_pg.c
+** is its libpq side); what stays here is PostgreSQL's own: the connection
+** and its transactions (pg_db.c), the schema and its daily partitions,
+** retention by whole days, handler SQL, statistics. Their statements are
+** static const char[] run with ob__pg_run / ob__pg_run_done: prepared once
+** per connection (keyed by the string's address), then executed with
+** bound parameters, never text pasted into SQL; each parameter carries its
+** type in the SQL ($1::bigint, $2::text); results come back in text form.
+** Times are the engine's milliseconds (BIGINT), as in the SQLite schema.
 */
 #ifndef OB_STORAGE_PG_INT_H
 #define OB_STORAGE_PG_INT_H
 
 #include <libpq-fe.h>
 
+#include "storage/sql.h"
 #include "storage/store_ops.h"
 
 /* Declared here too: these files compile only with PostgreSQL support. */
@@ -64,10 +64,6 @@ struct ob__pg_s {
   int read_only_tx;      /* the open transaction is READ ONLY */
 };
 
-/* Record db->clock_pending in engine_clock inside the open write
-** transaction (ob__pg_db_commit, just before COMMIT). */
-int ob__pg_engine_clock_record(ob__db_t* db);
-
 /* The parameters of one statement. NULL text is SQL NULL. */
 typedef struct ob__pg_params_s {
   int n;
@@ -80,8 +76,6 @@ typedef struct ob__pg_params_s {
 void ob__pg_params_init(ob__pg_params_t* p);
 void ob__pg_p_text(ob__pg_params_t* p, const char* s);       /* NULL: NULL */
 void ob__pg_p_int(ob__pg_params_t* p, int64_t v);
-void ob__pg_p_blob(ob__pg_params_t* p, const void* b, size_t n); /* bytea */
-void ob__pg_p_null(ob__pg_params_t* p);
 
 /* Run sql (a static string: prepared once per connection) with p (may be
 ** NULL). Returns the result (PGRES_TUPLES_OK or PGRES_COMMAND_OK; PQclear
@@ -93,11 +87,6 @@ PGresult* ob__pg_run(ob__db_t* db, const char* sql, const ob__pg_params_t* p,
 ** (or returned), or a negative code. */
 int ob__pg_run_done(ob__db_t* db, const char* sql, const ob__pg_params_t* p,
                     const char* what);
-/* Run sql[0..n) with p (may be NULL), in that order, in one transaction
-** of their own (rolled back at the first error). The rows they changed
-** (or returned), summed, or a negative code. */
-int ob__pg_run_own_tx(ob__db_t* db, const char* const* sql, int n,
-                      const ob__pg_params_t* p, const char* what);
 /* One integer: the first column of the first row into *out; OB_ENOTFOUND
 ** when there is no row or it is NULL. 0 or < 0. */
 int ob__pg_run_int(ob__db_t* db, const char* sql, const ob__pg_params_t* p,
@@ -105,6 +94,10 @@ int ob__pg_run_int(ob__db_t* db, const char* sql, const ob__pg_params_t* p,
 /* A fixed script without parameters (several statements allowed), not
 ** prepared: schema, BEGIN/COMMIT. 0 or < 0. */
 int ob__pg_exec(ob__db_t* db, const char* sql, const char* what);
+
+/* 0 when the connection can run a statement; else OB_ESTATE (not open)
+** or OB_EIO (lost: replaced at the next begin), errmsg naming what. */
+int ob__pg_conn_ready(ob__db_t* db, const char* what);
 
 /* Map res (may be NULL: the connection's error) to OB_E*, record
 ** "what: message (SQLSTATE xxxxx)" in errmsg, set db->last_err, mark the
@@ -115,17 +108,9 @@ void ob__pg_display_name(const char* conninfo, char* out, size_t n);
 /* SQLSTATE to OB_E* (NULL: OB_EIO, no answer from the server). */
 int ob__pg_map_sqlstate(const char* state);
 
-/* Reading a text-form result. NULL columns: 0, NULL, NULL. */
+/* Reading a text-form result. NULL columns: 0, and 1 from isnull. */
 int64_t ob__pg_int(const PGresult* r, int row, int col);
 int ob__pg_isnull(const PGresult* r, int row, int col);
-/* A malloc'd NUL-terminated copy (len_out may be NULL); NULL for SQL NULL,
-** and NULL with *oom = 1 when out of memory (oom may be NULL). */
-char* ob__pg_dup(const PGresult* r, int row, int col, size_t* len_out,
-                 int* oom);
-/* A bytea column decoded (PQunescapeBytea), NUL-terminated; as ob__pg_dup. */
-char* ob__pg_dup_bytea(const PGresult* r, int row, int col, size_t* len_out,
-                       int* oom);
-
 /* Handler SQL for libpq (pg_user_sql.c): each ? (or ?NNN) outside string
 ** literals, quoted identifiers, dollar-quoted strings and comments becomes
 ** $n, into out (outsz bytes). *nparams gets the largest n. OB_EINVAL (with
@@ -133,14 +118,6 @@ char* ob__pg_dup_bytea(const PGresult* r, int row, int col, size_t* len_out,
 ** comment, ?0 or a mix of ? and ?NNN; OB_ETOOBIG when out is too small. */
 int ob__pg_rewrite_placeholders(const char* in, char* out, size_t outsz,
                                 int* nparams, char* err, size_t errsz);
-
-/* A message's queue_name, message_id, type, headers and body, the first
-** five columns every statement that stores one binds, in that order. */
-void ob__pg_p_message(ob__pg_params_t* p, const ob__queue_row_t* r);
-
-/* The queue row columns (store.h's OB__QUEUE_ROW_COLUMNS, same order) of
-** result row i into r (copies). 0, or OB_ENOMEM (r freed). */
-int ob__pg_queue_row_read(const PGresult* res, int i, ob__queue_row_t* r);
 
 /* The transaction-scoped advisory lock of key (pg_advisory_xact_lock on
 ** hashtextextended(key, 0)): taken inside the open transaction, released by
@@ -152,15 +129,6 @@ int ob__pg_lock_key(ob__db_t* db, const char* key);
 int ob__pg_check_queries(ob__db_t* db, const char* const* sqls, size_t n,
                          void (*cb)(void* arg, const char* v), void* arg);
 
-/* The server's wall clock, in the engine's milliseconds, as SQL. Every
-** lease of this backend (outbox_event.claim_until, effect.lease_until) is
-** on it, so hosts whose clocks disagree still agree on whether a lease is
-** live: a lease is taken as a length (until - now on the caller's clock)
-** added to this, and compared with this (docs/postgresql.md, "Several
-** hosts, several clocks"). statement_timestamp(): one value per statement,
-** read when the statement arrives. */
-#define OB__PG_SERVER_MS                                                    \
-  "(floor(extract(epoch FROM statement_timestamp()) * 1000))::bigint"
 
 /* Partitions (pg_schema.c): make sure the daily partitions of
 ** processed_message and outbox_event exist from the day of from_ms through
@@ -169,5 +137,8 @@ int ob__pg_check_queries(ob__db_t* db, const char* const* sqls, size_t n,
 #define OB__PG_DAY_MS 86400000LL
 #define OB__PG_PARTITIONS_AHEAD 3
 int ob__pg_partitions_ensure(ob__db_t* db, int64_t from_ms, int days_ahead);
+/* ob__sql_retention_days on PostgreSQL (pg_retention.c). */
+int ob__pg_retention_days(ob__db_t* db, int outbox, int64_t cutoff,
+                          int64_t* deleted);
 
 #endif

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
-** Retention on PostgreSQL (SQLite's storage/sqlite/retention.c): the same
-** rows go, dedup records processed before cutoff and outbox rows published
-** before it, but by whole daily partitions (pg_schema.c's
-** processed_message_pYYYYMMDD, outbox_event_pYYYYMMDD) wherever a day is
-** entirely older than cutoff: a DROP, no long DELETE and no dead tuples
+** Retention's whole days on PostgreSQL (storage/retention.c sweeps the
+** rest): the same rows go as on SQLite, dedup records processed before
+** cutoff and outbox rows published before it, but by whole daily
+** partitions (pg_schema.c's processed_message_pYYYYMMDD,
+** outbox_event_pYYYYMMDD) wherever a day is entirely older than cutoff: a DROP, no long DELETE and no dead tuples
 ** for autovacuum to chase (docs/postgresql.md). Only the DEFAULT
 ** partitions, where rows outside the partitions made ahead land, are
-** deleted row by row, in short batches as on SQLite.
+** deleted row by row, in short batches as on SQLite (retention.c).
 **
 ** So a row is kept longer than on SQLite, never shorter: a day's partition
 ** goes once its upper bound has passed cutoff (up to a day late), and an
@@ -184,69 +184,19 @@ static int drop_partitions(ob__db_t* db, int outbox, int64_t cutoff,
   return rc < 0 ? rc : 0;
 }
 
-/* Batches of one DELETE in the DEFAULT partition, one short transaction
-** each, until a batch comes back short (SQLite's sweep_one). The mark is
-** taken from the rows the DELETE returns, in the same statement. ctid is
-** a row's address in one table: the statement names the partition, never
-** the parent, where two partitions can hold the same ctid. */
-static int sweep_default(ob__db_t* db, const char* sql, int64_t cutoff,
-                         int batch, int64_t* deleted) {
-  const char* const one[] = {sql};
-  for (;;) {
-    ob__pg_params_t p;
-    int n;
-    ob__pg_params_init(&p);
-    ob__pg_p_int(&p, cutoff);
-    ob__pg_p_int(&p, batch);
-    n = ob__pg_run_own_tx(db, one, 1, &p, "retention");
-    if (n < 0) return n;
-    *deleted += n;
-    if (n < batch) return 0;
-  }
-}
-
-int ob__pg_retention_sweep(ob__db_t* db, int64_t cutoff, int batch,
-                           int64_t* deleted) {
-  static const char sweep_pm[] =
-      "WITH d AS (DELETE FROM processed_message_default"
-      " WHERE ctid = ANY (ARRAY(SELECT ctid FROM processed_message_default"
-      " WHERE processed_at < $1::bigint LIMIT $2::bigint"
-      " FOR UPDATE SKIP LOCKED)) RETURNING processed_at),"
-      " m AS (INSERT INTO retention_swept(id, processed_before_ms)"
-      " SELECT 1, max(processed_at) FROM d HAVING count(*) > 0"
-      " ON CONFLICT (id) DO UPDATE SET processed_before_ms ="
-      " GREATEST(retention_swept.processed_before_ms,"
-      " EXCLUDED.processed_before_ms) RETURNING 1)"
-      " SELECT 1 FROM d";  /* one row per row deleted */
-  /* Only published rows: an unpublished outbox row is never deleted. */
-  static const char sweep_ob[] =
-      "WITH d AS (DELETE FROM outbox_event_default"
-      " WHERE ctid = ANY (ARRAY(SELECT ctid FROM outbox_event_default"
-      " WHERE published_at IS NOT NULL AND published_at < $1::bigint"
-      " LIMIT $2::bigint FOR UPDATE SKIP LOCKED)) RETURNING created_at),"
-      " m AS (INSERT INTO retention_swept(id, outbox_created_before_ms)"
-      " SELECT 1, max(created_at) FROM d HAVING count(*) > 0"
-      " ON CONFLICT (id) DO UPDATE SET outbox_created_before_ms ="
-      " GREATEST(retention_swept.outbox_created_before_ms,"
-      " EXCLUDED.outbox_created_before_ms) RETURNING 1)"
-      " SELECT 1 FROM d";
+int ob__pg_retention_days(ob__db_t* db, int outbox, int64_t cutoff,
+                          int64_t* deleted) {
   int64_t now = cutoff, observed = 0;
   int rc;
-  *deleted = 0;
-  if (batch <= 0) batch = 1000;
   /* The partitions are made at open; a process that runs for days makes
   ** the coming days' here, from the engine's observed clock (cutoff is
   ** that clock less the window), so its rows do not pile into DEFAULT. */
-  rc = ob__pg_observed_clock_load(db, &observed);
-  if (rc < 0 && rc != OB_ENOTFOUND) return rc;
-  if (rc == 0 && observed > now) now = observed;
-  rc = ob__pg_partitions_ensure(db, now, OB__PG_PARTITIONS_AHEAD);
-  if (rc < 0) return rc;
-  rc = drop_partitions(db, 0, cutoff, deleted);
-  if (rc < 0) return rc;
-  rc = sweep_default(db, sweep_pm, cutoff, batch, deleted);
-  if (rc < 0) return rc;
-  rc = drop_partitions(db, 1, cutoff, deleted);
-  if (rc < 0) return rc;
-  return sweep_default(db, sweep_ob, cutoff, batch, deleted);
+  if (!outbox) {
+    rc = ob__sql_observed_clock_load(db, &observed);
+    if (rc < 0 && rc != OB_ENOTFOUND) return rc;
+    if (rc == 0 && observed > now) now = observed;
+    rc = ob__pg_partitions_ensure(db, now, OB__PG_PARTITIONS_AHEAD);
+    if (rc < 0) return rc;
+  }
+  return drop_partitions(db, outbox, cutoff, deleted);
 }

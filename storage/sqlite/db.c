@@ -9,6 +9,7 @@
 
 #include "core/util/assert.h"
 #include "core/util/errbuf.h"
+#include "storage/sql.h"
 #include "storage/sqlite/private_file.h"
 #include "storage/sqlite/sqlite_store.h"
 
@@ -354,7 +355,7 @@ int ob__sqlite_db_commit(ob__db_t* db) {
   ** of its own, and never one that only read. */
   if (db->clock_pending > db->clock_stored &&
       sqlite3_txn_state(db->db, "main") == SQLITE_TXN_WRITE) {
-    rc = ob__sqlite_engine_clock_record(db);
+    rc = ob__sql_engine_clock_record(db);
     if (rc < 0) {
       ob__sqlite_db_rollback(db);
       return rc;
@@ -381,57 +382,6 @@ void ob__sqlite_db_rollback(ob__db_t* db) {
   db->in_tx = 0;
   db->savepoints = 0;
   restore_sync(db);
-}
-
-/* The savepoint statements run once per message: prepared once, not
-** re-parsed through sqlite3_exec each time (a few % of a batch's CPU). */
-static int step_cached(ob__db_t* db, ob__stmt_id_t id, const char* sql) {
-  sqlite3_stmt* st = ob__db_stmt(db, id, sql);
-  int rc;
-  if (st == NULL) return db->last_err;
-  rc = sqlite3_step(st);
-  sqlite3_reset(st);
-  return rc == SQLITE_DONE ? 0 : ob__db_fail(db, rc, sql);
-}
-
-/* One message's savepoint, never nested, always inside BEGIN: outside a
-** transaction SAVEPOINT would open (and RELEASE commit) one of its own. */
-int ob__sqlite_db_savepoint(ob__db_t* db) {
-  int rc;
-  OB__ASSERT(db->in_tx && db->savepoints == 0);
-  rc = step_cached(db, OB__S_SAVEPOINT, "SAVEPOINT ob_msg");
-  if (rc == 0) db->savepoints = 1;
-  return rc;
-}
-
-int ob__sqlite_db_release(ob__db_t* db) {
-  int rc;
-  OB__ASSERT(db->in_tx && db->savepoints == 1);
-  rc = step_cached(db, OB__S_RELEASE, "RELEASE ob_msg");
-  if (rc == 0) db->savepoints = 0;
-  return rc;
-}
-
-int ob__sqlite_db_rollback_to(ob__db_t* db) {
-  int rc;
-  OB__ASSERT(db->in_tx && db->savepoints == 1);
-  rc = step_cached(db, OB__S_ROLLBACK_TO, "ROLLBACK TO ob_msg");
-  return rc < 0 ? rc : ob__sqlite_db_release(db);
-}
-
-int ob__db_step_done(ob__db_t* db, sqlite3_stmt* st, const char* what) {
-  int rc = sqlite3_step(st);
-  int changes;
-  if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
-    rc = ob__db_fail(db, rc, what);
-    sqlite3_reset(st);
-    sqlite3_clear_bindings(st);
-    return rc;
-  }
-  changes = sqlite3_changes(db->db);
-  sqlite3_reset(st);
-  sqlite3_clear_bindings(st);
-  return changes;
 }
 
 int ob__sqlite_db_data_version(ob__db_t* db, int64_t* v) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* What the disk-full policy reads and deletes: the pages in use, and
-** published outbox rows given back early under space pressure. */
+/* What the disk-full policy reads: the pages in use; and the WAL's
+** checkpoint. (The published rows it gives back are storage/retention.c's.) */
 #include <sqlite3.h>
 
 #include "storage/sqlite/sqlite_store.h"
@@ -22,45 +22,6 @@ int ob__sqlite_space_used_bytes(ob__db_t* db, int64_t* used) {
   }
   sqlite3_reset(st);
   return ob__db_fail(db, rc, "space in use");
-}
-
-int ob__sqlite_space_delete_published(ob__db_t* db, int batch, int64_t* deleted) {
-  int rc, n;
-  /* Oldest publication first, through outbox_published_age; an unpublished
-  ** (or parked) row is never selected. */
-  sqlite3_stmt* st = ob__db_stmt(
-      db, OB__D_DELETE_PUBLISHED,
-      "DELETE FROM outbox_event WHERE id IN (SELECT id FROM outbox_event"
-      " WHERE published_at IS NOT NULL ORDER BY published_at LIMIT ?1)");
-  sqlite3_stmt* mark;
-  *deleted = 0;
-  if (st == NULL) return db->last_err;
-  mark = ob__db_stmt(
-      db, OB__D_MARK_SWEPT,
-      "INSERT INTO retention_swept(id, outbox_created_before_ms) SELECT 1, m"
-      " FROM (SELECT max(created_at) AS m FROM (SELECT created_at FROM"
-      " outbox_event WHERE published_at IS NOT NULL ORDER BY published_at"
-      " LIMIT ?1)) WHERE m IS NOT NULL"
-      " ON CONFLICT(id) DO UPDATE SET outbox_created_before_ms ="
-      " max(outbox_created_before_ms, excluded.outbox_created_before_ms)");
-  if (mark == NULL) return db->last_err;
-  rc = ob__sqlite_db_begin(db);
-  if (rc < 0) return rc;
-  /* The same rows as the DELETE: one transaction, one snapshot. */
-  sqlite3_bind_int(mark, 1, batch);
-  n = ob__db_step_done(db, mark, "reclaim published events");
-  if (n >= 0) {
-    sqlite3_bind_int(st, 1, batch);
-    n = ob__db_step_done(db, st, "reclaim published events");
-  }
-  if (n < 0) {
-    ob__sqlite_db_rollback(db);
-    return n;
-  }
-  rc = ob__sqlite_db_commit(db);
-  if (rc < 0) return rc;
-  *deleted = n;
-  return 0;
 }
 
 int ob__sqlite_space_checkpoint(ob__db_t* db, int truncate) {

@@ -17,9 +17,6 @@ int ob__sqlite_db_open_ext(ob__db_t* db, const char* path, ob_sync_t sync,
 #define OB__SQLITE_VDECLARE(name, params, args) void ob__sqlite_##name params;
 OB__STORE_OPS(OB__SQLITE_DECLARE, OB__SQLITE_VDECLARE)
 
-/* Record db->clock_pending in engine_clock, inside the open write
-** transaction (db_commit calls it just before COMMIT). */
-int ob__sqlite_engine_clock_record(ob__db_t* db);
 #undef OB__SQLITE_DECLARE
 #undef OB__SQLITE_VDECLARE
 
@@ -33,21 +30,9 @@ int ob__db_fail(ob__db_t* db, int rc, const char* what);
 ** (OB_ENOMEM, OB_EIO, ...) in db->last_err for the caller to return. */
 sqlite3_stmt* ob__db_stmt(ob__db_t* db, ob__stmt_id_t id, const char* sql);
 
-/* Step a bound statement that returns no rows, then reset and clear its
-** bindings. Returns the number of rows changed or a negative code. */
-int ob__db_step_done(ob__db_t* db, sqlite3_stmt* st, const char* what);
 
 /* Run a fixed statement (no parameters), e.g. a PRAGMA. */
 int ob__db_exec_fixed(ob__db_t* db, const char* sql);
-
-/* One row of a SELECT of id, queue_name, message_id, type, headers, body,
-** attempts, first_failed_at, created_at into r (copies). 0, or -1 when out
-** of memory. */
-int ob__queue_row_read(sqlite3_stmt* st, ob__queue_row_t* r);
-/* Step such a SELECT (bound, LIMIT <= max, the size of rows) into rows,
-** reset it. Returns the count or a negative code (rows read so far freed). */
-int ob__queue_rows_read(ob__db_t* db, sqlite3_stmt* st, ob__queue_row_t* rows,
-                        int max, const char* what);
 
 /* Run each query of sqls[0..n) (one row per violation, column 0 its text)
 ** and report each row through cb (may be NULL). Returns the number of

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The failure store's filters and batches (ob_failed_filter_t) on a real
-** SQLite file of a few thousand failures of several types, classes, times
-** and reasons: each filter alone and combined selects exactly the rows a
-** C predicate over the same data picks; retry/remove touch only those; a
-** batched remove commits ceil(N/batch) times, each commit visible on disk
-** before the next batch, and stopping between batches keeps the rest. */
+** database (an SQLite file; a PostgreSQL server as failed_filter_pg) of a
+** few thousand failures of several types, classes, times and reasons: each
+** filter alone and combined selects exactly the rows a C predicate over the
+** same data picks; retry/remove touch only those; a batched remove commits
+** ceil(N/batch) times, each commit visible on disk before the next batch,
+** and stopping between batches keeps the rest. */
 #include "tests/integration/engine_fixture.h"
 
 #define ROWS 3000
@@ -24,37 +25,30 @@ static void row_reason(int i, char* out, size_t n) {
   else snprintf(out, n, "declined #%d", i);
 }
 
+/* The rows, ids 1..ROWS in order, in one INSERT on a connection of the
+** test's own (either backend: a fresh database numbers them from 1). */
 static void fill(fixture_t* f) {
-  sqlite3* db;
-  sqlite3_stmt* st;
-  assert_int_equal(sqlite3_open(f->db_path, &db), SQLITE_OK);
-  sqlite3_busy_timeout(db, 5000);
-  assert_int_equal(sqlite3_exec(db, "BEGIN", NULL, NULL, NULL), SQLITE_OK);
-  assert_int_equal(
-      sqlite3_prepare_v2(
-          db,
-          "INSERT INTO failed_message(id, queue_name, message_id, type, body,"
-          " error_class, reason, attempts, first_failed_at, last_failed_at,"
-          " created_at) VALUES (?1, 'default', ?2, ?3, x'7b7d', ?4, ?5, 3,"
-          " ?6, ?6, ?6)",
-          -1, &st, NULL),
-      SQLITE_OK);
+  size_t cap = 64 + (size_t)ROWS * 160, n;
+  char* sql = malloc(cap);
+  assert_non_null(sql);
+  n = (size_t)snprintf(sql, cap,
+                       "INSERT INTO failed_message(queue_name, message_id,"
+                       " type, body, error_class, reason, attempts,"
+                       " first_failed_at, last_failed_at, created_at) VALUES");
   for (int i = 0; i < ROWS; i++) {
-    char mid[64], reason[64];
-    snprintf(mid, sizeof mid, "msg-%05d", i);
+    char reason[64];
     row_reason(i, reason, sizeof reason);
-    sqlite3_bind_int64(st, 1, i + 1);
-    sqlite3_bind_text(st, 2, mid, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 3, row_type(i), -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, row_class(i), -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, reason, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 6, row_time(i));
-    assert_int_equal(sqlite3_step(st), SQLITE_DONE);
-    sqlite3_reset(st);
+    n += (size_t)snprintf(sql + n, cap - n,
+                          "%s('default', 'msg-%05d', '%s', %s, '%s', '%s', 3,"
+                          " %lld, %lld, %lld)",
+                          i ? ", " : " ", i, row_type(i),
+                          ts_backend_is_pg() ? "'{}'" : "x'7b7d'",
+                          row_class(i), reason, (long long)row_time(i),
+                          (long long)row_time(i), (long long)row_time(i));
+    assert_true(n < cap);
   }
-  sqlite3_finalize(st);
-  assert_int_equal(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
-  sqlite3_close(db);
+  ts_backend_exec(f->db_path, sql);
+  free(sql);
 }
 
 /* The same selection, computed in C. */
