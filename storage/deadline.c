@@ -12,7 +12,7 @@
 ** lease_until moves on both (no claim sets it on PostgreSQL). */
 #include "storage/sql.h"
 
-int ob__sql_deadlines_ahead(ob__db_t* db, int64_t now, int64_t ahead_ms,
+int ob__deadlines_ahead(ob__db_t* db, int64_t now, int64_t ahead_ms,
                             int64_t* max_ref) {
   static const char sql[] =
       "SELECT max(m) FROM (SELECT max(clock_ref) AS m FROM queue WHERE"
@@ -50,7 +50,7 @@ static int run_all(ob__db_t* db, const ob__sql_text_t* t, int64_t now,
     " END"
 #define REBASED ", clock_ref = ?1 WHERE clock_ref > ?1 + ?3"
 
-int ob__sql_deadlines_rebase(ob__db_t* db, int64_t now, int64_t jump,
+int ob__deadlines_rebase(ob__db_t* db, int64_t now, int64_t jump,
                              int64_t ahead_ms) {
   static const char queue[] = "UPDATE queue SET " BACK("available_at") ", "
                               BACK("lease_until") REBASED;
@@ -75,7 +75,7 @@ int ob__sql_deadlines_rebase(ob__db_t* db, int64_t now, int64_t jump,
   MOVE(a) ", " MOVE(b) "," BEFORE "(" AFTER(a) " OR " AFTER(b) ")"
 #define FWD1(a) MOVE(a) "," BEFORE AFTER(a)
 
-int ob__sql_deadlines_shift(ob__db_t* db, int64_t now, int64_t jump) {
+int ob__deadlines_shift(ob__db_t* db, int64_t now, int64_t jump) {
   static const char queue[] =
       "UPDATE queue SET " FWD("available_at", "lease_until");
   static const ob__sql_text_t sql[] = {

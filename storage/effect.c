@@ -2,7 +2,7 @@
 /* The fence's rows: effects, their leases and outcomes (the moves of the
 ** messages waiting on them are failed.c's and queue.c's).
 **
-** A lease is taken by one conditional UPDATE (ob__sql_effect_lease): of
+** A lease is taken by one conditional UPDATE (ob__effect_lease): of
 ** several processes reading the same due effect, the first to update wins
 ** and the others, whose UPDATE re-checks the row (SQLite's write lock,
 ** PostgreSQL's READ COMMITTED re-read of the newest version), change
@@ -153,7 +153,7 @@ static int read_rows(ob__sql_t* s, ob__effect_row_t* rows, int max) {
   return rc < 0 ? rc : n;
 }
 
-int ob__sql_effect_get(ob__db_t* db, const char* key, ob__effect_row_t* r) {
+int ob__effect_get(ob__db_t* db, const char* key, ob__effect_row_t* r) {
   static const char sql[] = "SELECT " EFFECT_COLS " FROM effect WHERE key = ?1";
   ob__sql_t s;
   int n;
@@ -163,7 +163,7 @@ int ob__sql_effect_get(ob__db_t* db, const char* key, ob__effect_row_t* r) {
   return n < 0 ? n : n == 1 ? 0 : OB_ENOTFOUND;
 }
 
-int ob__sql_effect_insert(ob__db_t* db, const char* key, const char* idem_key,
+int ob__effect_insert(ob__db_t* db, const char* key, const char* idem_key,
                           const ob_effect_request_t* req,
                           const char* message_id, const char* consumer,
                           int64_t now) {
@@ -199,7 +199,7 @@ int ob__sql_effect_insert(ob__db_t* db, const char* key, const char* idem_key,
   " provider = ?2) AND (lease_until IS NULL OR lease_until <= " now ")"     \
   " ORDER BY next_attempt_at, key" bytes " LIMIT ?3"
 
-int ob__sql_effect_due(ob__db_t* db, const char* provider, int64_t now,
+int ob__effect_due(ob__db_t* db, const char* provider, int64_t now,
                        int max, ob__effect_row_t* rows) {
   static const ob__sql_text_t sql = {DUE("?1", ""), DUE(NOW_PG, BYTES_PG)};
   ob__sql_t s;
@@ -224,7 +224,7 @@ int ob__sql_effect_due(ob__db_t* db, const char* provider, int64_t now,
   " WHERE key = ?1 AND state IN ('pending','unknown') AND parked_at IS NULL" \
   " AND (lease_until IS NULL OR lease_until <= " now ")"
 
-int ob__sql_effect_lease(ob__db_t* db, const char* key, const char* token,
+int ob__effect_lease(ob__db_t* db, const char* key, const char* token,
                          int64_t until, int64_t now, int for_call,
                          int64_t observed) {
   static const ob__sql_text_t sql = {LEASE(UNTIL_SQLITE, NOW_SQLITE),
@@ -253,7 +253,7 @@ static int held(ob__db_t* db, const ob__sql_text_t* t, const char* key,
   return ob__sql_done(&s);
 }
 
-int ob__sql_effect_mark_call(ob__db_t* db, const char* key, const char* token,
+int ob__effect_mark_call(ob__db_t* db, const char* key, const char* token,
                              int64_t now, int64_t observed) {
   static const char sql[] =
       "UPDATE effect SET first_call_at = coalesce(first_call_at, ?3),"
@@ -263,7 +263,7 @@ int ob__sql_effect_mark_call(ob__db_t* db, const char* key, const char* token,
   return held(db, &t, key, token, now, observed, "effect first call");
 }
 
-int ob__sql_effect_unlease(ob__db_t* db, const char* key, const char* token,
+int ob__effect_unlease(ob__db_t* db, const char* key, const char* token,
                            int64_t now) {
   static const char sql[] =
       "UPDATE effect SET lease_token = NULL, lease_until = NULL,"
@@ -278,14 +278,14 @@ int ob__sql_effect_unlease(ob__db_t* db, const char* key, const char* token,
   "UPDATE effect SET lease_until = " until ", clock_ref = ?4 WHERE key = ?1" \
   " AND lease_token = ?2 AND state IN ('pending','unknown')"
 
-int ob__sql_effect_lease_renew(ob__db_t* db, const char* key,
+int ob__effect_lease_renew(ob__db_t* db, const char* key,
                                const char* token, int64_t until,
                                int64_t now) {
   static const ob__sql_text_t t = {RENEW(UNTIL_SQLITE), RENEW(UNTIL_PG)};
   return held(db, &t, key, token, until, now, "effect lease renewal");
 }
 
-int ob__sql_effect_update(ob__db_t* db, const char* key, const char* token,
+int ob__effect_update(ob__db_t* db, const char* key, const char* token,
                           const ob__effect_update_t* u, int64_t now) {
   /* clock_ref only while the effect stays open with a retry ahead. */
   static const char sql[] =
@@ -330,7 +330,7 @@ int ob__sql_effect_update(ob__db_t* db, const char* key, const char* token,
   return ob__sql_done(&s);
 }
 
-int ob__sql_effect_next_due_db(ob__db_t* db, const char* provider,
+int ob__effect_next_due_db(ob__db_t* db, const char* provider,
                                int64_t now, int64_t* at) {
   /* A lease's end on the caller's clock: on PostgreSQL now plus what is
   ** left of it. NULL (no open effect) is OB_ENOTFOUND. */
@@ -354,7 +354,7 @@ int ob__sql_effect_next_due_db(ob__db_t* db, const char* provider,
   " AND (?2 = 0 OR parked_at IS NOT NULL) AND (?3 IS NULL OR key = ?3)"     \
   " ORDER BY key" bytes
 
-int ob__sql_effect_list(ob__db_t* db, int state, const char* key,
+int ob__effect_list(ob__db_t* db, int state, const char* key,
                         int (*cb)(void* arg, const ob_effect_t* ef),
                         void* arg) {
   /* state 0: all, > 0: that state, < 0: the parked ones. */
@@ -383,7 +383,7 @@ int ob__sql_effect_list(ob__db_t* db, int state, const char* key,
   return rc < 0 ? rc : n;
 }
 
-int ob__sql_effect_reconcile(ob__db_t* db, const char* key, int64_t now) {
+int ob__effect_reconcile(ob__db_t* db, const char* key, int64_t now) {
   static const char sql[] =
       "UPDATE effect SET attempts = 0, parked_at = NULL, park_cause = NULL,"
       " next_attempt_at = ?2, lease_token = NULL, lease_until = NULL,"

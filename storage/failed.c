@@ -9,14 +9,14 @@
 
 #include "storage/sql.h"
 
-int ob__sql_failed_insert(ob__db_t* db, const ob__queue_row_t* r,
+int ob__failed_insert(ob__db_t* db, const ob__queue_row_t* r,
                           const char* error_class, const char* reason,
                           int attempts, int64_t now) {
-  return ob__sql_failed_insert_effect(db, r, error_class, reason, attempts,
+  return ob__failed_insert_effect(db, r, error_class, reason, attempts,
                                       NULL, now);
 }
 
-int ob__sql_failed_insert_effect(ob__db_t* db, const ob__queue_row_t* r,
+int ob__failed_insert_effect(ob__db_t* db, const ob__queue_row_t* r,
                                  const char* error_class, const char* reason,
                                  int attempts, const char* effect_key,
                                  int64_t now) {
@@ -132,7 +132,7 @@ static int visit(ob__db_t* db, const filter_t* f,
   return rc < 0 ? rc : n;
 }
 
-int ob__sql_failed_list(ob__db_t* db, int64_t id, const char* type,
+int ob__failed_list(ob__db_t* db, int64_t id, const char* type,
                         int (*cb)(void* arg, const ob_failed_t* f),
                         void* arg) {
   filter_t f;
@@ -142,14 +142,14 @@ int ob__sql_failed_list(ob__db_t* db, int64_t id, const char* type,
   return visit(db, &f, cb, arg);
 }
 
-int ob__sql_failed_list_filter(ob__db_t* db, const ob_failed_filter_t* fl,
+int ob__failed_list_filter(ob__db_t* db, const ob_failed_filter_t* fl,
                                int (*cb)(void* arg, const ob_failed_t* f),
                                void* arg) {
   filter_t f = {fl, NULL, INT64_MIN, INT64_MAX, limit_of(fl)};
   return visit(db, &f, cb, arg);
 }
 
-int ob__sql_failed_count(ob__db_t* db, const ob_failed_filter_t* fl) {
+int ob__failed_count(ob__db_t* db, const ob_failed_filter_t* fl) {
   /* The bodies are never read: the count runs over the row ids only. */
   static const ob__sql_text_t sql = FILTERED(
       "SELECT count(*) FROM (SELECT 1 FROM failed_message", " LIMIT ?8) AS s");
@@ -205,15 +205,15 @@ static int take_id(ob__db_t* db, int retry, int64_t id, int64_t now) {
   return n;
 }
 
-int ob__sql_failed_retry(ob__db_t* db, int64_t id, int64_t now) {
+int ob__failed_retry(ob__db_t* db, int64_t id, int64_t now) {
   return take_id(db, 1, id, now);
 }
 
-int ob__sql_failed_remove(ob__db_t* db, int64_t id) {
+int ob__failed_remove(ob__db_t* db, int64_t id) {
   return take_id(db, 0, id, 0);
 }
 
-int ob__sql_failed_apply_filter(ob__db_t* db, int retry,
+int ob__failed_apply_filter(ob__db_t* db, int retry,
                                 const ob_failed_filter_t* fl, int batch,
                                 int64_t now, ob_failed_progress_fn progress,
                                 void* arg) {
@@ -231,7 +231,7 @@ int ob__sql_failed_apply_filter(ob__db_t* db, int retry,
   ** into a selection the operator counted before. */
   ob__sql_prepare(db, &s, OB__SQL_ONCE, top, what);
   if ((rc = ob__sql_int1(&s, &max_id)) < 0 && rc != OB_ENOTFOUND) return rc;
-  if ((total = ob__sql_failed_count(db, fl)) <= 0) return total;
+  if ((total = ob__failed_count(db, fl)) <= 0) return total;
   while (done < total) {
     int want = total - done < batch ? total - done : batch, n;
     filter_t f = {fl, NULL, last, max_id, want - 1};
@@ -275,7 +275,7 @@ static void bind_effect(ob__sql_t* s, const void* arg) {
   ob__sql_int(s, 3, a->now);
 }
 
-int ob__sql_effect_park_waiting(ob__db_t* db, const char* key,
+int ob__effect_park_waiting(ob__db_t* db, const char* key,
                                 const char* reason, int64_t now) {
   /* Every row waiting on key, in id order, with the effect remembered so
   ** resolving it moves them back (requeue below). A row another
@@ -302,7 +302,7 @@ int ob__sql_effect_park_waiting(ob__db_t* db, const char* key,
                       "park messages of an effect");
 }
 
-int ob__sql_effect_requeue_failed(ob__db_t* db, const char* key,
+int ob__effect_requeue_failed(ob__db_t* db, const char* key,
                                   int64_t now) {
   /* Due now, attempts reset, created anew. */
   static const ob__sql_text_t move = {

@@ -9,7 +9,7 @@
 
 #include "storage/sql.h"
 
-int ob__sql_outbox_insert(ob__db_t* db, const char* id,
+int ob__outbox_insert(ob__db_t* db, const char* id,
                           const char* causation_id, const char* event_type,
                           const char* aggregate_id, const char* payload,
                           size_t payload_len, const char* traceparent,
@@ -47,7 +47,7 @@ static int64_t limit_of(size_t n) {
   return (int64_t)n;
 }
 
-int ob__sql_outbox_due(ob__db_t* db, int64_t now, size_t max,
+int ob__outbox_due(ob__db_t* db, int64_t now, size_t max,
                        int (*cb)(void* arg, const ob_event_t* ev),
                        void* arg) {
   /* A plain read: ob_outbox_drain runs it outside any transaction and
@@ -86,7 +86,7 @@ int ob__sql_outbox_due(ob__db_t* db, int64_t now, size_t max,
   return rc < 0 ? rc : n;
 }
 
-int ob__sql_outbox_mark_published(ob__db_t* db, const char* id, int64_t now) {
+int ob__outbox_mark_published(ob__db_t* db, const char* id, int64_t now) {
   static const char sql[] =
       "UPDATE outbox_event SET published_at = ?2, claim_token = NULL,"
       " claim_until = NULL, clock_ref = NULL"
@@ -100,7 +100,7 @@ int ob__sql_outbox_mark_published(ob__db_t* db, const char* id, int64_t now) {
   return rc < 0 ? rc : 0;
 }
 
-int ob__sql_outbox_mark_failed(ob__db_t* db, const char* id,
+int ob__outbox_mark_failed(ob__db_t* db, const char* id,
                                int64_t next_attempt_at, const char* error,
                                int64_t now) {
   /* clock_ref only while the retry lies ahead (store.h). */
@@ -120,7 +120,7 @@ int ob__sql_outbox_mark_failed(ob__db_t* db, const char* id,
   return rc < 0 ? rc : 0;
 }
 
-int ob__sql_outbox_list(ob__db_t* db, int filter, size_t limit,
+int ob__outbox_list(ob__db_t* db, int filter, size_t limit,
                         int (*cb)(void* arg, const ob_outbox_row_t* r),
                         void* arg) {
   /* filter is OB__OUTBOX_ALL, _UNPUBLISHED or _PARKED (store.h). */

@@ -40,7 +40,7 @@ static int lock_claim(ob__db_t* db, const char* consumer,
   return rc;
 }
 
-int ob__sql_processed_claim(ob__db_t* db, const char* consumer,
+int ob__processed_claim(ob__db_t* db, const char* consumer,
                             const char* message_id, int64_t source_ref,
                             const char* legacy_id, int64_t now) {
   /* The key decides, atomically. On SQLite no RETURNING and no INSERT ...
@@ -83,7 +83,7 @@ int ob__sql_processed_claim(ob__db_t* db, const char* consumer,
   return rc < 0 ? rc : rc == 1;
 }
 
-int ob__sql_processed_has_legacy(ob__db_t* db, int* has) {
+int ob__processed_has_legacy(ob__db_t* db, int* has) {
   /* At open only. Records of schema 9 or earlier are the oldest ones
   ** (retention deletes oldest first): the first few through the age index
   ** tell whether any is left. A PostgreSQL database starts at the
@@ -102,7 +102,7 @@ int ob__sql_processed_has_legacy(ob__db_t* db, int* has) {
   return rc == OB_ENOTFOUND ? 0 : rc;
 }
 
-int ob__sql_event_source_ref(ob__db_t* db, const char* uri, int64_t* ref) {
+int ob__event_source_ref(ob__db_t* db, const char* uri, int64_t* ref) {
   static const char find[] = "SELECT id FROM event_source WHERE uri = ?1";
   /* New: inside the handling transaction, so it goes if that rolls back. */
   static const char add[] =

@@ -19,7 +19,7 @@
 #define HELD "9223372036854775807"
 #define LOCKED " FOR UPDATE SKIP LOCKED"
 
-int ob__sql_queue_insert(ob__db_t* db, const char* queue,
+int ob__queue_insert(ob__db_t* db, const char* queue,
                          const char* message_id, const char* type,
                          const char* headers, const void* body,
                          size_t body_len, int64_t available_at, int64_t now) {
@@ -43,7 +43,7 @@ int ob__sql_queue_insert(ob__db_t* db, const char* queue,
   return rc < 0 ? rc : 0;
 }
 
-int ob__sql_queue_insert_held(ob__db_t* db, const ob__queue_row_t* r,
+int ob__queue_insert_held(ob__db_t* db, const ob__queue_row_t* r,
                               int64_t now) {
   /* Held: never due (and no deadline to re-base) until the trigger
   ** queue_group_release makes it the group's first row. */
@@ -67,7 +67,7 @@ int ob__sql_queue_insert_held(ob__db_t* db, const ob__queue_row_t* r,
   return rc < 0 ? rc : 0;
 }
 
-int ob__sql_queue_group_busy(ob__db_t* db, const char* group_key) {
+int ob__queue_group_busy(ob__db_t* db, const char* group_key) {
   static const char sql[] = "SELECT 1 FROM queue WHERE group_key = ?1 LIMIT 1";
   ob__sql_t s;
   int rc;
@@ -129,7 +129,7 @@ int ob__sql_queue_rows_read(ob__sql_t* s, ob__queue_row_t* rows, int max) {
   " AND (lease_until IS NULL OR lease_until <= ?1)"                         \
   " ORDER BY available_at, id LIMIT ?2"
 
-int ob__sql_queue_claim_ready(ob__db_t* db, int64_t now, int max,
+int ob__queue_claim_ready(ob__db_t* db, int64_t now, int max,
                               ob__queue_row_t* rows) {
   static const ob__sql_text_t sql = {READY, READY LOCKED};
   ob__sql_t s;
@@ -140,7 +140,7 @@ int ob__sql_queue_claim_ready(ob__db_t* db, int64_t now, int max,
   return ob__sql_queue_rows_read(&s, rows, max);
 }
 
-int ob__sql_queue_delete(ob__db_t* db, int64_t rowid) {
+int ob__queue_delete(ob__db_t* db, int64_t rowid) {
   ob__sql_t s;
   int rc;
   ob__sql_prepare(db, &s, OB__Q_DELETE, "DELETE FROM queue WHERE id = ?1",
@@ -150,7 +150,7 @@ int ob__sql_queue_delete(ob__db_t* db, int64_t rowid) {
   return rc < 0 ? rc : 0;
 }
 
-int ob__sql_queue_reschedule(ob__db_t* db, int64_t rowid, int attempts,
+int ob__queue_reschedule(ob__db_t* db, int64_t rowid, int attempts,
                              int64_t available_at, int64_t first_failed_at,
                              const char* last_error, int64_t now) {
   static const char sql[] =
@@ -175,7 +175,7 @@ int ob__sql_queue_reschedule(ob__db_t* db, int64_t rowid, int attempts,
   "CASE WHEN lease_until > available_at THEN lease_until ELSE available_at" \
   " END"
 
-int ob__sql_queue_next_due(ob__db_t* db, int64_t* at) {
+int ob__queue_next_due(ob__db_t* db, int64_t* at) {
   /* Two index probes, not a scan: the earliest unleased row through
   ** queue_ready, and leased rows (rare) through queue_leased. A scan here
   ** made draining a backlog quadratic (3/4 of a batch's CPU with 2,000
@@ -190,7 +190,7 @@ int ob__sql_queue_next_due(ob__db_t* db, int64_t* at) {
   return ob__sql_int1(&s, at);
 }
 
-int ob__sql_queue_next_due_unwaited(ob__db_t* db, int64_t* at) {
+int ob__queue_next_due_unwaited(ob__db_t* db, int64_t* at) {
   /* Off the hot path (an until-idle run deciding to stop): not cached. */
   static const char sql[] =
       "SELECT min(" DUE_AT ") FROM queue WHERE waiting_on IS NULL"
@@ -202,7 +202,7 @@ int ob__sql_queue_next_due_unwaited(ob__db_t* db, int64_t* at) {
 
 /* ---- messages that wait for an effect ---------------------------------- */
 
-int ob__sql_queue_wait(ob__db_t* db, int64_t rowid, const char* key,
+int ob__queue_wait(ob__db_t* db, int64_t rowid, const char* key,
                        int64_t available_at, int64_t now) {
   static const char sql[] =
       "UPDATE queue SET waiting_on = ?2, available_at = ?3, lease_until = NULL,"
@@ -218,7 +218,7 @@ int ob__sql_queue_wait(ob__db_t* db, int64_t rowid, const char* key,
   return rc < 0 ? rc : 0;
 }
 
-int ob__sql_queue_insert_waiting(ob__db_t* db, const ob__queue_row_t* r,
+int ob__queue_insert_waiting(ob__db_t* db, const ob__queue_row_t* r,
                                  const char* key, int64_t available_at,
                                  int64_t now) {
   static const char sql[] =
@@ -246,7 +246,7 @@ int ob__sql_queue_insert_waiting(ob__db_t* db, const ob__queue_row_t* r,
   "SELECT " OB__QUEUE_ROW_COLUMNS " FROM queue WHERE waiting_on = ?1"       \
   " ORDER BY id LIMIT ?2"
 
-int ob__sql_queue_claim_waiting(ob__db_t* db, const char* key, int max,
+int ob__queue_claim_waiting(ob__db_t* db, const char* key, int max,
                                 ob__queue_row_t* rows) {
   /* Locked like the ready claim on PostgreSQL: two processes settling the
   ** same effect never hand its waiting messages over twice. */

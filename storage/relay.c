@@ -173,7 +173,7 @@ static int claim_run(ob__db_t* db, int id, const ob__sql_text_t* t,
   return rc < 0 ? rc : 0;
 }
 
-int ob__sql_relay_claim(ob__db_t* db, const char* token, int64_t now,
+int ob__relay_claim(ob__db_t* db, const char* token, int64_t now,
                         int64_t lease_until, int max, int ordered,
                         const char* const* priority, int npriority,
                         ob__relay_row_t* rows) {
@@ -215,7 +215,7 @@ int ob__sql_relay_claim(ob__db_t* db, const char* token, int64_t now,
   return n;
 }
 
-int ob__sql_relay_mark_published(ob__db_t* db, const char* id,
+int ob__relay_mark_published(ob__db_t* db, const char* id,
                                  const char* token, int64_t now) {
   static const char sql[] =
       "UPDATE outbox_event SET published_at = ?3, claim_token = NULL,"
@@ -229,7 +229,7 @@ int ob__sql_relay_mark_published(ob__db_t* db, const char* id,
   return ob__sql_done(&s);
 }
 
-int ob__sql_relay_mark_failed(ob__db_t* db, const char* id, const char* token,
+int ob__relay_mark_failed(ob__db_t* db, const char* id, const char* token,
                               int64_t next_attempt_at, const char* error,
                               int park_after, int64_t now) {
   /* attempt_count on the right is the value before this update. */
@@ -270,7 +270,7 @@ static int own_tx(ob__db_t* db, const char* sql, const char* text,
   return (rc = ob__db_commit(db)) < 0 ? rc : n;
 }
 
-int ob__sql_relay_release(ob__db_t* db, const char* token) {
+int ob__relay_release(ob__db_t* db, const char* token) {
   /* A claimed row was due: nothing of it waits. */
   return own_tx(db,
                 "UPDATE outbox_event SET claim_token = NULL, claim_until ="
@@ -278,7 +278,7 @@ int ob__sql_relay_release(ob__db_t* db, const char* token) {
                 token, 0, "relay release");
 }
 
-int ob__sql_relay_retry_parked(ob__db_t* db, int64_t now) {
+int ob__relay_retry_parked(ob__db_t* db, int64_t now) {
   return own_tx(db,
                 "UPDATE outbox_event SET parked_at = NULL, attempt_count = 0,"
                 " next_attempt_at = ?1, clock_ref = NULL"
@@ -286,7 +286,7 @@ int ob__sql_relay_retry_parked(ob__db_t* db, int64_t now) {
                 NULL, now, "outbox retry-parked");
 }
 
-int ob__sql_relay_backlog(ob__db_t* db, int64_t* unpublished,
+int ob__relay_backlog(ob__db_t* db, int64_t* unpublished,
                           int64_t* parked) {
   static const char sql[] =
       "SELECT count(*), count(parked_at) FROM outbox_event"
@@ -303,7 +303,7 @@ int ob__sql_relay_backlog(ob__db_t* db, int64_t* unpublished,
   return rc < 0 ? rc : 0;
 }
 
-int ob__sql_relay_pending(ob__db_t* db, int64_t now, int due_only) {
+int ob__relay_pending(ob__db_t* db, int64_t now, int due_only) {
   static const char sql[] =
       "SELECT CASE WHEN EXISTS (SELECT 1 FROM outbox_event WHERE published_at"
       " IS NULL AND parked_at IS NULL AND (?2 = 0 OR next_attempt_at <= ?1))"
@@ -330,7 +330,7 @@ int ob__sql_relay_pending(ob__db_t* db, int64_t now, int due_only) {
 #define LEASE_END_PG                                                        \
   "coalesce(?1 + (o.claim_until - " OB__PG_SERVER_MS "), 0)"
 
-int ob__sql_relay_next_due(ob__db_t* db, int64_t now, int ordered,
+int ob__relay_next_due(ob__db_t* db, int64_t now, int ordered,
                            int64_t* at) {
   static const ob__sql_text_t sql[2] = {
       {NEXT_DUE("coalesce(o.claim_until, 0)", ""),
@@ -345,7 +345,7 @@ int ob__sql_relay_next_due(ob__db_t* db, int64_t now, int ordered,
   return ob__sql_int1(&s, at);
 }
 
-int ob__sql_relay_status_set(ob__db_t* db, const char* name, int online,
+int ob__relay_status_set(ob__db_t* db, const char* name, int online,
                              int64_t last_publish_at, const char* last_error,
                              int64_t now) {
   static const char sql[] =

@@ -59,7 +59,7 @@ static int sweep(ob__db_t* db, const ob__sql_text_t* t,
   }
 }
 
-int ob__sql_retention_sweep(ob__db_t* db, int64_t cutoff, int batch,
+int ob__retention_sweep(ob__db_t* db, int64_t cutoff, int batch,
                             int64_t* deleted) {
   /* processed_message is WITHOUT ROWID on SQLite: keys through the age
   ** index. On PostgreSQL what days left: the DEFAULT partition's rows (ctid
@@ -104,7 +104,7 @@ int ob__sql_retention_sweep(ob__db_t* db, int64_t cutoff, int batch,
   return sweep(db, &outbox, mark_outbox, cutoff, batch, deleted);
 }
 
-int ob__sql_space_delete_published(ob__db_t* db, int batch,
+int ob__space_delete_published(ob__db_t* db, int batch,
                                    int64_t* deleted) {
   /* Oldest publication first (SQLite through outbox_published_age; the
   ** PostgreSQL schema has no such index: a sort of the published rows,
@@ -154,7 +154,7 @@ static int store_clock(ob__db_t* db, int id, const char* sql, int64_t ms,
   return rc < 0 ? rc : 0;
 }
 
-int ob__sql_engine_clock_load(ob__db_t* db, int64_t* ms) {
+int ob__engine_clock_load(ob__db_t* db, int64_t* ms) {
   return load_clock(db, "SELECT ms FROM engine_clock WHERE id = 1",
                     "engine clock", ms);
 }
@@ -168,12 +168,12 @@ int ob__sql_engine_clock_record(ob__db_t* db) {
                      db->clock_pending, "engine clock");
 }
 
-int ob__sql_observed_clock_load(ob__db_t* db, int64_t* ms) {
+int ob__observed_clock_load(ob__db_t* db, int64_t* ms) {
   return load_clock(db, "SELECT observed_ms FROM retention_clock WHERE id = 1",
                     "observed clock", ms);
 }
 
-int ob__sql_observed_clock_store(ob__db_t* db, int64_t ms) {
+int ob__observed_clock_store(ob__db_t* db, int64_t ms) {
   return store_clock(db, OB__SQL_ONCE,
                      "INSERT INTO retention_clock(id, observed_ms) VALUES"
                      " (1, ?1) ON CONFLICT (id) DO UPDATE SET observed_ms ="

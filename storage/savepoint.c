@@ -15,7 +15,7 @@ static int run(ob__db_t* db, int id, const char* sql, const char* what) {
 
 /* Never nested, always inside BEGIN: outside a transaction SAVEPOINT would
 ** open (and RELEASE commit) one of its own. */
-int ob__sql_db_savepoint(ob__db_t* db) {
+int ob__db_savepoint(ob__db_t* db) {
   int rc;
   OB__ASSERT(db->in_tx && db->savepoints == 0);
   rc = run(db, OB__S_SAVEPOINT, "SAVEPOINT ob_msg", "savepoint");
@@ -23,7 +23,7 @@ int ob__sql_db_savepoint(ob__db_t* db) {
   return rc;
 }
 
-int ob__sql_db_release(ob__db_t* db) {
+int ob__db_release(ob__db_t* db) {
   int rc;
   OB__ASSERT(db->in_tx && db->savepoints == 1);
   rc = run(db, OB__S_RELEASE, "RELEASE SAVEPOINT ob_msg", "release");
@@ -31,10 +31,10 @@ int ob__sql_db_release(ob__db_t* db) {
   return rc;
 }
 
-int ob__sql_db_rollback_to(ob__db_t* db) {
+int ob__db_rollback_to(ob__db_t* db) {
   int rc;
   OB__ASSERT(db->in_tx && db->savepoints == 1);
   rc = run(db, OB__S_ROLLBACK_TO, "ROLLBACK TO SAVEPOINT ob_msg",
            "rollback to savepoint");
-  return rc < 0 ? rc : ob__sql_db_release(db);
+  return rc < 0 ? rc : ob__db_release(db);
 }

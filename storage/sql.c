@@ -80,6 +80,14 @@ void ob__sql_null(ob__sql_t* s, int i) {
 }
 
 int ob__sql_step(ob__sql_t* s) {
+  /* The operations written once are called directly, not through a
+  ** backend's table whose absence would say so: a closed db is refused
+  ** here, as store.c's dispatchers refuse it. */
+  if (s->db->ops == NULL) {
+    s->db->last_err = OB_ESTATE;
+    return ob__db_seterr(s->db, OB_ESTATE, "%s: the database is not open",
+                         s->what ? s->what : "storage");
+  }
   return PG(s) ? ob__sql_pg_step(s) : ob__sql_sqlite_step(s);
 }
 

@@ -198,14 +198,8 @@ const void* ob__sql_pg_col(ob__sql_t* s, int i, size_t* n, int blob);
 int ob__sql_pg_col_null(ob__sql_t* s, int i);
 void ob__sql_pg_finish(ob__sql_t* s);
 
-/* ---- the operations written once ----------------------------------------
-** Each is store.h's function of the same name; both backends' tables point
-** at it (sqlite_ops.c by renaming its ob__sqlite_ names, pg_ops.c by
-** name). */
-#define OB__SQL_DECLARE(ret, name, params, args) ret ob__sql_##name params;
-#define OB__SQL_VDECLARE(name, params, args) void ob__sql_##name params;
-OB__STORE_OPS(OB__SQL_DECLARE, OB__SQL_VDECLARE)
-#undef OB__SQL_DECLARE
-#undef OB__SQL_VDECLARE
+/* The operations written once (storage/<operation>.c) are store.h's
+** functions themselves, called directly: no table stands between them and
+** the engine. Only what a dialect does its own way is in store_ops.h. */
 
 #endif

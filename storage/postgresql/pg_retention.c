@@ -192,7 +192,7 @@ int ob__pg_retention_days(ob__db_t* db, int outbox, int64_t cutoff,
   ** the coming days' here, from the engine's observed clock (cutoff is
   ** that clock less the window), so its rows do not pile into DEFAULT. */
   if (!outbox) {
-    rc = ob__sql_observed_clock_load(db, &observed);
+    rc = ob__observed_clock_load(db, &observed);
     if (rc < 0 && rc != OB_ENOTFOUND) return rc;
     if (rc == 0 && observed > now) now = observed;
     rc = ob__pg_partitions_ensure(db, now, OB__PG_PARTITIONS_AHEAD);
