@@ -64,6 +64,7 @@ typedef enum {
   OB__S_ROLLBACK_TO,
   OB__D_DATA_VERSION,
   OB__D_USED_BYTES,
+  OB__D_FREE_PAGES,
   OB__DL_AHEAD,
   OB__ENGINE_CLOCK_STORE,
   OB__STMT_COUNT
@@ -97,6 +98,7 @@ typedef struct ob__db_s {
   int relaxed;        /* the open transaction runs at NORMAL */
   int last_err;       /* code of the last failed statement */
   int user_read_only; /* ob__user_exec refuses statements that write (ob_read) */
+  int page_size;      /* SQLite: the file's page size once read; 0: unread */
   /* The engine clock (core/engine/engine_clock.c): the value recorded in
   ** engine_clock, and one to record with the next write transaction's
   ** commit when it is larger (0: none). A backend without the table

@@ -149,6 +149,7 @@ int ob__sqlite_db_repage(ob__db_t* db, int page_size, int64_t max_bytes) {
   /* VACUUM copies every row into a new file image in one transaction of
   ** the rollback journal: a crash leaves the old file whole. */
   if (rc == 0) rc = ob__db_exec_fixed(db, "VACUUM");
+  db->page_size = 0;  /* space.c reads it again */
   back = pragma_text(db, "PRAGMA journal_mode=WAL", mode, sizeof mode);
   if (back == 0 && strcmp(mode, "wal") != 0)
     back = ob__db_seterr(db, OB_EWAL, "journal_mode is '%s' after the vacuum",
