@@ -880,12 +880,10 @@ static int read_figures(ob_tx_t* tx, void* arg) {
 }
 
 static void test_module_checks_and_stats(void** state) {
-  SQLITE_ONLY(ABOUT_SQLITE);
   fixture_t* f = fx_new(1);
   ob_payout_stats_t ps;
   ob_charge_stats_t cs;
   ob_figure_t fig[4];
-  sqlite3* db;
   int n = 0;
   (void)state;
   ps.payouts = 7;
@@ -894,14 +892,10 @@ static void test_module_checks_and_stats(void** state) {
   assert_int_equal(ob_register_payout(f->e), 0);
   assert_int_equal(fx_count(f, "SELECT version FROM schema_migration WHERE"
                                " name = 'payout'"), 1);
-  assert_int_equal(sqlite3_open(f->db_path, &db), SQLITE_OK);
   /* A payout with neither its MerchantPayoutCreated row nor its dedup
   ** record. */
-  assert_int_equal(sqlite3_exec(db,
-                                "INSERT INTO merchant_payout VALUES('p-1',"
-                                " 'pay-1', 'm-1', 100, 'EUR', 'ev-1', 0)",
-                                NULL, NULL, NULL),
-                   SQLITE_OK);
+  ts_backend_exec(f->db_path, "INSERT INTO merchant_payout VALUES('p-1',"
+                              " 'pay-1', 'm-1', 100, 'EUR', 'ev-1', 0)");
   assert_int_equal(ob_payout_stats(f->e, &ps), 0);
   assert_int_equal(ps.payouts, 1);
   assert_int_equal(ob_read(f->e, read_figures, fig), 0);
@@ -916,9 +910,7 @@ static void test_module_checks_and_stats(void** state) {
   assert_int_equal(ob_register_charge_order(f->e), 0);
   assert_int_equal(ob_charge_stats(f->e, &cs), 0);
   assert_int_equal(cs.charges, 0);
-  assert_int_equal(sqlite3_exec(db, "DROP TABLE charge", NULL, NULL, NULL),
-                   SQLITE_OK);
-  sqlite3_close(db);
+  ts_backend_exec(f->db_path, "DROP TABLE charge");
   cs.charges = 7;
   assert_int_equal(ob_charge_stats(f->e, &cs), OB_ENOTFOUND);
   assert_int_equal(cs.charges, 0);
@@ -929,27 +921,21 @@ static void test_module_checks_and_stats(void** state) {
   fx_free(f);
 }
 
-/* A file made before the modules had schemas of their own holds their
+/* A database made before the modules had schemas of their own holds their
 ** tables already, made by oncebox's own schema then: registering adopts
 ** them with their rows and records the module's version 1. */
 static void test_module_adopts_older_table(void** state) {
   fixture_t* f = fx_new(1);
-  sqlite3* db;
   (void)state;
-  assert_int_equal(sqlite3_open(f->db_path, &db), SQLITE_OK);
-  assert_int_equal(
-      sqlite3_exec(db,
-                   "CREATE TABLE merchant_payout (id TEXT PRIMARY KEY,"
-                   " source_payment_id TEXT NOT NULL UNIQUE, merchant_id TEXT"
-                   " NOT NULL, amount_minor INTEGER NOT NULL CHECK"
-                   " (amount_minor > 0), currency TEXT NOT NULL CHECK"
-                   " (length(currency) = 3), source_event_id TEXT NOT NULL,"
-                   " created_at INTEGER NOT NULL) STRICT;"
-                   "INSERT INTO merchant_payout VALUES('p-1', 'pay-1', 'm-1',"
-                   " 100, 'EUR', 'ev-1', 0)",
-                   NULL, NULL, NULL),
-      SQLITE_OK);
-  sqlite3_close(db);
+  ts_backend_exec(f->db_path,
+                  "CREATE TABLE merchant_payout (id TEXT PRIMARY KEY,"
+                  " source_payment_id TEXT NOT NULL UNIQUE, merchant_id TEXT"
+                  " NOT NULL, amount_minor BIGINT NOT NULL CHECK"
+                  " (amount_minor > 0), currency TEXT NOT NULL CHECK"
+                  " (length(currency) = 3), source_event_id TEXT NOT NULL,"
+                  " created_at BIGINT NOT NULL)");
+  ts_backend_exec(f->db_path, "INSERT INTO merchant_payout VALUES('p-1',"
+                              " 'pay-1', 'm-1', 100, 'EUR', 'ev-1', 0)");
   assert_int_equal(ob_register_payout(f->e), 0);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM merchant_payout"), 1);
   assert_int_equal(fx_count(f, "SELECT version FROM schema_migration WHERE"
