@@ -357,15 +357,16 @@ int ob__failed_apply_filter(ob__db_t* db, int retry,
 
 /* The engine's own tables, in a read transaction of its own. */
 int ob__stats(ob__db_t* db, int64_t now, ob_stats_t* s);
-/* PRAGMA integrity_check and the engine's own invariants, inside the
+/* PRAGMA integrity_check (SQLite) and the engine's own invariants, in the
 ** caller's read transaction (ob_check opens it, then runs the modules'
 ** checks in it). Returns the number of violations or a negative code. */
 int ob__check(ob__db_t* db, void (*cb)(void* arg, const char* v), void* arg);
 
 /* ---- space.c: the disk-full policy's reads and deletes ------------------- */
 
-/* Bytes of the pages in use: (page_count - freelist_count) * page_size of
-** the connection's current view. Returns 0 and *used, or < 0. */
+/* Bytes in use (stats.c): on SQLite (page_count - freelist_count) *
+** page_size of the connection's current view, on PostgreSQL the database's
+** size. Returns 0 and *used, or < 0. */
 int ob__space_used_bytes(ob__db_t* db, int64_t* used);
 /* Delete up to batch published outbox rows, oldest publication first, in
 ** one transaction of its own. Unpublished rows are never touched. */

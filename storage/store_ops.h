@@ -57,15 +57,6 @@
   X(int, schema_identify,                                                     \
     (ob__db_t* db, int adopt),                                                \
     (db, adopt))                                                              \
-  X(int, stats,                                                               \
-    (ob__db_t* db, int64_t now, ob_stats_t* s),                               \
-    (db, now, s))                                                             \
-  X(int, check,                                                               \
-    (ob__db_t* db, void (*cb)(void* arg, const char* v), void* arg),          \
-    (db, cb, arg))                                                            \
-  X(int, space_used_bytes,                                                    \
-    (ob__db_t* db, int64_t* used),                                            \
-    (db, used))                                                               \
   X(int, space_checkpoint,                                                    \
     (ob__db_t* db, int truncate),                                             \
     (db, truncate))                                                           \

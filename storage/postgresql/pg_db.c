@@ -204,21 +204,6 @@ int ob__pg_lock_key(ob__db_t* db, const char* key) {
   return rc < 0 ? rc : 0;
 }
 
-int ob__pg_check_queries(ob__db_t* db, const char* const* sqls, size_t n,
-                         void (*cb)(void* arg, const char* v), void* arg) {
-  int violations = 0;
-  for (size_t i = 0; i < n; i++) {
-    PGresult* res = ob__pg_run(db, sqls[i], NULL, "check");
-    if (res == NULL) return db->last_err ? db->last_err : OB_EDB;
-    for (int r = 0; r < PQntuples(res); r++) {
-      if (cb) cb(arg, PQgetvalue(res, r, 0));
-      violations++;
-    }
-    PQclear(res);
-  }
-  return violations;
-}
-
 /* ---- open and close ---------------------------------------------------- */
 
 /* host, port, dbname and user of the connection string, for messages: never

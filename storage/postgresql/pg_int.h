@@ -8,7 +8,7 @@
 ** The operations of store.h are written once over storage/sql.h (sql_pg.c
 ** is its libpq side); what stays here is PostgreSQL's own: the connection
 ** and its transactions (pg_db.c), the schema and its daily partitions,
-** retention by whole days, handler SQL, statistics. Their statements are
+** retention by whole days, handler SQL. Their statements are
 ** static const char[] run with ob__pg_run / ob__pg_run_done: prepared once
 ** per connection (keyed by the string's address), then executed with
 ** bound parameters, never text pasted into SQL; each parameter carries its
@@ -123,11 +123,6 @@ int ob__pg_rewrite_placeholders(const char* in, char* out, size_t outsz,
 ** hashtextextended(key, 0)): taken inside the open transaction, released by
 ** its end. 0 or < 0. */
 int ob__pg_lock_key(ob__db_t* db, const char* key);
-
-/* Run each query of sqls (one row per violation, column 0 its text) and
-** report rows through cb (may be NULL). The number of violations or < 0. */
-int ob__pg_check_queries(ob__db_t* db, const char* const* sqls, size_t n,
-                         void (*cb)(void* arg, const char* v), void* arg);
 
 
 /* Partitions (pg_schema.c): make sure the daily partitions of

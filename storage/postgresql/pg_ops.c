@@ -27,8 +27,4 @@ const ob__store_ops_t ob__pg_store_ops = {
     /* pg_user_sql.c: handler SQL */
     .user_exec = ob__pg_user_exec,
     .user_cache_clear = ob__pg_user_cache_clear,
-    /* pg_stats.c: statistics, checks, size */
-    .stats = ob__pg_stats,
-    .check = ob__pg_check,
-    .space_used_bytes = ob__pg_space_used_bytes,
 };

@@ -30,15 +30,7 @@ int ob__db_fail(ob__db_t* db, int rc, const char* what);
 ** (OB_ENOMEM, OB_EIO, ...) in db->last_err for the caller to return. */
 sqlite3_stmt* ob__db_stmt(ob__db_t* db, ob__stmt_id_t id, const char* sql);
 
-
 /* Run a fixed statement (no parameters), e.g. a PRAGMA. */
 int ob__db_exec_fixed(ob__db_t* db, const char* sql);
-
-/* Run each query of sqls[0..n) (one row per violation, column 0 its text)
-** and report each row through cb (may be NULL). Returns the number of
-** violations, or a negative code at the first query that fails to
-** prepare or step (a check that cannot run is an error, never "ok"). */
-int ob__check_queries(ob__db_t* db, const char* const* sqls, size_t n,
-                      void (*cb)(void* arg, const char* v), void* arg);
 
 #endif

@@ -933,9 +933,11 @@ static void test_module_checks_and_stats(void** state) {
 ** tables already, made by oncebox's own schema then: registering adopts
 ** them with their rows and records the module's version 1. */
 static void test_module_adopts_older_table(void** state) {
-  fixture_t* f = fx_new(1);
+  fixture_t* f;
   sqlite3* db;
   (void)state;
+  SQLITE_ONLY(ABOUT_SQLITE);
+  f = fx_new(1);
   assert_int_equal(sqlite3_open(f->db_path, &db), SQLITE_OK);
   assert_int_equal(
       sqlite3_exec(db,
