@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The PostgreSQL schema: the version table, migrations, the embedder's
-** steps and the daily partitions (docs/postgresql.md).
+/* The PostgreSQL schema: the version table, migrations, how an embedder's
+** step runs (the rest of them is storage/schema_ext.c's) and the daily
+** partitions (docs/postgresql.md).
 **
 ** oncebox_schema holds the version (SQLite's user_version) and the
 ** application's name (its application_id). Migrations run in one
@@ -105,66 +106,17 @@ int ob__pg_schema_identify(ob__db_t* db, int adopt) {
   return check_ownership(db, adopt, &version);
 }
 
-static int recorded_version(ob__db_t* db, const char* name, int* out) {
-  static const char sql[] =
-      "SELECT coalesce(max(version), 0) FROM schema_migration"
-      " WHERE name = $1::text";
-  ob__pg_params_t p;
-  int64_t v = 0;
+/* A step of the embedder's (storage/schema_ext.c), in the migration's
+** transaction: the embedder's own text, run as given (PostgreSQL's
+** dialect). */
+int ob__pg_migration_exec(ob__db_t* db, const ob_migration_t* m) {
+  char what[128], why[OB__ERRMSG_LEN];
   int rc;
-  ob__pg_params_init(&p);
-  ob__pg_p_text(&p, name);
-  rc = ob__pg_run_int(db, sql, &p, "schema_migration", &v);
-  *out = (int)v;
-  return rc == OB_ENOTFOUND ? 0 : rc;
-}
-
-/* An embedder's steps, in the migration's transaction. Their SQL is the
-** embedder's own text, run as given (PostgreSQL's dialect). */
-static int apply_ext(ob__db_t* db, const ob__schema_ext_t* ext) {
-  static const char ins[] =
-      "INSERT INTO schema_migration (name, version, applied_at)"
-      " VALUES ($1::text, $2::bigint, $3::bigint)";
-  for (size_t i = 0; i < ext->n; i++) {
-    const ob_migration_t* m = &ext->steps[i];
-    ob__pg_params_t p;
-    char what[128];
-    int have, rc;
-    if (m->name == NULL || m->sql == NULL || m->version < 1)
-      return ob__db_seterr(db, OB_EINVAL, "migration %zu: needs a name, a "
-                           "version >= 1 and sql", i);
-    if ((rc = recorded_version(db, m->name, &have)) < 0) return rc;
-    if (m->version <= have) continue;
-    if (m->version != have + 1)
-      return ob__db_seterr(db, OB_EINVAL, "migration %s %d: versions of a "
-                           "schema must be 1, 2, ... in order (expected %d)",
-                           m->name, m->version, have + 1);
-    snprintf(what, sizeof what, "migration %s %d", m->name, m->version);
-    if ((rc = ob__pg_exec(db, m->sql, what)) < 0)
-      return rc == OB_EIO ? rc : ob__db_seterr(db, OB_EINVAL, "%s failed: %s",
-                                               what, db->errmsg);
-    ob__pg_params_init(&p);
-    ob__pg_p_text(&p, m->name);
-    ob__pg_p_int(&p, m->version);
-    ob__pg_p_int(&p, ext->now_ms);
-    if ((rc = ob__pg_run_done(db, ins, &p, "schema_migration")) < 0)
-      return rc;
-  }
-  /* A name recorded newer than the newest step given: an older program. */
-  for (size_t i = 0; i < ext->n; i++) {
-    int have, want = 0, rc;
-    for (size_t j = 0; j < ext->n; j++)
-      if (strcmp(ext->steps[j].name, ext->steps[i].name) == 0 &&
-          ext->steps[j].version > want)
-        want = ext->steps[j].version;
-    if ((rc = recorded_version(db, ext->steps[i].name, &have)) < 0) return rc;
-    if (have > want)
-      return ob__db_seterr(db, OB_EVERSION, "embedder schema \"%s\" is at "
-                           "version %d in the database, newer than the "
-                           "newest this program gives (%d); upgrade the "
-                           "program", ext->steps[i].name, have, want);
-  }
-  return 0;
+  snprintf(what, sizeof what, "migration %s %d", m->name, m->version);
+  if ((rc = ob__pg_exec(db, m->sql, what)) == 0 || rc == OB_EIO) return rc;
+  snprintf(why, sizeof why, "%s", db->errmsg);
+  db->last_err = OB_EINVAL;
+  return ob__db_seterr(db, OB_EINVAL, "%s failed: %s", what, why);
 }
 
 int ob__pg_schema_migrate(ob__db_t* db, const ob__schema_ext_t* ext) {
@@ -181,8 +133,10 @@ int ob__pg_schema_migrate(ob__db_t* db, const ob__schema_ext_t* ext) {
   ob__pg_params_t p;
   int version = 0, rc;
   int64_t now_ms;
+  size_t missing;
 
   if (ext == NULL) ext = &none;
+  if ((rc = ob__schema_ext_check(db, ext)) < 0) return rc;
   if ((rc = ob__pg_db_begin(db)) < 0) return rc;
   /* One migrator at a time; the others wait here and find it done. */
   if ((rc = ob__pg_lock_key(db, "oncebox schema migration")) < 0) goto fail;
@@ -199,7 +153,9 @@ int ob__pg_schema_migrate(ob__db_t* db, const ob__schema_ext_t* ext) {
     if ((rc = ob__pg_run_done(db, stamp, &p, "schema version")) < 0)
       goto fail;
   }
-  if ((rc = apply_ext(db, ext)) < 0) goto fail;
+  if ((rc = ob__schema_ext_missing(db, ext, 1, &missing)) < 0 ||
+      (rc = ob__schema_ext_apply(db, ext)) < 0)
+    goto fail;
   if ((rc = ob__pg_db_commit(db)) < 0) return rc;
   /* Partitions from yesterday on (a terminal's clock a little behind). */
   now_ms = ext->now_ms > 0 ? ext->now_ms : 0;
