@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* store.h's functions as dispatchers to the open database's backend
 ** (docs/decisions/0018), the choice of the backend by name, and what is
-** the same for both (errors, the joined reads). */
+** the same for both (errors, the joined reads, the data version). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/util/errbuf.h"
-#include "storage/store_ops.h"
+#include "storage/sql.h"
 
 int ob__db_vseterr(ob__db_t* db, int code, const char* fmt, va_list ap) {
   return ob__errbuf_vset(db->errmsg, sizeof db->errmsg, code, fmt, ap);
@@ -98,6 +98,21 @@ int ob__db_join_read(ob__db_t* db, int* began) {
 
 void ob__db_end_joined_read(ob__db_t* db, int began) {
   if (began) ob__db_rollback(db);
+}
+
+/* SQLite's data_version. On PostgreSQL the WAL insert position: it moves
+** when anyone commits (and, unlike data_version, for this connection's own
+** commits and the server's housekeeping too: a wake-up too many, never one
+** missed). */
+int ob__db_data_version(ob__db_t* db, int64_t* v) {
+  static const ob__sql_text_t sql = {
+      "PRAGMA data_version",
+      "SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint"};
+  ob__sql_t s;
+  int rc;
+  ob__sql_prepare2(db, &s, OB__D_DATA_VERSION, &sql, "data version");
+  rc = ob__sql_int1(&s, v);
+  return rc == OB_ENOTFOUND ? ob__db_seterr(db, OB_EDB, "data version") : rc;
 }
 
 static int unsupported(ob__db_t* db, const char* what) {

@@ -180,7 +180,8 @@ int ob__observed_clock_store(ob__db_t* db, int64_t ms);
 
 /* PRAGMA data_version: a number that changes when another connection (this
 ** process or another) commits to the database, and never for this
-** connection's own commits. Returns 0 and *v, or < 0. */
+** connection's own commits (on PostgreSQL also for them: store.c).
+** Returns 0 and *v, or < 0. */
 int ob__db_data_version(ob__db_t* db, int64_t* v);
 
 int ob__db_begin(ob__db_t* db);        /* BEGIN IMMEDIATE */

@@ -33,9 +33,6 @@
   V(db_close,                                                                 \
     (ob__db_t* db),                                                           \
     (db))                                                                     \
-  X(int, db_data_version,                                                     \
-    (ob__db_t* db, int64_t* v),                                               \
-    (db, v))                                                                  \
   X(int, db_begin,                                                            \
     (ob__db_t* db),                                                           \
     (db))                                                                     \

@@ -482,16 +482,6 @@ void ob__pg_db_rollback(ob__db_t* db) {
   if (db->pg != NULL) db->pg->read_only_tx = 0;
 }
 
-/* The WAL insert position: it moves when anyone commits (and, unlike
-** SQLite's data_version, for this connection's own commits and the
-** server's housekeeping too: a wake-up too many, never one missed). */
-int ob__pg_db_data_version(ob__db_t* db, int64_t* v) {
-  static const char sql[] =
-      "SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint";
-  int rc = ob__pg_run_int(db, sql, NULL, "data version", v);
-  return rc == OB_ENOTFOUND ? ob__db_seterr(db, OB_EDB, "data version") : rc;
-}
-
 /* The WAL is the server's to manage (max_wal_size, checkpoints). */
 int ob__pg_db_set_wal_policy(ob__db_t* db, int checkpoint_pages,
                              int64_t size_limit_bytes) {

@@ -13,7 +13,6 @@ const ob__store_ops_t ob__pg_store_ops = {
     .db_repage = ob__pg_db_repage,
     .db_set_wal_policy = ob__pg_db_set_wal_policy,
     .db_close = ob__pg_db_close,
-    .db_data_version = ob__pg_db_data_version,
     .db_begin = ob__pg_db_begin,
     .db_begin_relaxed = ob__pg_db_begin_relaxed,
     .db_begin_read = ob__pg_db_begin_read,

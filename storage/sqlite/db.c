@@ -383,17 +383,3 @@ void ob__sqlite_db_rollback(ob__db_t* db) {
   db->savepoints = 0;
   restore_sync(db);
 }
-
-int ob__sqlite_db_data_version(ob__db_t* db, int64_t* v) {
-  int rc;
-  sqlite3_stmt* st = ob__db_stmt(db, OB__D_DATA_VERSION, "PRAGMA data_version");
-  if (st == NULL) return db->last_err;
-  rc = sqlite3_step(st);
-  if (rc == SQLITE_ROW) {
-    *v = sqlite3_column_int64(st, 0);
-    sqlite3_reset(st);
-    return 0;
-  }
-  sqlite3_reset(st);
-  return ob__db_fail(db, rc, "data version");
-}
