@@ -124,6 +124,9 @@ void ob__sql_finish(ob__sql_t* s);
 
 /* Run to the end and finish: the rows it changed (or returned), or < 0. */
 int ob__sql_done(ob__sql_t* s);
+/* Prepare (id as for ob__sql_prepare) and run sql, which has no
+** parameters, to the end: the rows it changed (or returned), or < 0. */
+int ob__sql_run(ob__db_t* db, int id, const char* sql, const char* what);
 /* Run, the first column of the first row into *out, finish: 0, or
 ** OB_ENOTFOUND (no row, or NULL; errmsg untouched), or < 0. */
 int ob__sql_int1(ob__sql_t* s, int64_t* out);
@@ -161,7 +164,8 @@ int ob__sql_move(ob__db_t* db, const ob__sql_text_t* move,
                  const void* arg, const char* what);
 
 /* Serialise on key until the open transaction ends: PostgreSQL's
-** transaction-scoped advisory lock; nothing on SQLite, whose write
+** transaction-scoped advisory lock (pg_advisory_xact_lock on
+** hashtextextended(key, 0)); nothing on SQLite, whose write
 ** transaction already excludes every other writer. 0 or < 0. */
 int ob__sql_lock_key(ob__db_t* db, const char* key);
 

@@ -8,7 +8,6 @@
 ** transaction under an advisory lock, so three consumers started at once
 ** migrate once and the others find it done; a newer version is refused. */
 #include <stdio.h>
-#include <string.h>
 
 #include "storage/postgresql/pg_int.h"
 #include "storage/postgresql/pg_schema_sql.h"
@@ -60,17 +59,21 @@ _Static_assert(MIGRATION_COUNT == OB__PG_SCHEMA_VERSION,
 ** tables of its own. Reads only. */
 static int check_ownership(ob__db_t* db, int adopt, int* version) {
   static const char probe[] =
-      "SELECT to_regclass('oncebox_schema') IS NOT NULL,"
+      "SELECT (to_regclass('oncebox_schema') IS NOT NULL)::int,"
       " (SELECT count(*) FROM pg_tables WHERE schemaname = current_schema())";
   static const char read[] =
-      "SELECT version, application FROM oncebox_schema WHERE id = 1";
-  PGresult* res = ob__pg_run(db, probe, NULL, "read the schema's identity");
-  int have, tables;
-  if (res == NULL) return db->last_err;
-  have = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
-  tables = (int)ob__pg_int(res, 0, 1);
-  PQclear(res);
+      "SELECT version, (application = ?1)::int FROM oncebox_schema"
+      " WHERE id = 1";
+  ob__sql_t s;
+  int rc, have = 0, tables = 0, ours = 0;
   *version = 0;
+  ob__sql_prepare(db, &s, OB__SQL_ONCE, probe, "read the schema's identity");
+  if ((rc = ob__sql_step(&s)) > 0) {
+    have = (int)ob__sql_col_int(&s, 0);
+    tables = (int)ob__sql_col_int(&s, 1);
+  }
+  ob__sql_finish(&s);
+  if (rc < 0) return rc;
   if (!have) {
     if (tables > 0 && !adopt)
       return ob__db_seterr(db, OB_ECORRUPT,
@@ -79,20 +82,20 @@ static int check_ownership(ob__db_t* db, int adopt, int* version) {
                            "or schema, or set adopt_existing)", tables);
     return 0;
   }
-  res = ob__pg_run(db, read, NULL, "read the schema version");
-  if (res == NULL) return db->last_err;
-  if (PQntuples(res) != 1) {
-    PQclear(res);
+  ob__sql_prepare(db, &s, OB__SQL_ONCE, read, "read the schema version");
+  ob__sql_text(&s, 1, OB__PG_APPLICATION);
+  if ((rc = ob__sql_step(&s)) > 0) {
+    *version = (int)ob__sql_col_int(&s, 0);
+    ours = (int)ob__sql_col_int(&s, 1);
+  }
+  ob__sql_finish(&s);
+  if (rc < 0) return rc;
+  if (rc == 0)
     return ob__db_seterr(db, OB_ECORRUPT,
                          "oncebox_schema has no version row");
-  }
-  *version = (int)ob__pg_int(res, 0, 0);
-  if (strcmp(PQgetvalue(res, 0, 1), OB__PG_APPLICATION) != 0) {
-    PQclear(res);
+  if (!ours)
     return ob__db_seterr(db, OB_ECORRUPT,
                          "the schema belongs to another application");
-  }
-  PQclear(res);
   if (*version > OB__PG_SCHEMA_VERSION)
     return ob__db_seterr(db, OB_EVERSION,
                          "database schema version %d is newer than this "
@@ -123,14 +126,14 @@ int ob__pg_schema_migrate(ob__db_t* db, const ob__schema_ext_t* ext) {
   static const ob__schema_ext_t none = {NULL, 0, 0, 0};
   static const char stamp[] =
       "INSERT INTO oncebox_schema (id, version, application)"
-      " VALUES (1, $1::bigint, $2::text) ON CONFLICT (id) DO UPDATE"
+      " VALUES (1, ?1, ?2) ON CONFLICT (id) DO UPDATE"
       " SET version = EXCLUDED.version";
   static const char version_table[] =
       "CREATE TABLE oncebox_schema ("
       "  id BIGINT PRIMARY KEY CHECK (id = 1),"
       "  version BIGINT NOT NULL,"
       "  application TEXT NOT NULL)";
-  ob__pg_params_t p;
+  ob__sql_t s;
   int version = 0, rc;
   int64_t now_ms;
   size_t missing;
@@ -139,7 +142,7 @@ int ob__pg_schema_migrate(ob__db_t* db, const ob__schema_ext_t* ext) {
   if ((rc = ob__schema_ext_check(db, ext)) < 0) return rc;
   if ((rc = ob__pg_db_begin(db)) < 0) return rc;
   /* One migrator at a time; the others wait here and find it done. */
-  if ((rc = ob__pg_lock_key(db, "oncebox schema migration")) < 0) goto fail;
+  if ((rc = ob__sql_lock_key(db, "oncebox schema migration")) < 0) goto fail;
   if ((rc = check_ownership(db, ext->adopt, &version)) < 0) goto fail;
   if (version == 0 && (rc = ob__pg_exec(db, version_table, "schema")) < 0)
     goto fail;
@@ -147,11 +150,10 @@ int ob__pg_schema_migrate(ob__db_t* db, const ob__schema_ext_t* ext) {
     if ((rc = ob__pg_exec(db, migrations[v], "schema migration")) < 0)
       goto fail;
   if (version < OB__PG_SCHEMA_VERSION) {
-    ob__pg_params_init(&p);
-    ob__pg_p_int(&p, OB__PG_SCHEMA_VERSION);
-    ob__pg_p_text(&p, OB__PG_APPLICATION);
-    if ((rc = ob__pg_run_done(db, stamp, &p, "schema version")) < 0)
-      goto fail;
+    ob__sql_prepare(db, &s, OB__SQL_ONCE, stamp, "schema version");
+    ob__sql_int(&s, 1, OB__PG_SCHEMA_VERSION);
+    ob__sql_text(&s, 2, OB__PG_APPLICATION);
+    if ((rc = ob__sql_done(&s)) < 0) goto fail;
   }
   if ((rc = ob__schema_ext_missing(db, ext, 1, &missing)) < 0 ||
       (rc = ob__schema_ext_apply(db, ext)) < 0)
@@ -162,8 +164,8 @@ int ob__pg_schema_migrate(ob__db_t* db, const ob__schema_ext_t* ext) {
   if (now_ms == 0) {
     static const char server_now[] =
         "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint";
-    if ((rc = ob__pg_run_int(db, server_now, NULL, "clock", &now_ms)) < 0)
-      return rc;
+    ob__sql_prepare(db, &s, OB__SQL_ONCE, server_now, "clock");
+    if ((rc = ob__sql_int1(&s, &now_ms)) < 0) return rc;
   }
   return ob__pg_partitions_ensure(db, now_ms - OB__PG_DAY_MS,
                                   OB__PG_PARTITIONS_AHEAD + 1);
@@ -174,14 +176,12 @@ fail:
 }
 
 int ob__pg_partitions_ensure(ob__db_t* db, int64_t from_ms, int days_ahead) {
-  static const char sql[] =
-      "SELECT oncebox_partitions_ensure($1::bigint, $2::int)";
-  ob__pg_params_t p;
+  static const char sql[] = "SELECT oncebox_partitions_ensure(?1, ?2::int)";
+  ob__sql_t s;
   int rc;
-  if (from_ms < 0) from_ms = 0;
-  ob__pg_params_init(&p);
-  ob__pg_p_int(&p, from_ms);
-  ob__pg_p_int(&p, days_ahead);
-  rc = ob__pg_run_done(db, sql, &p, "make partitions");
+  ob__sql_prepare(db, &s, OB__SQL_ONCE, sql, "make partitions");
+  ob__sql_int(&s, 1, from_ms < 0 ? 0 : from_ms);
+  ob__sql_int(&s, 2, days_ahead);
+  rc = ob__sql_done(&s);
   return rc < 0 ? rc : 0;
 }
