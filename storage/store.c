@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* store.h's functions as dispatchers to the open database's backend
-** (docs/decisions/0018), the choice of the backend by name, and what is
-** the same for both (errors, the joined reads, the data version). */
+** (docs/decisions/0018), both backends' tables, the choice of the backend
+** by name, and what is the same for both (errors, the joined reads, the
+** data version). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -35,6 +36,23 @@ int ob__db_name_is_postgresql(const char* name) {
 
 #if defined(ONCEBOX_HAVE_POSTGRESQL)
 void ob__pg_display_name(const char* conninfo, char* out, size_t n);
+#endif
+
+/* Each dialect's table: every entry of store_ops.h's list. */
+#define OB__SQLITE_ENTRY(ret, name, params, args) .name = ob__sqlite_##name,
+#define OB__SQLITE_VENTRY(name, params, args) .name = ob__sqlite_##name,
+const ob__store_ops_t ob__sqlite_store_ops = {
+    .backend = "sqlite",
+    .open = ob__sqlite_db_open_ext,
+    OB__STORE_OPS(OB__SQLITE_ENTRY, OB__SQLITE_VENTRY)};
+
+#if defined(ONCEBOX_HAVE_POSTGRESQL)
+#define OB__PG_ENTRY(ret, name, params, args) .name = ob__pg_##name,
+#define OB__PG_VENTRY(name, params, args) .name = ob__pg_##name,
+const ob__store_ops_t ob__pg_store_ops = {
+    .backend = "postgresql",
+    .open = ob__pg_db_open_ext,
+    OB__STORE_OPS(OB__PG_ENTRY, OB__PG_VENTRY)};
 #endif
 
 void ob_db_display_name(const char* db_path, char* out, size_t n) {

@@ -21,18 +21,6 @@
 #include "storage/sql.h"
 #include "storage/store_ops.h"
 
-/* Declared here too: these files compile only with PostgreSQL support. */
-extern const ob__store_ops_t ob__pg_store_ops;
-
-int ob__pg_db_open_ext(ob__db_t* db, const char* conninfo, ob_sync_t sync,
-                       int busy_timeout_ms, int64_t max_bytes,
-                       const struct ob__schema_ext_s* ext);
-#define OB__PG_DECLARE(ret, name, params, args) ret ob__pg_##name params;
-#define OB__PG_VDECLARE(name, params, args) void ob__pg_##name params;
-OB__STORE_OPS(OB__PG_DECLARE, OB__PG_VDECLARE)
-#undef OB__PG_DECLARE
-#undef OB__PG_VDECLARE
-
 #define OB__PG_MAX_PREPARED 192
 #define OB__PG_MAX_PARAMS 16
 

@@ -41,21 +41,6 @@ int ob__db_fail(ob__db_t* db, int rc, const char* what) {
   return code;
 }
 
-sqlite3_stmt* ob__db_stmt(ob__db_t* db, ob__stmt_id_t id, const char* sql) {
-  int rc;
-  OB__ASSERT((unsigned)id < (unsigned)OB__STMT_COUNT);
-  OB__ASSERT(db->db != NULL);  /* only an open connection caches statements */
-  if (db->stmt[id] != NULL) return db->stmt[id];
-  rc = sqlite3_prepare_v3(db->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
-                          &db->stmt[id], NULL);
-  if (rc != SQLITE_OK) {
-    ob__db_fail(db, rc, "prepare");
-    db->stmt[id] = NULL;
-    return NULL;
-  }
-  return db->stmt[id];
-}
-
 int ob__db_exec_fixed(ob__db_t* db, const char* sql) {
   char* msg = NULL;
   int rc = sqlite3_exec(db->db, sql, NULL, NULL, &msg);

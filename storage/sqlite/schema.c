@@ -297,19 +297,17 @@ static int read_identity(ob__db_t* db, int* version, int* app_id,
       "SELECT (SELECT user_version FROM pragma_user_version),"
       " (SELECT application_id FROM pragma_application_id),"
       " (SELECT count(*) FROM sqlite_schema WHERE type='table')";
-  sqlite3_stmt* st = NULL;
+  ob__sql_t s;
   int rc;
   *version = *app_id = *tables = 0;
-  rc = sqlite3_prepare_v2(db->db, sql, -1, &st, NULL);
-  if (rc != SQLITE_OK) return ob__db_fail(db, rc, "read the file's identity");
-  rc = sqlite3_step(st);
-  if (rc == SQLITE_ROW) {
-    *version = sqlite3_column_int(st, 0);
-    *app_id = sqlite3_column_int(st, 1);
-    *tables = sqlite3_column_int(st, 2);
+  ob__sql_prepare(db, &s, OB__SQL_ONCE, sql, "read the file's identity");
+  if ((rc = ob__sql_step(&s)) > 0) {
+    *version = (int)ob__sql_col_int(&s, 0);
+    *app_id = (int)ob__sql_col_int(&s, 1);
+    *tables = (int)ob__sql_col_int(&s, 2);
   }
-  sqlite3_finalize(st);
-  return rc == SQLITE_ROW ? 0 : ob__db_fail(db, rc, "read the file's identity");
+  ob__sql_finish(&s);
+  return rc < 0 ? rc : 0;
 }
 
 /* Refuse a database oncebox must not touch: written by a newer oncebox, or
