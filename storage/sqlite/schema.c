@@ -7,7 +7,6 @@
 ** Timestamps are integer milliseconds since the Unix epoch (UTC). */
 #include <sqlite3.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "storage/sql.h"
 #include "storage/sqlite/sqlite_store.h"
