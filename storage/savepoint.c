@@ -6,10 +6,7 @@
 #include "storage/sql.h"
 
 static int run(ob__db_t* db, int id, const char* sql, const char* what) {
-  ob__sql_t s;
-  int rc;
-  ob__sql_prepare(db, &s, id, sql, what);
-  rc = ob__sql_done(&s);
+  int rc = ob__sql_run(db, id, sql, what);
   return rc < 0 ? rc : 0;
 }
 

@@ -172,13 +172,22 @@ int ob__sql_run_own_tx(ob__db_t* db, const char* const* stmts, int n,
   return rc < 0 ? rc : changed;
 }
 
+int ob__sql_run(ob__db_t* db, int id, const char* sql, const char* what) {
+  ob__sql_t s;
+  ob__sql_prepare(db, &s, id, sql, what);
+  return ob__sql_done(&s);
+}
+
 int ob__sql_lock_key(ob__db_t* db, const char* key) {
-#if defined(ONCEBOX_HAVE_POSTGRESQL)
-  if (ob__sql_is_pg(db)) return ob__pg_lock_key(db, key);
-#endif
-  (void)db;
-  (void)key;
-  return 0;
+  static const char sql[] =
+      "SELECT pg_advisory_xact_lock(hashtextextended(?1, 0))";
+  ob__sql_t s;
+  int rc;
+  if (!ob__sql_is_pg(db)) return 0;
+  ob__sql_prepare(db, &s, OB__SQL_ONCE, sql, "lock");
+  ob__sql_text(&s, 1, key);
+  rc = ob__sql_done(&s);
+  return rc < 0 ? rc : 0;
 }
 
 void ob__sql_message(ob__sql_t* s, const ob__queue_row_t* r) {

@@ -124,6 +124,9 @@ void ob__sql_finish(ob__sql_t* s);
 
 /* Run to the end and finish: the rows it changed (or returned), or < 0. */
 int ob__sql_done(ob__sql_t* s);
+/* Prepare (id as for ob__sql_prepare) and run sql, which has no
+** parameters, to the end: the rows it changed (or returned), or < 0. */
+int ob__sql_run(ob__db_t* db, int id, const char* sql, const char* what);
 /* Run, the first column of the first row into *out, finish: 0, or
 ** OB_ENOTFOUND (no row, or NULL; errmsg untouched), or < 0. */
 int ob__sql_int1(ob__sql_t* s, int64_t* out);
@@ -161,7 +164,8 @@ int ob__sql_move(ob__db_t* db, const ob__sql_text_t* move,
                  const void* arg, const char* what);
 
 /* Serialise on key until the open transaction ends: PostgreSQL's
-** transaction-scoped advisory lock; nothing on SQLite, whose write
+** transaction-scoped advisory lock (pg_advisory_xact_lock on
+** hashtextextended(key, 0)); nothing on SQLite, whose write
 ** transaction already excludes every other writer. 0 or < 0. */
 int ob__sql_lock_key(ob__db_t* db, const char* key);
 
@@ -176,6 +180,22 @@ int ob__sql_retention_days(ob__db_t* db, int outbox, int64_t cutoff,
 /* Record db->clock_pending in engine_clock, inside the open write
 ** transaction (each backend's db_commit, just before COMMIT). 0 or < 0. */
 int ob__sql_engine_clock_record(ob__db_t* db);
+
+/* The embedder's schema (schema_ext.c), around each dialect's own
+** migrations (ob__schema_migrate). check: the list is well formed (each
+** name's steps 1, 2, ... in order), OB_EINVAL saying why. missing: how
+** many steps of ext the database lacks (recorded 0: it has no
+** schema_migration yet, so none), OB_EVERSION when it holds a newer
+** version of a name than ext gives. apply: run and record each missing
+** step, inside the open transaction. 0 or < 0. */
+int ob__schema_ext_check(ob__db_t* db, const ob__schema_ext_t* ext);
+int ob__schema_ext_missing(ob__db_t* db, const ob__schema_ext_t* ext,
+                           int recorded, size_t* missing);
+int ob__schema_ext_apply(ob__db_t* db, const ob__schema_ext_t* ext);
+/* A step's SQL, as the dialect runs it (sqlite/schema.c,
+** postgresql/pg_schema.c): OB_EINVAL naming the step when it fails. */
+int ob__sqlite_migration_exec(ob__db_t* db, const ob_migration_t* m);
+int ob__pg_migration_exec(ob__db_t* db, const ob_migration_t* m);
 
 /* ---- the dialects (sql_sqlite.c, sql_pg.c), for sql.c only --------------
 ** step prepares (or finds in the cache) and binds at the first call, and

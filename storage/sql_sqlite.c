@@ -3,8 +3,24 @@
 ** step, columns, and SQLite's result codes (ob__db_fail, db.c). */
 #include <sqlite3.h>
 
+#include "core/util/assert.h"
 #include "storage/sql.h"
 #include "storage/sqlite/sqlite_store.h"
+
+/* The cached statement for id, prepared from sql on first use. NULL on
+** error: errmsg set, and the code in db->last_err. */
+static sqlite3_stmt* cached(ob__db_t* db, int id, const char* sql) {
+  int rc;
+  OB__ASSERT(db->db != NULL);  /* only an open connection caches statements */
+  if (db->stmt[id] != NULL) return db->stmt[id];
+  rc = sqlite3_prepare_v3(db->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
+                          &db->stmt[id], NULL);
+  if (rc != SQLITE_OK) {
+    ob__db_fail(db, rc, "prepare");
+    db->stmt[id] = NULL;
+  }
+  return db->stmt[id];
+}
 
 static int bind_all(ob__sql_t* s) {
   int rc = SQLITE_OK, max = sqlite3_bind_parameter_count(s->st);
@@ -26,8 +42,7 @@ int ob__sql_sqlite_step(ob__sql_t* s) {
     if (s->id == OB__SQL_ONCE) {
       rc = sqlite3_prepare_v2(s->db->db, s->sql, -1, &s->st, NULL);
       if (rc != SQLITE_OK) return ob__db_fail(s->db, rc, s->what);
-    } else if ((s->st = ob__db_stmt(s->db, (ob__stmt_id_t)s->id, s->sql)) ==
-               NULL) {
+    } else if ((s->st = cached(s->db, s->id, s->sql)) == NULL) {
       return s->db->last_err;
     }
     if ((rc = bind_all(s)) != SQLITE_OK) return ob__db_fail(s->db, rc, s->what);

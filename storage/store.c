@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* store.h's functions as dispatchers to the open database's backend
-** (docs/decisions/0018), the choice of the backend by name, and what is
-** the same for both (errors, the joined reads). */
+** (docs/decisions/0018), both backends' tables, the choice of the backend
+** by name, and what is the same for both (errors, the joined reads, the
+** data version). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/util/errbuf.h"
-#include "storage/store_ops.h"
+#include "storage/sql.h"
 
 int ob__db_vseterr(ob__db_t* db, int code, const char* fmt, va_list ap) {
   return ob__errbuf_vset(db->errmsg, sizeof db->errmsg, code, fmt, ap);
@@ -35,6 +36,23 @@ int ob__db_name_is_postgresql(const char* name) {
 
 #if defined(ONCEBOX_HAVE_POSTGRESQL)
 void ob__pg_display_name(const char* conninfo, char* out, size_t n);
+#endif
+
+/* Each dialect's table: every entry of store_ops.h's list. */
+#define OB__SQLITE_ENTRY(ret, name, params, args) .name = ob__sqlite_##name,
+#define OB__SQLITE_VENTRY(name, params, args) .name = ob__sqlite_##name,
+const ob__store_ops_t ob__sqlite_store_ops = {
+    .backend = "sqlite",
+    .open = ob__sqlite_db_open_ext,
+    OB__STORE_OPS(OB__SQLITE_ENTRY, OB__SQLITE_VENTRY)};
+
+#if defined(ONCEBOX_HAVE_POSTGRESQL)
+#define OB__PG_ENTRY(ret, name, params, args) .name = ob__pg_##name,
+#define OB__PG_VENTRY(name, params, args) .name = ob__pg_##name,
+const ob__store_ops_t ob__pg_store_ops = {
+    .backend = "postgresql",
+    .open = ob__pg_db_open_ext,
+    OB__STORE_OPS(OB__PG_ENTRY, OB__PG_VENTRY)};
 #endif
 
 void ob_db_display_name(const char* db_path, char* out, size_t n) {
@@ -98,6 +116,21 @@ int ob__db_join_read(ob__db_t* db, int* began) {
 
 void ob__db_end_joined_read(ob__db_t* db, int began) {
   if (began) ob__db_rollback(db);
+}
+
+/* SQLite's data_version. On PostgreSQL the WAL insert position: it moves
+** when anyone commits (and, unlike data_version, for this connection's own
+** commits and the server's housekeeping too: a wake-up too many, never one
+** missed). */
+int ob__db_data_version(ob__db_t* db, int64_t* v) {
+  static const ob__sql_text_t sql = {
+      "PRAGMA data_version",
+      "SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint"};
+  ob__sql_t s;
+  int rc;
+  ob__sql_prepare2(db, &s, OB__D_DATA_VERSION, &sql, "data version");
+  rc = ob__sql_int1(&s, v);
+  return rc == OB_ENOTFOUND ? ob__db_seterr(db, OB_EDB, "data version") : rc;
 }
 
 static int unsupported(ob__db_t* db, const char* what) {

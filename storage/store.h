@@ -182,7 +182,8 @@ int ob__observed_clock_store(ob__db_t* db, int64_t ms);
 
 /* PRAGMA data_version: a number that changes when another connection (this
 ** process or another) commits to the database, and never for this
-** connection's own commits. Returns 0 and *v, or < 0. */
+** connection's own commits (on PostgreSQL also for them: store.c).
+** Returns 0 and *v, or < 0. */
 int ob__db_data_version(ob__db_t* db, int64_t* v);
 
 int ob__db_begin(ob__db_t* db);        /* BEGIN IMMEDIATE */
@@ -359,15 +360,16 @@ int ob__failed_apply_filter(ob__db_t* db, int retry,
 
 /* The engine's own tables, in a read transaction of its own. */
 int ob__stats(ob__db_t* db, int64_t now, ob_stats_t* s);
-/* PRAGMA integrity_check and the engine's own invariants, inside the
+/* PRAGMA integrity_check (SQLite) and the engine's own invariants, in the
 ** caller's read transaction (ob_check opens it, then runs the modules'
 ** checks in it). Returns the number of violations or a negative code. */
 int ob__check(ob__db_t* db, void (*cb)(void* arg, const char* v), void* arg);
 
 /* ---- space.c: the disk-full policy's reads and deletes ------------------- */
 
-/* Bytes of the pages in use: (page_count - freelist_count) * page_size of
-** the connection's current view. Returns 0 and *used, or < 0. */
+/* Bytes in use (stats.c): on SQLite (page_count - freelist_count) *
+** page_size of the connection's current view, on PostgreSQL the database's
+** size. Returns 0 and *used, or < 0. */
 int ob__space_used_bytes(ob__db_t* db, int64_t* used);
 /* Delete up to batch published outbox rows, oldest publication first, in
 ** one transaction of its own. Unpublished rows are never touched. */

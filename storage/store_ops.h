@@ -8,12 +8,12 @@
 ** Every other function of store.h that touches the database is one entry here:
 ** X(return type, name, parameters, arguments) for one returning a code,
 ** V(name, parameters, arguments) for one returning nothing. The list makes
-** three things that must agree: the table's members (below), the
-** dispatchers of store.h (storage/store.c) and each backend's declarations
-** (storage/sqlite/sqlite_store.h, storage/postgresql/pg_store.h). A
-** backend leaves a member NULL for what it does not provide: its
-** dispatcher then answers OB_ENOTSUP with the function's name in errmsg,
-** and a void one does nothing. Included by storage/ only.
+** the things that must agree: the table's members (below), each
+** dialect's declarations (below: ob__sqlite_<name>, ob__pg_<name>), and
+** the dispatchers of store.h and both tables (storage/store.c). A member
+** left NULL (none today) would make its dispatcher answer OB_ENOTSUP with
+** the function's name in errmsg, and a void one do nothing. Included by
+** storage/ only.
 */
 #ifndef OB_STORAGE_STORE_OPS_H
 #define OB_STORAGE_STORE_OPS_H
@@ -33,9 +33,6 @@
   V(db_close,                                                                 \
     (ob__db_t* db),                                                           \
     (db))                                                                     \
-  X(int, db_data_version,                                                     \
-    (ob__db_t* db, int64_t* v),                                               \
-    (db, v))                                                                  \
   X(int, db_begin,                                                            \
     (ob__db_t* db),                                                           \
     (db))                                                                     \
@@ -57,15 +54,6 @@
   X(int, schema_identify,                                                     \
     (ob__db_t* db, int adopt),                                                \
     (db, adopt))                                                              \
-  X(int, stats,                                                               \
-    (ob__db_t* db, int64_t now, ob_stats_t* s),                               \
-    (db, now, s))                                                             \
-  X(int, check,                                                               \
-    (ob__db_t* db, void (*cb)(void* arg, const char* v), void* arg),          \
-    (db, cb, arg))                                                            \
-  X(int, space_used_bytes,                                                    \
-    (ob__db_t* db, int64_t* used),                                            \
-    (db, used))                                                               \
   X(int, space_checkpoint,                                                    \
     (ob__db_t* db, int truncate),                                             \
     (db, truncate))                                                           \
@@ -95,8 +83,24 @@ typedef struct ob__store_ops_s {
 } ob__store_ops_t;
 
 extern const ob__store_ops_t ob__sqlite_store_ops;
-#if defined(ONCEBOX_HAVE_POSTGRESQL)
-extern const ob__store_ops_t ob__pg_store_ops;
-#endif
+extern const ob__store_ops_t ob__pg_store_ops;  /* with PostgreSQL only */
+
+/* Each dialect's functions of the list: storage/sqlite/ (ob__sqlite_) and
+** storage/postgresql/ (ob__pg_, built with PostgreSQL support only). */
+#define OB__STORE_DECLARE(ret, name, params, args)                           \
+  ret ob__sqlite_##name params;                                              \
+  ret ob__pg_##name params;
+#define OB__STORE_VDECLARE(name, params, args)                               \
+  void ob__sqlite_##name params;                                             \
+  void ob__pg_##name params;
+OB__STORE_OPS(OB__STORE_DECLARE, OB__STORE_VDECLARE)
+#undef OB__STORE_DECLARE
+#undef OB__STORE_VDECLARE
+int ob__sqlite_db_open_ext(ob__db_t* db, const char* path, ob_sync_t sync,
+                           int busy_timeout_ms, int64_t max_bytes,
+                           const struct ob__schema_ext_s* ext);
+int ob__pg_db_open_ext(ob__db_t* db, const char* conninfo, ob_sync_t sync,
+                       int busy_timeout_ms, int64_t max_bytes,
+                       const struct ob__schema_ext_s* ext);
 
 #endif

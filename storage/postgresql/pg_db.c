@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The PostgreSQL connection: open, error mapping, transactions, prepared
-** statements and the parameter and result helpers (pg_int.h). */
+/* The PostgreSQL connection: open, error mapping, transactions. (Its
+** statements run through storage/sql.h: sql_pg.c.) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,64 +64,7 @@ int ob__pg_fail(ob__db_t* db, const PGresult* res, const char* what) {
   return code;
 }
 
-/* ---- parameters and results -------------------------------------------- */
-
-void ob__pg_params_init(ob__pg_params_t* p) { p->n = 0; }
-
-static int next_param(ob__pg_params_t* p) {
-  OB__ASSERT(p->n < OB__PG_MAX_PARAMS);
-  return p->n++;
-}
-
-void ob__pg_p_text(ob__pg_params_t* p, const char* s) {
-  int i = next_param(p);
-  p->v[i] = s;
-  p->len[i] = 0;
-  p->fmt[i] = 0;
-}
-
-void ob__pg_p_int(ob__pg_params_t* p, int64_t v) {
-  int i = next_param(p);
-  snprintf(p->num[i], sizeof p->num[i], "%lld", (long long)v);
-  p->v[i] = p->num[i];
-  p->len[i] = 0;
-  p->fmt[i] = 0;
-}
-
-int64_t ob__pg_int(const PGresult* r, int row, int col) {
-  if (PQgetisnull(r, row, col)) return 0;
-  return strtoll(PQgetvalue(r, row, col), NULL, 10);
-}
-
-int ob__pg_isnull(const PGresult* r, int row, int col) {
-  return PQgetisnull(r, row, col);
-}
-
 /* ---- running statements -------------------------------------------------- */
-
-/* The prepared statement's name for sql on this connection, preparing it on
-** first use. NULL on error (errmsg set). */
-static const char* prepared_name(ob__db_t* db, const char* sql) {
-  struct ob__pg_s* pg = db->pg;
-  ob__pg_prepared_t* slot;
-  PGresult* res;
-  for (int i = 0; i < pg->nprepared; i++)
-    if (pg->prepared[i].sql == sql) return pg->prepared[i].name;
-  OB__ASSERT(pg->nprepared < OB__PG_MAX_PREPARED);
-  slot = &pg->prepared[pg->nprepared];
-  snprintf(slot->name, sizeof slot->name, "ob%lu", pg->next_name++);
-  /* No parameter types: they are in the SQL ($1::bigint). */
-  res = PQprepare(pg->conn, slot->name, sql, 0, NULL);
-  if (res == NULL || PQresultStatus(res) != PGRES_COMMAND_OK) {
-    ob__pg_fail(db, res, "prepare");
-    PQclear(res);
-    return NULL;
-  }
-  PQclear(res);
-  slot->sql = sql;
-  pg->nprepared++;
-  return slot->name;
-}
 
 int ob__pg_conn_ready(ob__db_t* db, const char* what) {
   if (db->pg == NULL || db->pg->conn == NULL)
@@ -132,49 +75,6 @@ int ob__pg_conn_ready(ob__db_t* db, const char* what) {
                db, OB_EIO, "%s: the connection to PostgreSQL at %s was lost "
                "(reconnected at the next transaction)", what, db->pg->shown);
   return 0;
-}
-
-PGresult* ob__pg_run(ob__db_t* db, const char* sql, const ob__pg_params_t* p,
-                     const char* what) {
-  const char* name;
-  PGresult* res;
-  ExecStatusType st;
-  if (ob__pg_conn_ready(db, what) < 0) return NULL;
-  name = prepared_name(db, sql);
-  if (name == NULL) return NULL;
-  res = PQexecPrepared(db->pg->conn, name, p ? p->n : 0, p ? p->v : NULL,
-                       p ? p->len : NULL, p ? p->fmt : NULL, 0);
-  st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
-  if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
-    ob__pg_fail(db, res, what);
-    PQclear(res);
-    return NULL;
-  }
-  return res;
-}
-
-int ob__pg_run_done(ob__db_t* db, const char* sql, const ob__pg_params_t* p,
-                    const char* what) {
-  PGresult* res = ob__pg_run(db, sql, p, what);
-  int n;
-  if (res == NULL) return db->last_err ? db->last_err : OB_EDB;
-  n = PQresultStatus(res) == PGRES_TUPLES_OK ? PQntuples(res)
-                                             : atoi(PQcmdTuples(res));
-  PQclear(res);
-  return n;
-}
-
-int ob__pg_run_int(ob__db_t* db, const char* sql, const ob__pg_params_t* p,
-                   const char* what, int64_t* out) {
-  PGresult* res = ob__pg_run(db, sql, p, what);
-  int rc = 0;
-  if (res == NULL) return db->last_err ? db->last_err : OB_EDB;
-  if (PQntuples(res) < 1 || PQnfields(res) < 1 || PQgetisnull(res, 0, 0))
-    rc = OB_ENOTFOUND;
-  else
-    *out = ob__pg_int(res, 0, 0);
-  PQclear(res);
-  return rc;
 }
 
 int ob__pg_exec(ob__db_t* db, const char* sql, const char* what) {
@@ -191,32 +91,6 @@ int ob__pg_exec(ob__db_t* db, const char* sql, const char* what) {
   }
   PQclear(res);
   return 0;
-}
-
-int ob__pg_lock_key(ob__db_t* db, const char* key) {
-  static const char sql[] =
-      "SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))";
-  ob__pg_params_t p;
-  int rc;
-  ob__pg_params_init(&p);
-  ob__pg_p_text(&p, key);
-  rc = ob__pg_run_done(db, sql, &p, "lock");
-  return rc < 0 ? rc : 0;
-}
-
-int ob__pg_check_queries(ob__db_t* db, const char* const* sqls, size_t n,
-                         void (*cb)(void* arg, const char* v), void* arg) {
-  int violations = 0;
-  for (size_t i = 0; i < n; i++) {
-    PGresult* res = ob__pg_run(db, sqls[i], NULL, "check");
-    if (res == NULL) return db->last_err ? db->last_err : OB_EDB;
-    for (int r = 0; r < PQntuples(res); r++) {
-      if (cb) cb(arg, PQgetvalue(res, r, 0));
-      violations++;
-    }
-    PQclear(res);
-  }
-  return violations;
 }
 
 /* ---- open and close ---------------------------------------------------- */
@@ -413,7 +287,7 @@ static int reconnect_if_broken(ob__db_t* db) {
 
 static int begin_with(ob__db_t* db, const char* sql) {
   int rc = reconnect_if_broken(db);
-  if (rc == 0) rc = ob__pg_run_done(db, sql, NULL, sql);
+  if (rc == 0) rc = ob__sql_run(db, OB__SQL_ONCE, sql, sql);
   if (rc < 0) return rc;
   db->in_tx = 1;
   db->savepoints = 0;
@@ -434,7 +308,7 @@ int ob__pg_db_begin(ob__db_t* db) {
 int ob__pg_db_begin_relaxed(ob__db_t* db) {
   static const char set[] = "SET LOCAL synchronous_commit = off";
   int rc = ob__pg_db_begin(db);
-  if (rc == 0 && (rc = ob__pg_run_done(db, set, NULL, "relaxed")) < 0) {
+  if (rc == 0 && (rc = ob__sql_run(db, OB__SQL_ONCE, set, "relaxed")) < 0) {
     ob__pg_db_rollback(db);
     return rc;
   }
@@ -452,8 +326,7 @@ int ob__pg_db_begin_read(ob__db_t* db) {
 }
 
 int ob__pg_db_commit(ob__db_t* db) {
-  static const char sql[] = "COMMIT";
-  PGresult* res;
+  ob__sql_t s;
   int rc = 0;
   OB__ASSERT(db->in_tx);
   /* The engine clock rides on a write transaction (engine_clock.c). */
@@ -462,16 +335,13 @@ int ob__pg_db_commit(ob__db_t* db) {
     ob__pg_db_rollback(db);
     return rc;
   }
-  res = ob__pg_run(db, sql, NULL, "commit");
-  if (res == NULL) {
-    rc = db->last_err ? db->last_err : OB_EDB;
-  } else {
-    /* A COMMIT of a transaction that failed earlier answers ROLLBACK. */
-    if (strcmp(PQcmdStatus(res), "ROLLBACK") == 0)
-      rc = ob__db_seterr(db, OB_EDB, "commit: the transaction had failed "
-                         "and was rolled back");
-    PQclear(res);
-  }
+  ob__sql_prepare(db, &s, OB__SQL_ONCE, "COMMIT", "commit");
+  /* A COMMIT of a transaction that failed earlier answers ROLLBACK. */
+  if ((rc = ob__sql_step(&s)) >= 0 &&
+      strcmp(PQcmdStatus(s.res), "ROLLBACK") == 0)
+    rc = ob__db_seterr(db, OB_EDB, "commit: the transaction had failed "
+                       "and was rolled back");
+  ob__sql_finish(&s);
   if (rc < 0) {
     ob__pg_db_rollback(db);
     return rc;
@@ -495,16 +365,6 @@ void ob__pg_db_rollback(ob__db_t* db) {
   db->savepoints = 0;
   db->relaxed = 0;
   if (db->pg != NULL) db->pg->read_only_tx = 0;
-}
-
-/* The WAL insert position: it moves when anyone commits (and, unlike
-** SQLite's data_version, for this connection's own commits and the
-** server's housekeeping too: a wake-up too many, never one missed). */
-int ob__pg_db_data_version(ob__db_t* db, int64_t* v) {
-  static const char sql[] =
-      "SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint";
-  int rc = ob__pg_run_int(db, sql, NULL, "data version", v);
-  return rc == OB_ENOTFOUND ? ob__db_seterr(db, OB_EDB, "data version") : rc;
 }
 
 /* The WAL is the server's to manage (max_wal_size, checkpoints). */

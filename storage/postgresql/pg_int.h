@@ -8,12 +8,10 @@
 ** The operations of store.h are written once over storage/sql.h (sql_pg.c
 ** is its libpq side); what stays here is PostgreSQL's own: the connection
 ** and its transactions (pg_db.c), the schema and its daily partitions,
-** retention by whole days, handler SQL, statistics. Their statements are
-** static const char[] run with ob__pg_run / ob__pg_run_done: prepared once
-** per connection (keyed by the string's address), then executed with
-** bound parameters, never text pasted into SQL; each parameter carries its
-** type in the SQL ($1::bigint, $2::text); results come back in text form.
-** Times are the engine's milliseconds (BIGINT), as in the SQLite schema.
+** retention by whole days, handler SQL. Their statements run through
+** sql.h too (prepared once per connection, bound parameters, never text
+** pasted into SQL); only scripts and DDL go through ob__pg_exec. Times are
+** the engine's milliseconds (BIGINT), as in the SQLite schema.
 */
 #ifndef OB_STORAGE_PG_INT_H
 #define OB_STORAGE_PG_INT_H
@@ -22,18 +20,6 @@
 
 #include "storage/sql.h"
 #include "storage/store_ops.h"
-
-/* Declared here too: these files compile only with PostgreSQL support. */
-extern const ob__store_ops_t ob__pg_store_ops;
-
-int ob__pg_db_open_ext(ob__db_t* db, const char* conninfo, ob_sync_t sync,
-                       int busy_timeout_ms, int64_t max_bytes,
-                       const struct ob__schema_ext_s* ext);
-#define OB__PG_DECLARE(ret, name, params, args) ret ob__pg_##name params;
-#define OB__PG_VDECLARE(name, params, args) void ob__pg_##name params;
-OB__STORE_OPS(OB__PG_DECLARE, OB__PG_VDECLARE)
-#undef OB__PG_DECLARE
-#undef OB__PG_VDECLARE
 
 #define OB__PG_MAX_PREPARED 192
 #define OB__PG_MAX_PARAMS 16
@@ -64,35 +50,8 @@ struct ob__pg_s {
   int read_only_tx;      /* the open transaction is READ ONLY */
 };
 
-/* The parameters of one statement. NULL text is SQL NULL. */
-typedef struct ob__pg_params_s {
-  int n;
-  const char* v[OB__PG_MAX_PARAMS];
-  int len[OB__PG_MAX_PARAMS];
-  int fmt[OB__PG_MAX_PARAMS];
-  char num[OB__PG_MAX_PARAMS][24];
-} ob__pg_params_t;
-
-void ob__pg_params_init(ob__pg_params_t* p);
-void ob__pg_p_text(ob__pg_params_t* p, const char* s);       /* NULL: NULL */
-void ob__pg_p_int(ob__pg_params_t* p, int64_t v);
-
-/* Run sql (a static string: prepared once per connection) with p (may be
-** NULL). Returns the result (PGRES_TUPLES_OK or PGRES_COMMAND_OK; PQclear
-** it), or NULL with errmsg "what: <server message>" and db->last_err set
-** to the mapped code (ob__pg_fail). */
-PGresult* ob__pg_run(ob__db_t* db, const char* sql, const ob__pg_params_t* p,
-                     const char* what);
-/* The same for a statement whose rows are not read: the rows it changed
-** (or returned), or a negative code. */
-int ob__pg_run_done(ob__db_t* db, const char* sql, const ob__pg_params_t* p,
-                    const char* what);
-/* One integer: the first column of the first row into *out; OB_ENOTFOUND
-** when there is no row or it is NULL. 0 or < 0. */
-int ob__pg_run_int(ob__db_t* db, const char* sql, const ob__pg_params_t* p,
-                   const char* what, int64_t* out);
 /* A fixed script without parameters (several statements allowed), not
-** prepared: schema, BEGIN/COMMIT. 0 or < 0. */
+** prepared: schema, session settings, DDL. 0 or < 0. */
 int ob__pg_exec(ob__db_t* db, const char* sql, const char* what);
 
 /* 0 when the connection can run a statement; else OB_ESTATE (not open)
@@ -108,9 +67,6 @@ void ob__pg_display_name(const char* conninfo, char* out, size_t n);
 /* SQLSTATE to OB_E* (NULL: OB_EIO, no answer from the server). */
 int ob__pg_map_sqlstate(const char* state);
 
-/* Reading a text-form result. NULL columns: 0, and 1 from isnull. */
-int64_t ob__pg_int(const PGresult* r, int row, int col);
-int ob__pg_isnull(const PGresult* r, int row, int col);
 /* Handler SQL for libpq (pg_user_sql.c): each ? (or ?NNN) outside string
 ** literals, quoted identifiers, dollar-quoted strings and comments becomes
 ** $n, into out (outsz bytes). *nparams gets the largest n. OB_EINVAL (with
@@ -118,17 +74,6 @@ int ob__pg_isnull(const PGresult* r, int row, int col);
 ** comment, ?0 or a mix of ? and ?NNN; OB_ETOOBIG when out is too small. */
 int ob__pg_rewrite_placeholders(const char* in, char* out, size_t outsz,
                                 int* nparams, char* err, size_t errsz);
-
-/* The transaction-scoped advisory lock of key (pg_advisory_xact_lock on
-** hashtextextended(key, 0)): taken inside the open transaction, released by
-** its end. 0 or < 0. */
-int ob__pg_lock_key(ob__db_t* db, const char* key);
-
-/* Run each query of sqls (one row per violation, column 0 its text) and
-** report rows through cb (may be NULL). The number of violations or < 0. */
-int ob__pg_check_queries(ob__db_t* db, const char* const* sqls, size_t n,
-                         void (*cb)(void* arg, const char* v), void* arg);
-
 
 /* Partitions (pg_schema.c): make sure the daily partitions of
 ** processed_message and outbox_event exist from the day of from_ms through

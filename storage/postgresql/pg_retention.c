@@ -23,28 +23,6 @@
 ** queues behind it: a short wait, then OB_EBUSY and the next sweep. */
 #define DROP_LOCK_MS 1000
 
-/* The partitions of table (a fixed name of ours) whose upper bound is at or
-** before cutoff, oldest first: oid, lower bound, upper bound and the DROP
-** statement. The bounds are read from the catalog's text of the bound
-** ("FOR VALUES FROM ('lo') TO ('hi')"); DEFAULT does not match. */
-static PGresult* old_partitions(ob__db_t* db, const char* table,
-                                int64_t cutoff) {
-  static const char sql[] =
-      "SELECT c.oid, b[1]::bigint, b[2]::bigint,"
-      " format('DROP TABLE IF EXISTS %I.%I', n.nspname, c.relname)"
-      " FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid"
-      " JOIN pg_namespace n ON n.oid = c.relnamespace,"
-      " regexp_match(pg_get_expr(c.relpartbound, c.oid),"
-      " '^FOR VALUES FROM \\(''(-?[0-9]+)''\\) TO \\(''(-?[0-9]+)''\\)$')"
-      " AS b WHERE i.inhparent = $1::text::regclass"
-      " AND b[2]::bigint <= $2::bigint ORDER BY 2";
-  ob__pg_params_t p;
-  ob__pg_params_init(&p);
-  ob__pg_p_text(&p, table);
-  ob__pg_p_int(&p, cutoff);
-  return ob__pg_run(db, sql, &p, "retention: list partitions");
-}
-
 /* In a transaction of its own: bound the lock wait, lock the parent (the
 ** order every DROP of a partition takes: parent first), make sure the
 ** partition is still there (another process's sweep may have dropped it)
@@ -56,29 +34,29 @@ static int drop_one(ob__db_t* db, int outbox, const char* oid, int64_t lo,
                     int64_t hi, const char* drop, int64_t max_time,
                     int* dropped) {
   static const char timeout[] =
-      "SELECT set_config('lock_timeout', $1::text, true)";
+      "SELECT set_config('lock_timeout', ?1, true)";
   static const char lock_pm[] =
       "LOCK TABLE ONLY processed_message IN ACCESS EXCLUSIVE MODE";
   static const char lock_ob[] =
       "LOCK TABLE ONLY outbox_event IN ACCESS EXCLUSIVE MODE";
   static const char still_pm[] =
-      "SELECT count(*) FROM pg_class WHERE oid = $1::oid";
+      "SELECT count(*) FROM pg_class WHERE oid = ?1::oid";
   static const char still_ob[] =
-      "SELECT count(*) FROM pg_class WHERE oid = $1::oid AND NOT EXISTS"
-      " (SELECT 1 FROM outbox_event WHERE created_at >= $2::bigint"
-      " AND created_at < $3::bigint AND published_at IS NULL)";
+      "SELECT count(*) FROM pg_class WHERE oid = ?1::oid AND NOT EXISTS"
+      " (SELECT 1 FROM outbox_event WHERE created_at >= ?2"
+      " AND created_at < ?3 AND published_at IS NULL)";
   static const char mark_pm[] =
       "INSERT INTO retention_swept(id, processed_before_ms)"
-      " VALUES (1, $1::bigint) ON CONFLICT (id) DO UPDATE SET"
+      " VALUES (1, ?1) ON CONFLICT (id) DO UPDATE SET"
       " processed_before_ms = GREATEST(retention_swept.processed_before_ms,"
       " EXCLUDED.processed_before_ms)";
   static const char mark_ob[] =
       "INSERT INTO retention_swept(id, outbox_created_before_ms)"
-      " VALUES (1, $1::bigint) ON CONFLICT (id) DO UPDATE SET"
+      " VALUES (1, ?1) ON CONFLICT (id) DO UPDATE SET"
       " outbox_created_before_ms ="
       " GREATEST(retention_swept.outbox_created_before_ms,"
       " EXCLUDED.outbox_created_before_ms)";
-  ob__pg_params_t p;
+  ob__sql_t s;
   char ms[24];
   int64_t there = 0;
   int rc, wait = DROP_LOCK_MS;
@@ -88,21 +66,21 @@ static int drop_one(ob__db_t* db, int outbox, const char* oid, int64_t lo,
   snprintf(ms, sizeof ms, "%d", wait);
   rc = ob__pg_db_begin(db);
   if (rc < 0) return rc;
-  ob__pg_params_init(&p);
-  ob__pg_p_text(&p, ms);
-  rc = ob__pg_run_done(db, timeout, &p, "retention: lock timeout");
+  ob__sql_prepare(db, &s, OB__SQL_ONCE, timeout, "retention: lock timeout");
+  ob__sql_text(&s, 1, ms);
+  rc = ob__sql_done(&s);
   if (rc >= 0)
-    rc = ob__pg_run_done(db, outbox ? lock_ob : lock_pm, NULL,
-                         "retention: lock");
+    rc = ob__sql_run(db, OB__SQL_ONCE, outbox ? lock_ob : lock_pm,
+                     "retention: lock");
   if (rc >= 0) {
-    ob__pg_params_init(&p);
-    ob__pg_p_text(&p, oid);
+    ob__sql_prepare(db, &s, OB__SQL_ONCE, outbox ? still_ob : still_pm,
+                    "retention: partition");
+    ob__sql_text(&s, 1, oid);
     if (outbox) {
-      ob__pg_p_int(&p, lo);
-      ob__pg_p_int(&p, hi);
+      ob__sql_int(&s, 2, lo);
+      ob__sql_int(&s, 3, hi);
     }
-    rc = ob__pg_run_int(db, outbox ? still_ob : still_pm, &p,
-                        "retention: partition", &there);
+    rc = ob__sql_int1(&s, &there);
   }
   if (rc >= 0 && there == 0) {
     /* Gone, or an unpublished row came in: it stays. */
@@ -111,10 +89,10 @@ static int drop_one(ob__db_t* db, int outbox, const char* oid, int64_t lo,
   }
   /* Nothing to record for an empty day: the mark is of rows deleted. */
   if (rc >= 0 && max_time >= 0) {
-    ob__pg_params_init(&p);
-    ob__pg_p_int(&p, max_time);
-    rc = ob__pg_run_done(db, outbox ? mark_ob : mark_pm, &p,
-                         "retention: mark");
+    ob__sql_prepare(db, &s, OB__SQL_ONCE, outbox ? mark_ob : mark_pm,
+                    "retention: mark");
+    ob__sql_int(&s, 1, max_time);
+    rc = ob__sql_done(&s);
   }
   /* DDL takes no parameters: the statement was built by format('%I') from
   ** the catalog's names, never from outside input. */
@@ -135,52 +113,68 @@ static int drop_one(ob__db_t* db, int outbox, const char* oid, int64_t lo,
 ** for a full scan; the outbox's safety check is repeated under the lock. */
 static int drop_partitions(ob__db_t* db, int outbox, int64_t cutoff,
                            int64_t* deleted) {
+  /* The partitions of the table (?1, a fixed name of ours) whose upper
+  ** bound is at or before cutoff, oldest first: oid, lower bound, upper
+  ** bound and the DROP statement. The bounds are read from the catalog's
+  ** text of the bound ("FOR VALUES FROM ('lo') TO ('hi')"); DEFAULT does
+  ** not match. */
+  static const char list[] =
+      "SELECT c.oid, b[1]::bigint, b[2]::bigint,"
+      " format('DROP TABLE IF EXISTS %I.%I', n.nspname, c.relname)"
+      " FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid"
+      " JOIN pg_namespace n ON n.oid = c.relnamespace,"
+      " regexp_match(pg_get_expr(c.relpartbound, c.oid),"
+      " '^FOR VALUES FROM \\(''(-?[0-9]+)''\\) TO \\(''(-?[0-9]+)''\\)$')"
+      " AS b WHERE i.inhparent = ?1::regclass"
+      " AND b[2]::bigint <= ?2 ORDER BY 2";
   /* Every row of a dedup day is older than cutoff. */
   static const char count_pm[] =
-      "SELECT count(*), coalesce(max(processed_at), -1), true"
+      "SELECT count(*), coalesce(max(processed_at), -1), 1"
       " FROM processed_message"
-      " WHERE processed_at >= $1::bigint AND processed_at < $2::bigint";
+      " WHERE processed_at >= ?1 AND processed_at < ?2";
   /* An outbox day goes when SQLite would have deleted every row of it:
   ** all published, and published before cutoff. */
   static const char count_ob[] =
       "SELECT count(*), coalesce(max(created_at), -1),"
       " coalesce(bool_and(published_at IS NOT NULL AND"
-      " published_at < $3::bigint), true)"
+      " published_at < ?3), true)::int"
       " FROM outbox_event"
-      " WHERE created_at >= $1::bigint AND created_at < $2::bigint";
-  PGresult* parts;
-  int rc = 0;
-  parts = old_partitions(db, outbox ? "outbox_event" : "processed_message",
-                         cutoff);
-  if (parts == NULL) return db->last_err ? db->last_err : OB_EDB;
-  for (int i = 0; i < PQntuples(parts) && rc >= 0; i++) {
-    int64_t lo = ob__pg_int(parts, i, 1), hi = ob__pg_int(parts, i, 2);
-    ob__pg_params_t p;
-    PGresult* c;
-    int64_t n, max_time;
-    int all, dropped = 0;
-    ob__pg_params_init(&p);
-    ob__pg_p_int(&p, lo);
-    ob__pg_p_int(&p, hi);
-    if (outbox) ob__pg_p_int(&p, cutoff);
-    c = ob__pg_run(db, outbox ? count_ob : count_pm, &p,
-                   "retention: count partition");
-    if (c == NULL) {
-      rc = db->last_err ? db->last_err : OB_EDB;
-      break;
+      " WHERE created_at >= ?1 AND created_at < ?2";
+  ob__sql_t parts;
+  int rc;
+  ob__sql_prepare(db, &parts, OB__SQL_ONCE, list,
+                  "retention: list partitions");
+  ob__sql_text(&parts, 1, outbox ? "outbox_event" : "processed_message");
+  ob__sql_int(&parts, 2, cutoff);
+  /* All the rows are fetched at the first step: the drops in between are
+  ** free to run statements of their own. */
+  while ((rc = ob__sql_step(&parts)) > 0) {
+    int64_t lo = ob__sql_col_int(&parts, 1), hi = ob__sql_col_int(&parts, 2);
+    int64_t n = 0, max_time = -1;
+    int all = 0, dropped = 0;
+    ob__sql_t c;
+    ob__sql_prepare(db, &c, OB__SQL_ONCE, outbox ? count_ob : count_pm,
+                    "retention: count partition");
+    ob__sql_int(&c, 1, lo);
+    ob__sql_int(&c, 2, hi);
+    if (outbox) ob__sql_int(&c, 3, cutoff);
+    if ((rc = ob__sql_step(&c)) > 0) {
+      n = ob__sql_col_int(&c, 0);
+      max_time = ob__sql_col_int(&c, 1);
+      all = ob__sql_col_int(&c, 2) != 0;
     }
-    n = ob__pg_int(c, 0, 0);
-    max_time = ob__pg_int(c, 0, 1);
-    all = PQgetvalue(c, 0, 2)[0] == 't';
-    PQclear(c);
+    ob__sql_finish(&c);
+    if (rc < 0) break;
     /* An outbox day with rows still to publish (or published inside the
     ** window) stays whole: its rows are not deleted one by one. */
     if (!all) continue;
-    rc = drop_one(db, outbox, PQgetvalue(parts, i, 0), lo, hi,
-                  PQgetvalue(parts, i, 3), n > 0 ? max_time : -1, &dropped);
-    if (rc >= 0 && dropped) *deleted += n;
+    rc = drop_one(db, outbox, ob__sql_col_text(&parts, 0), lo, hi,
+                  ob__sql_col_text(&parts, 3), n > 0 ? max_time : -1,
+                  &dropped);
+    if (rc < 0) break;
+    if (dropped) *deleted += n;
   }
-  PQclear(parts);
+  ob__sql_finish(&parts);
   return rc < 0 ? rc : 0;
 }
 

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The PostgreSQL schema: the version table, migrations, the embedder's
-** steps and the daily partitions (docs/postgresql.md).
+/* The PostgreSQL schema: the version table, migrations, how an embedder's
+** step runs (the rest of them is storage/schema_ext.c's) and the daily
+** partitions (docs/postgresql.md).
 **
 ** oncebox_schema holds the version (SQLite's user_version) and the
 ** application's name (its application_id). Migrations run in one
 ** transaction under an advisory lock, so three consumers started at once
 ** migrate once and the others find it done; a newer version is refused. */
 #include <stdio.h>
-#include <string.h>
 
 #include "storage/postgresql/pg_int.h"
 #include "storage/postgresql/pg_schema_sql.h"
@@ -59,17 +59,21 @@ _Static_assert(MIGRATION_COUNT == OB__PG_SCHEMA_VERSION,
 ** tables of its own. Reads only. */
 static int check_ownership(ob__db_t* db, int adopt, int* version) {
   static const char probe[] =
-      "SELECT to_regclass('oncebox_schema') IS NOT NULL,"
+      "SELECT (to_regclass('oncebox_schema') IS NOT NULL)::int,"
       " (SELECT count(*) FROM pg_tables WHERE schemaname = current_schema())";
   static const char read[] =
-      "SELECT version, application FROM oncebox_schema WHERE id = 1";
-  PGresult* res = ob__pg_run(db, probe, NULL, "read the schema's identity");
-  int have, tables;
-  if (res == NULL) return db->last_err;
-  have = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
-  tables = (int)ob__pg_int(res, 0, 1);
-  PQclear(res);
+      "SELECT version, (application = ?1)::int FROM oncebox_schema"
+      " WHERE id = 1";
+  ob__sql_t s;
+  int rc, have = 0, tables = 0, ours = 0;
   *version = 0;
+  ob__sql_prepare(db, &s, OB__SQL_ONCE, probe, "read the schema's identity");
+  if ((rc = ob__sql_step(&s)) > 0) {
+    have = (int)ob__sql_col_int(&s, 0);
+    tables = (int)ob__sql_col_int(&s, 1);
+  }
+  ob__sql_finish(&s);
+  if (rc < 0) return rc;
   if (!have) {
     if (tables > 0 && !adopt)
       return ob__db_seterr(db, OB_ECORRUPT,
@@ -78,20 +82,20 @@ static int check_ownership(ob__db_t* db, int adopt, int* version) {
                            "or schema, or set adopt_existing)", tables);
     return 0;
   }
-  res = ob__pg_run(db, read, NULL, "read the schema version");
-  if (res == NULL) return db->last_err;
-  if (PQntuples(res) != 1) {
-    PQclear(res);
+  ob__sql_prepare(db, &s, OB__SQL_ONCE, read, "read the schema version");
+  ob__sql_text(&s, 1, OB__PG_APPLICATION);
+  if ((rc = ob__sql_step(&s)) > 0) {
+    *version = (int)ob__sql_col_int(&s, 0);
+    ours = (int)ob__sql_col_int(&s, 1);
+  }
+  ob__sql_finish(&s);
+  if (rc < 0) return rc;
+  if (rc == 0)
     return ob__db_seterr(db, OB_ECORRUPT,
                          "oncebox_schema has no version row");
-  }
-  *version = (int)ob__pg_int(res, 0, 0);
-  if (strcmp(PQgetvalue(res, 0, 1), OB__PG_APPLICATION) != 0) {
-    PQclear(res);
+  if (!ours)
     return ob__db_seterr(db, OB_ECORRUPT,
                          "the schema belongs to another application");
-  }
-  PQclear(res);
   if (*version > OB__PG_SCHEMA_VERSION)
     return ob__db_seterr(db, OB_EVERSION,
                          "database schema version %d is newer than this "
@@ -105,87 +109,40 @@ int ob__pg_schema_identify(ob__db_t* db, int adopt) {
   return check_ownership(db, adopt, &version);
 }
 
-static int recorded_version(ob__db_t* db, const char* name, int* out) {
-  static const char sql[] =
-      "SELECT coalesce(max(version), 0) FROM schema_migration"
-      " WHERE name = $1::text";
-  ob__pg_params_t p;
-  int64_t v = 0;
+/* A step of the embedder's (storage/schema_ext.c), in the migration's
+** transaction: the embedder's own text, run as given (PostgreSQL's
+** dialect). */
+int ob__pg_migration_exec(ob__db_t* db, const ob_migration_t* m) {
+  char what[128], why[OB__ERRMSG_LEN];
   int rc;
-  ob__pg_params_init(&p);
-  ob__pg_p_text(&p, name);
-  rc = ob__pg_run_int(db, sql, &p, "schema_migration", &v);
-  *out = (int)v;
-  return rc == OB_ENOTFOUND ? 0 : rc;
-}
-
-/* An embedder's steps, in the migration's transaction. Their SQL is the
-** embedder's own text, run as given (PostgreSQL's dialect). */
-static int apply_ext(ob__db_t* db, const ob__schema_ext_t* ext) {
-  static const char ins[] =
-      "INSERT INTO schema_migration (name, version, applied_at)"
-      " VALUES ($1::text, $2::bigint, $3::bigint)";
-  for (size_t i = 0; i < ext->n; i++) {
-    const ob_migration_t* m = &ext->steps[i];
-    ob__pg_params_t p;
-    char what[128];
-    int have, rc;
-    if (m->name == NULL || m->sql == NULL || m->version < 1)
-      return ob__db_seterr(db, OB_EINVAL, "migration %zu: needs a name, a "
-                           "version >= 1 and sql", i);
-    if ((rc = recorded_version(db, m->name, &have)) < 0) return rc;
-    if (m->version <= have) continue;
-    if (m->version != have + 1)
-      return ob__db_seterr(db, OB_EINVAL, "migration %s %d: versions of a "
-                           "schema must be 1, 2, ... in order (expected %d)",
-                           m->name, m->version, have + 1);
-    snprintf(what, sizeof what, "migration %s %d", m->name, m->version);
-    if ((rc = ob__pg_exec(db, m->sql, what)) < 0)
-      return rc == OB_EIO ? rc : ob__db_seterr(db, OB_EINVAL, "%s failed: %s",
-                                               what, db->errmsg);
-    ob__pg_params_init(&p);
-    ob__pg_p_text(&p, m->name);
-    ob__pg_p_int(&p, m->version);
-    ob__pg_p_int(&p, ext->now_ms);
-    if ((rc = ob__pg_run_done(db, ins, &p, "schema_migration")) < 0)
-      return rc;
-  }
-  /* A name recorded newer than the newest step given: an older program. */
-  for (size_t i = 0; i < ext->n; i++) {
-    int have, want = 0, rc;
-    for (size_t j = 0; j < ext->n; j++)
-      if (strcmp(ext->steps[j].name, ext->steps[i].name) == 0 &&
-          ext->steps[j].version > want)
-        want = ext->steps[j].version;
-    if ((rc = recorded_version(db, ext->steps[i].name, &have)) < 0) return rc;
-    if (have > want)
-      return ob__db_seterr(db, OB_EVERSION, "embedder schema \"%s\" is at "
-                           "version %d in the database, newer than the "
-                           "newest this program gives (%d); upgrade the "
-                           "program", ext->steps[i].name, have, want);
-  }
-  return 0;
+  snprintf(what, sizeof what, "migration %s %d", m->name, m->version);
+  if ((rc = ob__pg_exec(db, m->sql, what)) == 0 || rc == OB_EIO) return rc;
+  snprintf(why, sizeof why, "%s", db->errmsg);
+  db->last_err = OB_EINVAL;
+  return ob__db_seterr(db, OB_EINVAL, "%s failed: %s", what, why);
 }
 
 int ob__pg_schema_migrate(ob__db_t* db, const ob__schema_ext_t* ext) {
   static const ob__schema_ext_t none = {NULL, 0, 0, 0};
   static const char stamp[] =
       "INSERT INTO oncebox_schema (id, version, application)"
-      " VALUES (1, $1::bigint, $2::text) ON CONFLICT (id) DO UPDATE"
+      " VALUES (1, ?1, ?2) ON CONFLICT (id) DO UPDATE"
       " SET version = EXCLUDED.version";
   static const char version_table[] =
       "CREATE TABLE oncebox_schema ("
       "  id BIGINT PRIMARY KEY CHECK (id = 1),"
       "  version BIGINT NOT NULL,"
       "  application TEXT NOT NULL)";
-  ob__pg_params_t p;
+  ob__sql_t s;
   int version = 0, rc;
   int64_t now_ms;
+  size_t missing;
 
   if (ext == NULL) ext = &none;
+  if ((rc = ob__schema_ext_check(db, ext)) < 0) return rc;
   if ((rc = ob__pg_db_begin(db)) < 0) return rc;
   /* One migrator at a time; the others wait here and find it done. */
-  if ((rc = ob__pg_lock_key(db, "oncebox schema migration")) < 0) goto fail;
+  if ((rc = ob__sql_lock_key(db, "oncebox schema migration")) < 0) goto fail;
   if ((rc = check_ownership(db, ext->adopt, &version)) < 0) goto fail;
   if (version == 0 && (rc = ob__pg_exec(db, version_table, "schema")) < 0)
     goto fail;
@@ -193,21 +150,22 @@ int ob__pg_schema_migrate(ob__db_t* db, const ob__schema_ext_t* ext) {
     if ((rc = ob__pg_exec(db, migrations[v], "schema migration")) < 0)
       goto fail;
   if (version < OB__PG_SCHEMA_VERSION) {
-    ob__pg_params_init(&p);
-    ob__pg_p_int(&p, OB__PG_SCHEMA_VERSION);
-    ob__pg_p_text(&p, OB__PG_APPLICATION);
-    if ((rc = ob__pg_run_done(db, stamp, &p, "schema version")) < 0)
-      goto fail;
+    ob__sql_prepare(db, &s, OB__SQL_ONCE, stamp, "schema version");
+    ob__sql_int(&s, 1, OB__PG_SCHEMA_VERSION);
+    ob__sql_text(&s, 2, OB__PG_APPLICATION);
+    if ((rc = ob__sql_done(&s)) < 0) goto fail;
   }
-  if ((rc = apply_ext(db, ext)) < 0) goto fail;
+  if ((rc = ob__schema_ext_missing(db, ext, 1, &missing)) < 0 ||
+      (rc = ob__schema_ext_apply(db, ext)) < 0)
+    goto fail;
   if ((rc = ob__pg_db_commit(db)) < 0) return rc;
   /* Partitions from yesterday on (a terminal's clock a little behind). */
   now_ms = ext->now_ms > 0 ? ext->now_ms : 0;
   if (now_ms == 0) {
     static const char server_now[] =
         "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint";
-    if ((rc = ob__pg_run_int(db, server_now, NULL, "clock", &now_ms)) < 0)
-      return rc;
+    ob__sql_prepare(db, &s, OB__SQL_ONCE, server_now, "clock");
+    if ((rc = ob__sql_int1(&s, &now_ms)) < 0) return rc;
   }
   return ob__pg_partitions_ensure(db, now_ms - OB__PG_DAY_MS,
                                   OB__PG_PARTITIONS_AHEAD + 1);
@@ -218,14 +176,12 @@ fail:
 }
 
 int ob__pg_partitions_ensure(ob__db_t* db, int64_t from_ms, int days_ahead) {
-  static const char sql[] =
-      "SELECT oncebox_partitions_ensure($1::bigint, $2::int)";
-  ob__pg_params_t p;
+  static const char sql[] = "SELECT oncebox_partitions_ensure(?1, ?2::int)";
+  ob__sql_t s;
   int rc;
-  if (from_ms < 0) from_ms = 0;
-  ob__pg_params_init(&p);
-  ob__pg_p_int(&p, from_ms);
-  ob__pg_p_int(&p, days_ahead);
-  rc = ob__pg_run_done(db, sql, &p, "make partitions");
+  ob__sql_prepare(db, &s, OB__SQL_ONCE, sql, "make partitions");
+  ob__sql_int(&s, 1, from_ms < 0 ? 0 : from_ms);
+  ob__sql_int(&s, 2, days_ahead);
+  rc = ob__sql_done(&s);
   return rc < 0 ? rc : 0;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The disk-full policy on PostgreSQL: the server keeps its own WAL, so
 ** there is nothing to checkpoint from here. (The size it reads is
-** pg_stats.c's; the published rows it gives back, storage/retention.c's.) */
+** storage/stats.c's; the published rows it gives back,
+** storage/retention.c's.) */
 #include "storage/postgresql/pg_int.h"
 
 int ob__pg_space_checkpoint(ob__db_t* db, int truncate) {

@@ -300,7 +300,7 @@ int ob__pg_user_exec(ob__db_t* db, const char* sql, const ob_value_t* params,
   /* A statement that fails to prepare aborts the transaction too: the
   ** savepoint comes first. */
   guarded = db->in_tx;
-  if (guarded && (rc = ob__pg_run_done(db, sp, NULL, "handler SQL")) < 0)
+  if (guarded && (rc = ob__sql_run(db, OB__SQL_ONCE, sp, "handler SQL")) < 0)
     return rc;
   u = lookup_or_prepare(db, sql);
   if (u == NULL) {
@@ -388,7 +388,7 @@ int ob__pg_user_exec(ob__db_t* db, const char* sql, const ob_value_t* params,
   if (strncmp(PQcmdStatus(res), "SELECT", 6) != 0)
     changes = atoi(PQcmdTuples(res));
   PQclear(res);
-  if (guarded && (rc = ob__pg_run_done(db, rel, NULL, "handler SQL")) < 0)
+  if (guarded && (rc = ob__sql_run(db, OB__SQL_ONCE, rel, "handler SQL")) < 0)
     return rc;
   return changes;
 
@@ -401,8 +401,8 @@ undo:
     char keep[OB__ERRMSG_LEN];
     int u2;
     memcpy(keep, db->errmsg, sizeof keep);
-    u2 = ob__pg_run_done(db, undo, NULL, "handler SQL");
-    if (u2 >= 0) u2 = ob__pg_run_done(db, rel, NULL, "handler SQL");
+    u2 = ob__sql_run(db, OB__SQL_ONCE, undo, "handler SQL");
+    if (u2 >= 0) u2 = ob__sql_run(db, OB__SQL_ONCE, rel, "handler SQL");
     if (u2 < 0) return u2;
     memcpy(db->errmsg, keep, sizeof keep);
   }

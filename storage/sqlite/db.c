@@ -41,21 +41,6 @@ int ob__db_fail(ob__db_t* db, int rc, const char* what) {
   return code;
 }
 
-sqlite3_stmt* ob__db_stmt(ob__db_t* db, ob__stmt_id_t id, const char* sql) {
-  int rc;
-  OB__ASSERT((unsigned)id < (unsigned)OB__STMT_COUNT);
-  OB__ASSERT(db->db != NULL);  /* only an open connection caches statements */
-  if (db->stmt[id] != NULL) return db->stmt[id];
-  rc = sqlite3_prepare_v3(db->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
-                          &db->stmt[id], NULL);
-  if (rc != SQLITE_OK) {
-    ob__db_fail(db, rc, "prepare");
-    db->stmt[id] = NULL;
-    return NULL;
-  }
-  return db->stmt[id];
-}
-
 int ob__db_exec_fixed(ob__db_t* db, const char* sql) {
   char* msg = NULL;
   int rc = sqlite3_exec(db->db, sql, NULL, NULL, &msg);
@@ -383,18 +368,4 @@ void ob__sqlite_db_rollback(ob__db_t* db) {
   db->in_tx = 0;
   db->savepoints = 0;
   restore_sync(db);
-}
-
-int ob__sqlite_db_data_version(ob__db_t* db, int64_t* v) {
-  int rc;
-  sqlite3_stmt* st = ob__db_stmt(db, OB__D_DATA_VERSION, "PRAGMA data_version");
-  if (st == NULL) return db->last_err;
-  rc = sqlite3_step(st);
-  if (rc == SQLITE_ROW) {
-    *v = sqlite3_column_int64(st, 0);
-    sqlite3_reset(st);
-    return 0;
-  }
-  sqlite3_reset(st);
-  return ob__db_fail(db, rc, "data version");
 }

@@ -7,8 +7,8 @@
 ** Timestamps are integer milliseconds since the Unix epoch (UTC). */
 #include <sqlite3.h>
 #include <stdio.h>
-#include <string.h>
 
+#include "storage/sql.h"
 #include "storage/sqlite/sqlite_store.h"
 
 static const char* const migrations[] = {
@@ -296,19 +296,17 @@ static int read_identity(ob__db_t* db, int* version, int* app_id,
       "SELECT (SELECT user_version FROM pragma_user_version),"
       " (SELECT application_id FROM pragma_application_id),"
       " (SELECT count(*) FROM sqlite_schema WHERE type='table')";
-  sqlite3_stmt* st = NULL;
+  ob__sql_t s;
   int rc;
   *version = *app_id = *tables = 0;
-  rc = sqlite3_prepare_v2(db->db, sql, -1, &st, NULL);
-  if (rc != SQLITE_OK) return ob__db_fail(db, rc, "read the file's identity");
-  rc = sqlite3_step(st);
-  if (rc == SQLITE_ROW) {
-    *version = sqlite3_column_int(st, 0);
-    *app_id = sqlite3_column_int(st, 1);
-    *tables = sqlite3_column_int(st, 2);
+  ob__sql_prepare(db, &s, OB__SQL_ONCE, sql, "read the file's identity");
+  if ((rc = ob__sql_step(&s)) > 0) {
+    *version = (int)ob__sql_col_int(&s, 0);
+    *app_id = (int)ob__sql_col_int(&s, 1);
+    *tables = (int)ob__sql_col_int(&s, 2);
   }
-  sqlite3_finalize(st);
-  return rc == SQLITE_ROW ? 0 : ob__db_fail(db, rc, "read the file's identity");
+  ob__sql_finish(&s);
+  return rc < 0 ? rc : 0;
 }
 
 /* Refuse a database oncebox must not touch: written by a newer oncebox, or
@@ -410,92 +408,10 @@ static int migration_authorizer(void* arg, int action, const char* a,
   }
 }
 
-static int valid_schema_name(const char* s) {
-  size_t n;
-  if (s == NULL) return 0;
-  n = strlen(s);
-  if (n == 0 || n > 64) return 0;
-  for (size_t i = 0; i < n; i++)
-    if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] > 0x7e) return 0;
-  return 1;
-}
-
-/* The list is well formed: each name's steps are 1, 2, ... in order. */
-static int check_steps(ob__db_t* db, const ob__schema_ext_t* ext) {
-  if (ext->n > 0 && ext->steps == NULL)
-    return ob__db_seterr(db, OB_EINVAL, "options: migrations is NULL");
-  for (size_t i = 0; i < ext->n; i++) {
-    const ob_migration_t* m = &ext->steps[i];
-    int prev = 0;
-    if (!valid_schema_name(m->name) || m->sql == NULL)
-      return ob__db_seterr(db, OB_EINVAL,
-                           "migration %zu: needs a name (1..64 printable "
-                           "ASCII, no spaces) and sql", i);
-    for (size_t j = 0; j < i; j++)
-      if (strcmp(ext->steps[j].name, m->name) == 0)
-        prev = ext->steps[j].version;
-    if (m->version != prev + 1)
-      return ob__db_seterr(db, OB_EINVAL,
-                           "migration %s %d: versions of a schema must be "
-                           "1, 2, ... in order (expected %d)", m->name,
-                           m->version, prev + 1);
-  }
-  return 0;
-}
-
-/* The newest version of name given in ext. */
-static int newest_given(const ob__schema_ext_t* ext, const char* name) {
-  int v = 0;
-  for (size_t i = 0; i < ext->n; i++)
-    if (strcmp(ext->steps[i].name, name) == 0 && ext->steps[i].version > v)
-      v = ext->steps[i].version;
-  return v;
-}
-
-static int recorded_version(ob__db_t* db, const char* name, int* out) {
-  static const char sql[] =
-      "SELECT coalesce(max(version), 0) FROM schema_migration WHERE name = ?";
-  sqlite3_stmt* st = NULL;
-  int rc = sqlite3_prepare_v2(db->db, sql, -1, &st, NULL);
-  if (rc != SQLITE_OK) return ob__db_fail(db, rc, "schema_migration");
-  sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-  rc = sqlite3_step(st);
-  *out = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
-  sqlite3_finalize(st);
-  return rc == SQLITE_ROW ? 0 : ob__db_fail(db, rc, "schema_migration");
-}
-
-/* *missing: how many steps of ext the file lacks. OB_EVERSION when it holds
-** a newer version of a name than ext gives. version: oncebox's schema
-** version of the file (no schema_migration table before 11: nothing
-** applied). */
-static int ext_missing(ob__db_t* db, const ob__schema_ext_t* ext, int version,
-                       size_t* missing) {
-  *missing = 0;
-  for (size_t i = 0; i < ext->n; i++) {
-    const ob_migration_t* m = &ext->steps[i];
-    int have = 0, rc;
-    if (m->version != 1) continue;  /* once per name */
-    if (version >= 11 && (rc = recorded_version(db, m->name, &have)) < 0)
-      return rc;
-    int want = newest_given(ext, m->name);
-    if (have > want)
-      return ob__db_seterr(db, OB_EVERSION,
-                           "embedder schema \"%s\" is at version %d in the "
-                           "database, newer than the newest this program "
-                           "gives (%d); upgrade the program", m->name, have,
-                           want);
-    *missing += (size_t)(want - have);
-  }
-  return 0;
-}
-
-static int apply_step(ob__db_t* db, const ob_migration_t* m, int64_t now) {
-  static const char ins[] =
-      "INSERT INTO schema_migration (name, version, applied_at)"
-      " VALUES (?, ?, ?)";
+/* A step of the embedder's (schema_ext.c), in the migration's transaction:
+** its SQL run as given under the authorizer above. */
+int ob__sqlite_migration_exec(ob__db_t* db, const ob_migration_t* m) {
   char* msg = NULL;
-  sqlite3_stmt* st = NULL;
   int rc, code;
 
   sqlite3_set_authorizer(db->db, migration_authorizer, NULL);
@@ -523,26 +439,6 @@ static int apply_step(ob__db_t* db, const ob_migration_t* m, int64_t now) {
     return ob__db_seterr(db, OB_EINVAL,
                          "migration %s %d ended the transaction", m->name,
                          m->version);
-  rc = sqlite3_prepare_v2(db->db, ins, -1, &st, NULL);
-  if (rc != SQLITE_OK) return ob__db_fail(db, rc, "schema_migration");
-  sqlite3_bind_text(st, 1, m->name, -1, SQLITE_STATIC);
-  sqlite3_bind_int(st, 2, m->version);
-  sqlite3_bind_int64(st, 3, now);
-  rc = sqlite3_step(st);
-  sqlite3_finalize(st);
-  return rc == SQLITE_DONE ? 0 : ob__db_fail(db, rc, "schema_migration");
-}
-
-static int apply_missing(ob__db_t* db, const ob__schema_ext_t* ext) {
-  for (size_t i = 0; i < ext->n; i++) {
-    const ob_migration_t* m = &ext->steps[i];
-    int have, rc;
-    rc = recorded_version(db, m->name, &have);
-    if (rc < 0) return rc;
-    if (m->version <= have) continue;
-    rc = apply_step(db, m, ext->now_ms);
-    if (rc < 0) return rc;
-  }
   return 0;
 }
 
@@ -553,11 +449,12 @@ int ob__sqlite_schema_migrate(ob__db_t* db, const ob__schema_ext_t* ext) {
   char bump[64];
 
   if (ext == NULL) ext = &none;
-  rc = check_steps(db, ext);
+  rc = ob__schema_ext_check(db, ext);
   if (rc < 0) return rc;
   rc = check_ownership(db, &version, &app_id, ext->adopt);
   if (rc < 0) return rc;
-  rc = ext_missing(db, ext, version, &missing);
+  /* No schema_migration before 11: nothing applied. */
+  rc = ob__schema_ext_missing(db, ext, version >= 11, &missing);
   if (rc < 0) return rc;
   if (version == OB__SCHEMA_VERSION && missing == 0) return 0;
 
@@ -567,14 +464,14 @@ int ob__sqlite_schema_migrate(ob__db_t* db, const ob__schema_ext_t* ext) {
   ** made the file its own, or applied the embedder's steps, since. */
   rc = check_ownership(db, &version, &app_id, ext->adopt);
   if (rc < 0) goto fail;
-  rc = ext_missing(db, ext, version, &missing);
+  rc = ob__schema_ext_missing(db, ext, version >= 11, &missing);
   if (rc < 0) goto fail;
   if (version == OB__SCHEMA_VERSION && missing == 0) return ob__sqlite_db_commit(db);
   for (int v = version; v < OB__SCHEMA_VERSION; v++) {
     rc = ob__db_exec_fixed(db, migrations[v]);
     if (rc < 0) goto fail;
   }
-  rc = apply_missing(db, ext);
+  rc = ob__schema_ext_apply(db, ext);
   if (rc < 0) goto fail;
   if (version == OB__SCHEMA_VERSION) return ob__sqlite_db_commit(db);
   /* PRAGMA arguments cannot be bound; both values are compile-time integers. */

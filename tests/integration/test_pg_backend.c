@@ -165,6 +165,49 @@ static void test_newer_schema_refused(void** state) {
   fx_free(f);
 }
 
+/* The embedder's migrations (storage/schema_ext.c, as on SQLite): applied
+** and recorded once; a database holding a newer step than the program
+** gives, a failing step and a malformed list are refused, nothing of them
+** committed. */
+static void test_embedder_migrations(void** state) {
+  static const ob_migration_t shop[] = {
+      {"shop", 1, "CREATE TABLE stock (sku TEXT PRIMARY KEY, qty BIGINT);"
+                  "INSERT INTO stock VALUES ('apple', 10)"},
+      {"shop", 2, "ALTER TABLE stock ADD COLUMN price BIGINT"},
+      {"shop", 3, "INSERT INTO no_such_table VALUES (1)"}};
+  static const ob_migration_t gap[] = {{"shop", 1, "SELECT 1"},
+                                       {"shop", 3, "SELECT 1"}};
+  fixture_t* f = fx_new(1);
+  char err[512];
+  ob_engine_t* e2 = NULL;
+  (void)state;
+  f->opts.migrations = shop;
+  for (int i = 0; i < 2; i++) {  /* the second time, nothing runs again */
+    f->opts.nmigrations = 2;
+    assert_int_equal(ob_open(&e2, &f->opts, err, sizeof err), 0);
+    ob_close(e2);
+    e2 = NULL;
+  }
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM stock"), 1);
+  assert_int_equal(fx_count(f, "SELECT max(version) FROM schema_migration"
+                               " WHERE name = 'shop'"), 2);
+  f->opts.nmigrations = 1;
+  assert_int_equal(ob_open(&e2, &f->opts, err, sizeof err), OB_EVERSION);
+  assert_non_null(strstr(err, "\"shop\" is at version 2"));
+  f->opts.nmigrations = 3;
+  assert_int_equal(ob_open(&e2, &f->opts, err, sizeof err), OB_EINVAL);
+  assert_non_null(strstr(err, "migration shop 3 failed"));
+  assert_non_null(strstr(err, "no_such_table"));
+  f->opts.migrations = gap;
+  f->opts.nmigrations = 2;
+  assert_int_equal(ob_open(&e2, &f->opts, err, sizeof err), OB_EINVAL);
+  assert_non_null(strstr(err, "expected 2"));
+  assert_int_equal(fx_count(f, "SELECT count(*) FROM schema_migration"), 2);
+  f->opts.migrations = NULL;
+  f->opts.nmigrations = 0;
+  fx_free(f);
+}
+
 static void test_foreign_schema_refused(void** state) {
   fixture_t* f = fx_new(1);
   char err[512], other[1400];
@@ -682,6 +725,7 @@ int main(void) {
       cmocka_unit_test(test_duplicate_across_partitions),
       cmocka_unit_test(test_two_then_four_processes),
       cmocka_unit_test(test_newer_schema_refused),
+      cmocka_unit_test(test_embedder_migrations),
       cmocka_unit_test(test_foreign_schema_refused),
       cmocka_unit_test(test_password_never_printed),
       cmocka_unit_test(test_failure_store_and_replay),
