@@ -169,6 +169,10 @@ struct ob_tx_s {
 #define OB__TX_READ 1
 #define OB__TX_WRITE 2
 
+/* A zeroed embedder's tx of kind (OB__TX_READ, OB__TX_WRITE) on e, its now
+** the engine clock's (tx.c; modules.c runs the checks on one). */
+void ob__tx_init_embedder(ob_tx_t* tx, ob_engine_t* e, int kind);
+
 /* The engine clock (engine_clock.c): start it at open from max(wall, the
 ** value recorded in the database); read it (it never goes back, and marks
 ** its value for recording at the next write commit); how far the wall clock

@@ -64,21 +64,12 @@ int ob_add_stats(ob_engine_t* e, const char* name, ob_stats_fn fn,
   return add_hook(e, 1, name, (void*)fn, arg);
 }
 
-/* A read-only tx over the transaction ob_check already holds. */
-static void read_tx(ob_engine_t* e, ob_tx_t* tx) {
-  memset(tx, 0, sizeof *tx);
-  tx->e = e;
-  tx->kind = OB__TX_READ;
-  tx->verdict = OB_DONE;
-  tx->retry_delay_ms = -1;
-  tx->now = ob__now(e);
-}
-
 int ob__engine_run_checks(ob_engine_t* e, ob_violation_cb cb, void* arg) {
   ob_tx_t tx;
   int total = 0;
   if (e->modules == NULL) return 0;
-  read_tx(e, &tx);
+  /* A read-only tx over the transaction ob_check already holds. */
+  ob__tx_init_embedder(&tx, e, OB__TX_READ);
   e->db.user_read_only = 1;
   for (size_t i = 0; i < e->modules->checks.n; i++) {
     ob__hook_t* h = &e->modules->checks.h[i];

@@ -102,6 +102,15 @@ void ob_tx_new_id(ob_tx_t* tx, char out[OB_UUID_BUFLEN]) {
 
 /* ---- the embedder's transactions (ob_read / ob_write) ------------------- */
 
+void ob__tx_init_embedder(ob_tx_t* tx, ob_engine_t* e, int kind) {
+  memset(tx, 0, sizeof *tx);
+  tx->e = e;
+  tx->kind = kind;
+  tx->verdict = OB_DONE;
+  tx->retry_delay_ms = -1;
+  tx->now = ob__now(e);
+}
+
 static int embedder_tx(ob_engine_t* e, ob_tx_fn fn, void* arg, int kind) {
   ob_tx_t tx;
   int rc, out;
@@ -110,12 +119,7 @@ static int embedder_tx(ob_engine_t* e, ob_tx_fn fn, void* arg, int kind) {
   /* A read inside an ob_read's fn joins its snapshot: a module's statistics
   ** read there agree with what the caller read. */
   if (kind == OB__TX_READ && e->db.in_tx && e->db.user_read_only) {
-    memset(&tx, 0, sizeof tx);
-    tx.e = e;
-    tx.kind = kind;
-    tx.verdict = OB_DONE;
-    tx.retry_delay_ms = -1;
-    tx.now = ob__now(e);
+    ob__tx_init_embedder(&tx, e, kind);
     out = fn(&tx, arg);
     return out != 0 ? out : tx.fatal;
   }
@@ -129,12 +133,7 @@ static int embedder_tx(ob_engine_t* e, ob_tx_fn fn, void* arg, int kind) {
   ** pauses handling (core/engine/space.c), so the last bytes stay for the
   ** publish marks and retention that give space back. */
   if (kind == OB__TX_WRITE && (rc = ob__space_may_handle(e)) < 0) return rc;
-  memset(&tx, 0, sizeof tx);
-  tx.e = e;
-  tx.kind = kind;
-  tx.verdict = OB_DONE;
-  tx.retry_delay_ms = -1;
-  tx.now = ob__now(e);
+  ob__tx_init_embedder(&tx, e, kind);
   if (kind == OB__TX_WRITE)
     ob__uuid7_next_at(&e->idgen, e->opts.clock, tx.now, tx.write_id);
   rc = kind == OB__TX_READ ? ob__db_begin_read(&e->db) : ob__db_begin(&e->db);
