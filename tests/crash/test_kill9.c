@@ -456,25 +456,46 @@ static void verify(sim_t* sim, int full, census_t* out) {
                                                   : "quick_check")),
                      1);
   memset(&c, 0, sizeof c);
-  assert_int_equal(
-      ts_backend_rows(sim->db_path,
-                      "SELECT (SELECT count(*) FROM queue),"
-                      " (SELECT count(*) FROM failed_message),"
-                      " (SELECT count(*) FROM merchant_payout),"
-                      " (SELECT count(*) FROM outbox_event o"
-                      " JOIN merchant_payout p"
-                      " ON p.source_event_id = o.causation_id"
-                      " AND p.source_payment_id = o.aggregate_id"
-                      " WHERE o.event_type = 'MerchantPayoutCreated'),"
-                      " (SELECT count(*) FROM processed_message"
-                      " WHERE consumer_name = 'create-merchant-payout-v1'),"
-                      " (SELECT count(*) FROM processed_message"
-                      " WHERE consumer_name = '" RECORDER "'),"
-                      " (SELECT count(*) FROM outbox_event)",
-                      census_row, &c),
-      1);
-  ts_backend_rows(sim->db_path, "SELECT source_event_id, source_payment_id"
-                  " FROM merchant_payout", payout_row, &pd);
+  /* The payout module's table comes with its own migration, after
+  ** oncebox's schema: a kill between the two leaves a file without it,
+  ** and then without a payout, a dedup record of either consumer or an
+  ** event (the handlers are registered after it): the census reads 0s. */
+  if (ts_backend_count(sim->db_path,
+                       ts_backend_is_pg()
+                           ? "SELECT count(*) FROM pg_tables WHERE schemaname"
+                             " = current_schema() AND tablename ="
+                             " 'merchant_payout'"
+                           : "SELECT count(*) FROM sqlite_schema WHERE name ="
+                             " 'merchant_payout'") == 0) {
+    assert_int_equal(ts_backend_rows(sim->db_path,
+                                     "SELECT (SELECT count(*) FROM queue),"
+                                     " (SELECT count(*) FROM failed_message),"
+                                     " 0, 0, (SELECT count(*) FROM"
+                                     " processed_message), 0, (SELECT"
+                                     " count(*) FROM outbox_event)",
+                                     census_row, &c),
+                     1);
+  } else {
+    assert_int_equal(
+        ts_backend_rows(sim->db_path,
+                        "SELECT (SELECT count(*) FROM queue),"
+                        " (SELECT count(*) FROM failed_message),"
+                        " (SELECT count(*) FROM merchant_payout),"
+                        " (SELECT count(*) FROM outbox_event o"
+                        " JOIN merchant_payout p"
+                        " ON p.source_event_id = o.causation_id"
+                        " AND p.source_payment_id = o.aggregate_id"
+                        " WHERE o.event_type = 'MerchantPayoutCreated'),"
+                        " (SELECT count(*) FROM processed_message"
+                        " WHERE consumer_name = 'create-merchant-payout-v1'),"
+                        " (SELECT count(*) FROM processed_message"
+                        " WHERE consumer_name = '" RECORDER "'),"
+                        " (SELECT count(*) FROM outbox_event)",
+                        census_row, &c),
+        1);
+    ts_backend_rows(sim->db_path, "SELECT source_event_id, source_payment_id"
+                    " FROM merchant_payout", payout_row, &pd);
+  }
   assert_int_equal(c.outbox_all, c.payouts);
 
   /* I3: dedup record, payout and outbox row, all or nothing. */
