@@ -4,6 +4,10 @@
 #                                          and modules/*/include
 #   lib/liboncebox.so.0.1.0 (+ .so.0.1, .so) the shared library, SONAME .so.0.1
 #   lib/liboncebox.a                       the static library
+#   lib/oncebox/postgresql.so, lib/liboncebox-postgresql.a,
+#   include/oncebox_postgresql.h, lib/pkgconfig/oncebox-postgresql.pc
+#                                          the PostgreSQL dialect, with libpq
+#                                          (storage/postgresql/CMakeLists.txt)
 #   lib/pkgconfig/oncebox.pc
 #   lib/cmake/oncebox/onceboxConfig.cmake  (+ ConfigVersion, Targets)
 #   bin/oncebox                            (programs/oncebox/CMakeLists.txt)
@@ -28,18 +32,6 @@ install(TARGETS oncebox_shared oncebox EXPORT onceboxTargets
 set(OB_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/oncebox)
 install(EXPORT onceboxTargets NAMESPACE oncebox::
         FILE onceboxTargets.cmake DESTINATION ${OB_CMAKE_DIR})
-# Built with the PostgreSQL backend, the static library needs libpq too.
-if(ONCEBOX_HAVE_POSTGRESQL)
-  set(OB_CONFIG_PG_DEP "\"LIBPQ;libpq\"")
-  set(OB_CONFIG_PG_NOTE "this build has the PostgreSQL backend: libpq too")
-  # -lpq, not "Requires.private: libpq": Debian's libpq.pc names static
-  # libraries (pgcommon, pgport, gssapi_krb5) that libpq-dev does not ship.
-  set(OB_PC_PG_LIBS " -lpq")
-else()
-  set(OB_CONFIG_PG_DEP "")
-  set(OB_CONFIG_PG_NOTE "this build has no PostgreSQL backend")
-  set(OB_PC_PG_LIBS "")
-endif()
 # llhttp as Debian 13's library: liboncebox.a needs it too.
 if(OB_LLHTTP_FROM STREQUAL "library")
   set(OB_PC_LLHTTP_LIBS " -lllhttp")
@@ -77,3 +69,12 @@ configure_file(${PROJECT_SOURCE_DIR}/cmake/oncebox.pc.in
                ${PROJECT_BINARY_DIR}/oncebox.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/oncebox.pc
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# The PostgreSQL dialect's archive for a static program: it and libpq, on
+# top of liboncebox.a.
+if(ONCEBOX_HAVE_POSTGRESQL)
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/oncebox-postgresql.pc.in
+                 ${PROJECT_BINARY_DIR}/oncebox-postgresql.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/oncebox-postgresql.pc
+          DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endif()

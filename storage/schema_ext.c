@@ -4,17 +4,12 @@
 ** name, the refusal of a database holding a newer version than the
 ** program gives, and each missing step run and recorded in the
 ** migration's transaction (a row exists exactly when the step's effects
-** do). How a step's SQL runs is the dialect's: ob__sqlite_migration_exec
-** (under the authorizer that keeps oncebox's own tables as they are) and
-** ob__pg_migration_exec. oncebox's own migrations are each dialect's
+** do). How a step's SQL runs is the dialect's migration_exec: SQLite's
+** under the authorizer that keeps oncebox's own tables as they are. oncebox's own migrations are each dialect's
 ** schema file. */
 #include <string.h>
 
 #include "storage/sql.h"
-
-#if defined(ONCEBOX_HAVE_POSTGRESQL)
-#include "storage/postgresql/pg_int.h"
-#endif
 
 static int valid_schema_name(const char* s) {
   size_t n;
@@ -103,12 +98,7 @@ int ob__schema_ext_apply(ob__db_t* db, const ob__schema_ext_t* ext) {
     int have, rc;
     if ((rc = recorded_version(db, m->name, &have)) < 0) return rc;
     if (m->version <= have) continue;
-#if defined(ONCEBOX_HAVE_POSTGRESQL)
-    if (ob__sql_is_pg(db))
-      rc = ob__pg_migration_exec(db, m);
-    else
-#endif
-      rc = ob__sqlite_migration_exec(db, m);
+    rc = db->ops->migration_exec(db, m);
     if (rc < 0) return rc;
     ob__sql_prepare(db, &s, OB__SQL_ONCE, ins, "schema_migration");
     ob__sql_text(&s, 1, m->name);

@@ -6,18 +6,8 @@
 #include "core/util/assert.h"
 #include "storage/sql.h"
 
-#if defined(ONCEBOX_HAVE_POSTGRESQL)
-#include "storage/postgresql/pg_int.h"
-#define PG(s) ob__sql_is_pg((s)->db)
-#else
-#define PG(s) 0
-#define ob__sql_pg_step(s) OB_ENOTSUP
-#define ob__sql_pg_changes(s, n) 0
-#define ob__sql_pg_col_int(s, i) 0
-#define ob__sql_pg_col(s, i, n, b) NULL
-#define ob__sql_pg_col_null(s, i) 1
-#define ob__sql_pg_finish(s) (void)0
-#endif
+/* The open database's dialect: its table holds the statement layer. */
+#define D(s) ((s)->db->ops)
 
 void ob__sql_prepare(ob__db_t* db, ob__sql_t* s, int id, const char* sql,
                      const char* what) {
@@ -88,28 +78,27 @@ int ob__sql_step(ob__sql_t* s) {
     return ob__db_seterr(s->db, OB_ESTATE, "%s: the database is not open",
                          s->what ? s->what : "storage");
   }
-  return PG(s) ? ob__sql_pg_step(s) : ob__sql_sqlite_step(s);
+  return D(s)->sql_step(s);
 }
 
 int64_t ob__sql_col_int(ob__sql_t* s, int i) {
-  return PG(s) ? ob__sql_pg_col_int(s, i) : ob__sql_sqlite_col_int(s, i);
+  return D(s)->sql_col_int(s, i);
 }
 
 const char* ob__sql_col_text(ob__sql_t* s, int i) {
-  return PG(s) ? ob__sql_pg_col(s, i, NULL, 0)
-               : ob__sql_sqlite_col(s, i, NULL, 0);
+  return D(s)->sql_col(s, i, NULL, 0);
 }
 
 const char* ob__sql_col_textn(ob__sql_t* s, int i, size_t* n) {
-  return PG(s) ? ob__sql_pg_col(s, i, n, 0) : ob__sql_sqlite_col(s, i, n, 0);
+  return D(s)->sql_col(s, i, n, 0);
 }
 
 const void* ob__sql_col_blob(ob__sql_t* s, int i, size_t* n) {
-  return PG(s) ? ob__sql_pg_col(s, i, n, 1) : ob__sql_sqlite_col(s, i, n, 1);
+  return D(s)->sql_col(s, i, n, 1);
 }
 
 int ob__sql_col_null(ob__sql_t* s, int i) {
-  return PG(s) ? ob__sql_pg_col_null(s, i) : ob__sql_sqlite_col_null(s, i);
+  return D(s)->sql_col_null(s, i);
 }
 
 int ob__sql_col_dup(ob__sql_t* s, int i, int blob, char** out, size_t* len) {
@@ -127,17 +116,15 @@ int ob__sql_col_dup(ob__sql_t* s, int i, int blob, char** out, size_t* len) {
 }
 
 void ob__sql_finish(ob__sql_t* s) {
-  if (PG(s))
-    ob__sql_pg_finish(s);
-  else
-    ob__sql_sqlite_finish(s);
+  /* Safe after any outcome, also a step refused on a closed database. */
+  if (D(s) != NULL) D(s)->sql_finish(s);
 }
 
 int ob__sql_done(ob__sql_t* s) {
   int rc, rows = 0;
   while ((rc = ob__sql_step(s)) > 0) rows++;
   if (rc == 0)
-    rc = PG(s) ? ob__sql_pg_changes(s, rows) : ob__sql_sqlite_changes(s, rows);
+    rc = D(s)->sql_changes(s, rows);
   ob__sql_finish(s);
   return rc;
 }
@@ -217,13 +204,7 @@ int ob__sql_move(ob__db_t* db, const ob__sql_text_t* move,
 
 int ob__sql_retention_days(ob__db_t* db, int outbox, int64_t cutoff,
                            int64_t* deleted) {
-#if defined(ONCEBOX_HAVE_POSTGRESQL)
-  if (ob__sql_is_pg(db))
-    return ob__pg_retention_days(db, outbox, cutoff, deleted);
-#endif
-  (void)db;
-  (void)outbox;
-  (void)cutoff;
-  (void)deleted;
+  if (db->ops != NULL && db->ops->retention_days != NULL)
+    return db->ops->retention_days(db, outbox, cutoff, deleted);
   return 0;
 }

@@ -4,8 +4,9 @@
 ** that each operation of store.h is written once (storage/<op>.c) and only
 ** what SQLite and PostgreSQL really do differently lives in a dialect
 ** file: sql_sqlite.c (prepare, step, columns, SQLite's error codes) and
-** sql_pg.c (the same over libpq, SQLSTATEs), as SQLite keeps one pager
-** over its VFS.
+** postgresql/pg_sql.c (the same over libpq, SQLSTATEs; a plugin of its own,
+** storage/dialect.h), reached through the dialect's table, as SQLite keeps
+** one pager over its VFS.
 **
 ** The SQL is written once, with ?N placeholders. On PostgreSQL ?N becomes
 ** $N when the statement is prepared, and each parameter is typed by the
@@ -192,12 +193,11 @@ int ob__schema_ext_check(ob__db_t* db, const ob__schema_ext_t* ext);
 int ob__schema_ext_missing(ob__db_t* db, const ob__schema_ext_t* ext,
                            int recorded, size_t* missing);
 int ob__schema_ext_apply(ob__db_t* db, const ob__schema_ext_t* ext);
-/* A step's SQL, as the dialect runs it (sqlite/schema.c,
-** postgresql/pg_schema.c): OB_EINVAL naming the step when it fails. */
+/* A step's SQL, as SQLite runs it (sqlite/schema.c; each dialect's
+** migration_exec): OB_EINVAL naming the step when it fails. */
 int ob__sqlite_migration_exec(ob__db_t* db, const ob_migration_t* m);
-int ob__pg_migration_exec(ob__db_t* db, const ob_migration_t* m);
 
-/* ---- the dialects (sql_sqlite.c, sql_pg.c), for sql.c only --------------
+/* ---- SQLite's statement layer (sql_sqlite.c), for its table only ---------
 ** step prepares (or finds in the cache) and binds at the first call, and
 ** maps a failure to OB_E* with errmsg set; changes is the rows a write
 ** changed (or a query returned: rows); col is column i's text or, blob
@@ -210,13 +210,6 @@ int64_t ob__sql_sqlite_col_int(ob__sql_t* s, int i);
 const void* ob__sql_sqlite_col(ob__sql_t* s, int i, size_t* n, int blob);
 int ob__sql_sqlite_col_null(ob__sql_t* s, int i);
 void ob__sql_sqlite_finish(ob__sql_t* s);
-
-int ob__sql_pg_step(ob__sql_t* s);
-int ob__sql_pg_changes(ob__sql_t* s, int rows);
-int64_t ob__sql_pg_col_int(ob__sql_t* s, int i);
-const void* ob__sql_pg_col(ob__sql_t* s, int i, size_t* n, int blob);
-int ob__sql_pg_col_null(ob__sql_t* s, int i);
-void ob__sql_pg_finish(ob__sql_t* s);
 
 /* The operations written once (storage/<operation>.c) are store.h's
 ** functions themselves, called directly: no table stands between them and

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "core/util/errbuf.h"
-#include "storage/sql.h"
+#include "storage/dialect.h"
 
 int ob__db_vseterr(ob__db_t* db, int code, const char* fmt, va_list ap) {
   return ob__errbuf_vset(db->errmsg, sizeof db->errmsg, code, fmt, ap);
@@ -34,68 +34,63 @@ int ob__db_name_is_postgresql(const char* name) {
   return eq != NULL && (slash == NULL || eq < slash);
 }
 
-#if defined(ONCEBOX_HAVE_POSTGRESQL)
-void ob__pg_display_name(const char* conninfo, char* out, size_t n);
-#endif
-
-/* Each dialect's table: every entry of store_ops.h's list. */
+/* SQLite's table: every entry of store_ops.h's list. */
 #define OB__SQLITE_ENTRY(ret, name, params, args) .name = ob__sqlite_##name,
 #define OB__SQLITE_VENTRY(name, params, args) .name = ob__sqlite_##name,
 const ob__store_ops_t ob__sqlite_store_ops = {
     .backend = "sqlite",
+    .dialect = OB_DIALECT_SQLITE,
     .open = ob__sqlite_db_open_ext,
-    OB__STORE_OPS(OB__SQLITE_ENTRY, OB__SQLITE_VENTRY)};
-
-#if defined(ONCEBOX_HAVE_POSTGRESQL)
-#define OB__PG_ENTRY(ret, name, params, args) .name = ob__pg_##name,
-#define OB__PG_VENTRY(name, params, args) .name = ob__pg_##name,
-const ob__store_ops_t ob__pg_store_ops = {
-    .backend = "postgresql",
-    .open = ob__pg_db_open_ext,
-    OB__STORE_OPS(OB__PG_ENTRY, OB__PG_VENTRY)};
-#endif
+    OB__STORE_OPS(OB__SQLITE_ENTRY, OB__SQLITE_VENTRY)
+    .sql_step = ob__sql_sqlite_step,
+    .sql_changes = ob__sql_sqlite_changes,
+    .sql_col_int = ob__sql_sqlite_col_int,
+    .sql_col = ob__sql_sqlite_col,
+    .sql_col_null = ob__sql_sqlite_col_null,
+    .sql_finish = ob__sql_sqlite_finish,
+    .migration_exec = ob__sqlite_migration_exec};
 
 void ob_db_display_name(const char* db_path, char* out, size_t n) {
+  const ob__store_ops_t* pg;
   if (out == NULL || n == 0) return;
   if (db_path == NULL) {
     snprintf(out, n, "(none)");
   } else if (ob__db_name_is_postgresql(db_path)) {
-#if defined(ONCEBOX_HAVE_POSTGRESQL)
-    ob__pg_display_name(db_path, out, n);
-#else
-    snprintf(out, n, "a PostgreSQL connection string");
-#endif
+    /* The dialect parses the string; without it nothing of it is shown
+    ** (it may hold a password). */
+    pg = ob__dialect_find(OB_DIALECT_POSTGRESQL);
+    if (pg == NULL) ob__dialect_load(OB_DIALECT_POSTGRESQL, &pg, NULL, 0);
+    if (pg != NULL && pg->display_name != NULL)
+      pg->display_name(db_path, out, n);
+    else
+      snprintf(out, n, "a PostgreSQL connection string");
   } else {
     snprintf(out, n, "%s", db_path);
   }
 }
 
 int ob__db_is_postgresql(const ob__db_t* db) {
-#if defined(ONCEBOX_HAVE_POSTGRESQL)
-  return db->ops == &ob__pg_store_ops;
-#else
-  (void)db;
-  return 0;
-#endif
+  return db->ops != NULL && db->ops->dialect == OB_DIALECT_POSTGRESQL;
 }
 
 int ob__db_open_ext(ob__db_t* db, const char* name, ob_sync_t sync,
                     int busy_timeout_ms, int64_t max_bytes,
                     const struct ob__schema_ext_s* ext) {
   if (ob__db_name_is_postgresql(name)) {
-#if defined(ONCEBOX_HAVE_POSTGRESQL)
-    return ob__pg_store_ops.open(db, name, sync, busy_timeout_ms, max_bytes,
-                                 ext);
-#else
-    /* The name is not printed: a connection string may hold a password. */
-    memset(db, 0, sizeof *db);
-    return ob__db_seterr(db, OB_EINVAL,
-                         "the database is named by a PostgreSQL connection "
-                         "string, and this build of oncebox has no "
-                         "PostgreSQL support (built without libpq or with "
-                         "ONCEBOX_POSTGRESQL=OFF); a file path names an "
-                         "SQLite database");
-#endif
+    const ob__store_ops_t* pg = ob__dialect_find(OB_DIALECT_POSTGRESQL);
+    char why[OB__ERRMSG_LEN - 64];
+    int rc = 0;
+    if (pg == NULL)
+      rc = ob__dialect_load(OB_DIALECT_POSTGRESQL, &pg, why, sizeof why);
+    if (rc < 0) {
+      /* The name is not printed: a connection string may hold a
+      ** password. */
+      memset(db, 0, sizeof *db);
+      return ob__db_seterr(db, rc,
+                           "the database is a PostgreSQL connection string: "
+                           "%s", why);
+    }
+    return pg->open(db, name, sync, busy_timeout_ms, max_bytes, ext);
   }
   return ob__sqlite_store_ops.open(db, name, sync, busy_timeout_ms,
                                    max_bytes, ext);

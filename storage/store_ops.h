@@ -9,8 +9,9 @@
 ** X(return type, name, parameters, arguments) for one returning a code,
 ** V(name, parameters, arguments) for one returning nothing. The list makes
 ** the things that must agree: the table's members (below), each
-** dialect's declarations (below: ob__sqlite_<name>, ob__pg_<name>), and
-** the dispatchers of store.h and both tables (storage/store.c). A member
+** dialect's declarations (ob__sqlite_<name> below, ob__pg_<name> in
+** storage/postgresql/pg_int.h), the dispatchers of store.h
+** (storage/store.c) and each dialect's table. A member
 ** left NULL (none today) would make its dispatcher answer OB_ENOTSUP with
 ** the function's name in errmsg, and a void one do nothing. Included by
 ** storage/ only.
@@ -70,8 +71,12 @@ typedef int (*ob__store_open_fn)(ob__db_t* db, const char* name,
                                  int64_t max_bytes,
                                  const struct ob__schema_ext_s* ext);
 
+struct ob__sql_s;
+struct ob_migration_s;
+
 typedef struct ob__store_ops_s {
   const char* backend;     /* "sqlite", "postgresql": for messages */
+  int dialect;             /* OB_DIALECT_SQLITE, OB_DIALECT_POSTGRESQL */
   /* Open name (a file path, or a connection string) into a zeroed db, set
   ** db->ops, migrate. On failure nothing stays open and errmsg says why. */
   ob__store_open_fn open;
@@ -80,27 +85,36 @@ typedef struct ob__store_ops_s {
   OB__STORE_OPS(OB__STORE_OP_MEMBER, OB__STORE_VOP_MEMBER)
 #undef OB__STORE_OP_MEMBER
 #undef OB__STORE_VOP_MEMBER
+  /* The statement layer of storage/sql.h (sql_sqlite.c, the dialect's own
+  ** for the others): what sql.c's functions of the same name call. */
+  int (*sql_step)(struct ob__sql_s* s);
+  int (*sql_changes)(struct ob__sql_s* s, int rows);
+  int64_t (*sql_col_int)(struct ob__sql_s* s, int i);
+  const void* (*sql_col)(struct ob__sql_s* s, int i, size_t* n, int blob);
+  int (*sql_col_null)(struct ob__sql_s* s, int i);
+  void (*sql_finish)(struct ob__sql_s* s);
+  /* An embedder's migration step as the dialect runs it (sql.h). */
+  int (*migration_exec)(ob__db_t* db, const struct ob_migration_s* m);
+  /* ob__sql_retention_days; NULL: the dialect keeps no partitions. */
+  int (*retention_days)(ob__db_t* db, int outbox, int64_t cutoff,
+                        int64_t* deleted);
+  /* ob_db_display_name of a name of this dialect; NULL: as given. */
+  void (*display_name)(const char* name, char* out, size_t n);
 } ob__store_ops_t;
 
+/* SQLite's table (storage/sqlite); the other dialects' are registered
+** (storage/dialect.h). */
 extern const ob__store_ops_t ob__sqlite_store_ops;
-extern const ob__store_ops_t ob__pg_store_ops;  /* with PostgreSQL only */
 
-/* Each dialect's functions of the list: storage/sqlite/ (ob__sqlite_) and
-** storage/postgresql/ (ob__pg_, built with PostgreSQL support only). */
-#define OB__STORE_DECLARE(ret, name, params, args)                           \
-  ret ob__sqlite_##name params;                                              \
-  ret ob__pg_##name params;
-#define OB__STORE_VDECLARE(name, params, args)                               \
-  void ob__sqlite_##name params;                                             \
-  void ob__pg_##name params;
+/* SQLite's functions of the list (storage/sqlite/, ob__sqlite_). A
+** dialect of its own declares its own the same way (OB__STORE_OPS). */
+#define OB__STORE_DECLARE(ret, name, params, args) ret ob__sqlite_##name params;
+#define OB__STORE_VDECLARE(name, params, args) void ob__sqlite_##name params;
 OB__STORE_OPS(OB__STORE_DECLARE, OB__STORE_VDECLARE)
 #undef OB__STORE_DECLARE
 #undef OB__STORE_VDECLARE
 int ob__sqlite_db_open_ext(ob__db_t* db, const char* path, ob_sync_t sync,
                            int busy_timeout_ms, int64_t max_bytes,
                            const struct ob__schema_ext_s* ext);
-int ob__pg_db_open_ext(ob__db_t* db, const char* conninfo, ob_sync_t sync,
-                       int busy_timeout_ms, int64_t max_bytes,
-                       const struct ob__schema_ext_s* ext);
 
 #endif

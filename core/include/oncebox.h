@@ -1703,6 +1703,33 @@ OB_EXTERN int ob_metrics_enable(ob_engine_t* e, const ob_metrics_options_t* o,
 OB_EXTERN int ob_dialect(const ob_engine_t* e);
 
 /*
+** Dialects built apart. SQLite is part of the library; PostgreSQL (the
+** head office's) is a dialect of its own, so that a terminal's library
+** links no libpq (docs/decisions/0025-dialect-plugin.md). ob_open finds it
+** by itself: a db_path that is a PostgreSQL connection string loads the
+** plugin postgresql.so from the library's plugin folder (Debian: package
+** oncebox-postgresql, /usr/lib/<triplet>/oncebox/; the environment
+** variable ONCEBOX_DIALECT_DIR names another folder, ignored in a setuid
+** process). Without it ob_open returns OB_ENOTSUP naming the package to
+** install, and opens nothing; a plugin built for another version of
+** oncebox, or writable by others than its owner, is refused the same way.
+**
+** A program linked statically registers the dialect's archive instead, as
+** SQLite registers a VFS: ob_postgresql_register() (oncebox_postgresql.h,
+** liboncebox-postgresql.a, which calls this function with its entry).
+** Registering is idempotent and thread-safe, and done before ob_open.
+** Returns 0, or OB_ENOTSUP when entry refuses this library or this library
+** refuses it (another version, another ABI), OB_EINVAL for a NULL entry;
+** errbuf (may be NULL) says why.
+*/
+typedef struct ob_dialect_host_s ob_dialect_host_t;
+typedef struct ob_dialect_s ob_dialect_t;
+typedef const ob_dialect_t* (*ob_dialect_entry_fn)(
+    const ob_dialect_host_t* host);
+OB_EXTERN int ob_dialect_register(ob_dialect_entry_fn entry, char* errbuf,
+                                  size_t errlen);
+
+/*
 ** Apply the steps of an embedder's or a module's schema to an open engine,
 ** with the rules of ob_options_t.migrations (what a step may do, versions
 ** in order from 1, each recorded in schema_migration and never run twice),

@@ -1,9 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
 ** storage/postgresql: the PostgreSQL backend of store.h (the head office's,
-** docs/postgresql.md, docs/decisions/0018). Its functions are store.h's
-** with the prefix ob__pg_ (declared from storage/store_ops.h's list),
-** reached through ob__pg_store_ops; the helpers below are its own.
+** docs/postgresql.md, docs/decisions/0018), built apart from the library
+** as a plugin and an archive (docs/decisions/0025, storage/dialect.h).
+** Its functions are store.h's with the prefix ob__pg_ (declared from
+** storage/store_ops.h's list below), reached through its table
+** (pg_dialect.c); the helpers below are its own.
+**
+** What it calls of the library's storage (sql.h's statement layer, errors,
+** the embedder's schema steps) goes through the host table the library
+** hands it at registration: the macros at the end of this file, which
+** every source of the folder includes last, turn those calls into calls
+** through ob__pg_host (as SQLite's sqlite3ext.h does for an extension).
 **
 ** The operations of store.h are written once over storage/sql.h (sql_pg.c
 ** is its libpq side); what stays here is PostgreSQL's own: the connection
@@ -18,6 +26,7 @@
 
 #include <libpq-fe.h>
 
+#include "storage/dialect.h"
 #include "storage/sql.h"
 #include "storage/store_ops.h"
 
@@ -85,5 +94,48 @@ int ob__pg_partitions_ensure(ob__db_t* db, int64_t from_ms, int days_ahead);
 /* ob__sql_retention_days on PostgreSQL (pg_retention.c). */
 int ob__pg_retention_days(ob__db_t* db, int outbox, int64_t cutoff,
                           int64_t* deleted);
+
+/* PostgreSQL's functions of store_ops.h's list, and its open. */
+#define OB__PG_DECLARE(ret, name, params, args) ret ob__pg_##name params;
+#define OB__PG_VDECLARE(name, params, args) void ob__pg_##name params;
+OB__STORE_OPS(OB__PG_DECLARE, OB__PG_VDECLARE)
+#undef OB__PG_DECLARE
+#undef OB__PG_VDECLARE
+int ob__pg_db_open_ext(ob__db_t* db, const char* conninfo, ob_sync_t sync,
+                       int busy_timeout_ms, int64_t max_bytes,
+                       const struct ob__schema_ext_s* ext);
+/* sql.h's statement layer over libpq (pg_sql.c), for the table. */
+int ob__sql_pg_step(ob__sql_t* s);
+int ob__sql_pg_changes(ob__sql_t* s, int rows);
+int64_t ob__sql_pg_col_int(ob__sql_t* s, int i);
+const void* ob__sql_pg_col(ob__sql_t* s, int i, size_t* n, int blob);
+int ob__sql_pg_col_null(ob__sql_t* s, int i);
+void ob__sql_pg_finish(ob__sql_t* s);
+/* An embedder's migration step on PostgreSQL (pg_schema.c). */
+int ob__pg_migration_exec(ob__db_t* db, const ob_migration_t* m);
+/* The dialect's table (pg_dialect.c). */
+extern const ob__store_ops_t ob__pg_store_ops;
+
+/* The library's functions, through the host table it registered the
+** dialect with (pg_dialect.c sets it before any other call). */
+extern const ob_dialect_host_t* ob__pg_host;
+#define ob__db_seterr (ob__pg_host->db_seterr)
+#define ob__assert_fail (ob__pg_host->assert_fail)
+#define ob__observed_clock_load (ob__pg_host->observed_clock_load)
+#define ob__schema_ext_check (ob__pg_host->schema_ext_check)
+#define ob__schema_ext_missing (ob__pg_host->schema_ext_missing)
+#define ob__schema_ext_apply (ob__pg_host->schema_ext_apply)
+#define ob__sql_engine_clock_record (ob__pg_host->engine_clock_record)
+#define ob__sql_prepare (ob__pg_host->sql_prepare)
+#define ob__sql_int (ob__pg_host->sql_int)
+#define ob__sql_text (ob__pg_host->sql_text)
+#define ob__sql_step (ob__pg_host->sql_step)
+#define ob__sql_col_int (ob__pg_host->sql_col_int)
+#define ob__sql_col_text (ob__pg_host->sql_col_text)
+#define ob__sql_finish (ob__pg_host->sql_finish)
+#define ob__sql_done (ob__pg_host->sql_done)
+#define ob__sql_int1 (ob__pg_host->sql_int1)
+#define ob__sql_run (ob__pg_host->sql_run)
+#define ob__sql_lock_key (ob__pg_host->sql_lock_key)
 
 #endif
