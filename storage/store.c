@@ -86,9 +86,7 @@ int ob__db_open_ext(ob__db_t* db, const char* name, ob_sync_t sync,
       /* The name is not printed: a connection string may hold a
       ** password. */
       memset(db, 0, sizeof *db);
-      return ob__db_seterr(db, rc,
-                           "the database is a PostgreSQL connection string: "
-                           "%s", why);
+      return ob__db_seterr(db, rc, "%s", why);
     }
     return pg->open(db, name, sync, busy_timeout_ms, max_bytes, ext);
   }

@@ -388,8 +388,11 @@ typedef struct ob_engine_s ob_engine_t;
 ** nothing is left open and a negative code is returned: OB_EVERSION for a
 ** database written by a newer oncebox, OB_ECORRUPT for a file that is not an
 ** SQLite database, OB_EWAL if WAL cannot be enabled, OB_EPERM/OB_EIO for file
-** errors. If errbuf is not NULL, up to errlen bytes of detail are written to
-** it (always NUL-terminated) on failure.
+** errors. A db_path that is a PostgreSQL connection string needs the
+** PostgreSQL dialect (see ob_dialect_register): without its plugin,
+** OB_ENOTSUP naming the package to install, and nothing is opened. If
+** errbuf is not NULL, up to errlen bytes of detail are written to it
+** (always NUL-terminated) on failure.
 */
 OB_EXTERN int ob_open(ob_engine_t** out, const ob_options_t* opts,
                       char* errbuf, size_t errlen);
@@ -412,7 +415,7 @@ OB_EXTERN const char* ob_errmsg(const ob_engine_t* e);
 ** How to name the database db_path (ob_options_t.db_path) in a message or
 ** a status page: a file path as given; a PostgreSQL connection string by
 ** its host, port, dbname and user only, never its password or any other
-** keyword (a build without PostgreSQL support writes "a PostgreSQL
+** keyword (without the PostgreSQL dialect it writes "a PostgreSQL
 ** connection string"). Writes at most n bytes, NUL-terminated, into out;
 ** truncates a long path. db_path NULL writes "(none)".
 */

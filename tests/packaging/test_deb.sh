@@ -5,7 +5,9 @@
 #   1. build the amd64 (host) .debs from a clean copy with deb.sh (lintian
 #      included);
 #   2. dpkg -i oncebox, liboncebox0.1 and liboncebox-dev (apt-get install -f
-#      for missing dependencies); `oncebox --version`; the service user;
+#      for missing dependencies); `oncebox --version`; the service user; a
+#      PostgreSQL connection string without the oncebox-postgresql package
+#      (exit 4, the package named) and with it (the plugin loads);
 #   3. examples/shop built against the installed -dev package with
 #      pkg-config and find_package (shop.sh, shared with test_packaging.sh);
 #   4. systemd-analyze verify on the installed unit, and systemd-analyze
@@ -105,6 +107,35 @@ sleep 1
 kill -0 $pid 2>/dev/null || { cat "$tmp/run/log"; fail "oncebox run exited on its own"; }
 kill -TERM $pid
 wait $pid || fail "oncebox run: exit $? after SIGTERM"
+
+# 2b. The head office's dialect is a package of its own (decision 0025):
+# without it a connection string exits 4 naming the package; installed, the
+# program loads its plugin from the package's folder (the server named does
+# not exist: the failure is the connection's, and it names the database).
+pg_uri='postgresql://u:s3cr3t@/x?host=/nonexistent-oncebox-dir'
+step "oncebox --db postgresql://... without and with oncebox-postgresql"
+set +e
+(cd "$tmp/run" && oncebox --db "$pg_uri" init) >"$tmp/pg.out" 2>&1
+rc=$?
+set -e
+[ $rc = 4 ] || { cat "$tmp/pg.out"; fail "without the plugin: exit $rc, want 4"; }
+grep -q "install the package oncebox-postgresql" "$tmp/pg.out" || { cat "$tmp/pg.out"; fail "without the plugin: the package is not named"; }
+sed 's/^/   /' "$tmp/pg.out"
+pg_deb="$tmp/debs/oncebox-postgresql_${version}_${arch}.deb"
+if [ -f "$pg_deb" ]; then
+  pkgs+=(oncebox-postgresql)
+  dpkg -i "$pg_deb" >>"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; fail "dpkg -i oncebox-postgresql"; }
+  set +e
+  oncebox --db "$pg_uri" init >"$tmp/pg.out" 2>&1
+  rc=$?
+  set -e
+  grep -q "not installed" "$tmp/pg.out" && { cat "$tmp/pg.out"; fail "with oncebox-postgresql: the plugin was not found"; }
+  grep -q "dbname=x" "$tmp/pg.out" || { cat "$tmp/pg.out"; fail "with oncebox-postgresql: the failure does not name the database"; }
+  grep -q "s3cr3t" "$tmp/pg.out" && fail "with oncebox-postgresql: the password was printed"
+  echo "   with the plugin: exit $rc: $(head -1 "$tmp/pg.out")"
+else
+  echo "   no oncebox-postgresql package in this build (a cross build or the nopostgresql profile)"
+fi
 
 # 3. The library example against the installed -dev package.
 step "examples/shop against liboncebox-dev"
