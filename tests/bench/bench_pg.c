@@ -32,6 +32,7 @@
 
 #include "oncebox.h"
 #include "oncebox_payout.h"
+#include "oncebox_postgresql.h"
 #include "tests/bench/bench_common.h"
 #include "tests/support/pg_server.h"
 
@@ -212,6 +213,11 @@ int main(int argc, char** argv) {
   const char* no_boss;
   char ndjson[600];
 
+  /* The dialect's archive, linked in: no plugin folder needed. */
+  if (ob_postgresql_register(ndjson, sizeof ndjson) != 0) {
+    fprintf(stderr, "bench_pg: %s\n", ndjson);
+    return 1;
+  }
   while ((c = getopt(argc, argv, "n:r:b:k:s:")) != -1) {
     switch (c) {
       case 'n': n = strtoll(optarg, NULL, 10); break;
