@@ -69,15 +69,26 @@ needed() {  # file -> its NEEDED sonames, one a line
 
 rc=0
 shopt -s nullglob
-debs=("$dir"/*_"$arch".deb)
-[ ${#debs[@]} -gt 0 ] || { echo "linked_libs.sh: no *_$arch.deb in $dir"; exit 2; }
-for deb in "${debs[@]}"; do
+all=("$dir"/*_"$arch".deb)
+[ ${#all[@]} -gt 0 ] || { echo "linked_libs.sh: no *_$arch.deb in $dir"; exit 2; }
+# Extract them all first: a library of one of these packages (liboncebox's,
+# for a plugin that links it) resolves in its package, before the system's.
+# The terminal's packages first, the head office's printed after them.
+terminal=() head=()
+for deb in "${all[@]}"; do
   pkg=$(dpkg-deb -f "$deb" Package)
-  case "$pkg" in *-dbgsym) continue ;; esac
+  case "$pkg" in
+    *-dbgsym) continue ;;
+    *postgresql*) head+=("$pkg") ;;
+    *) terminal+=("$pkg") ;;
+  esac
+  dpkg-deb -x "$deb" "$tmp/$pkg"
+  libdirs=("$tmp/$pkg/lib/$triplet" "$tmp/$pkg/usr/lib/$triplet" "${libdirs[@]}")
+done
+for pkg in "${terminal[@]}" "${head[@]}"; do
   head_office=0
   case "$pkg" in *postgresql*) head_office=1 ;; esac
   x=$tmp/$pkg
-  dpkg-deb -x "$deb" "$x"
   # The package's ELF files: regular files starting with \177ELF.
   elfs=()
   while IFS= read -r -d '' f; do
@@ -124,7 +135,9 @@ for deb in "${debs[@]}"; do
       elif ! [[ $so =~ $allowed_re ]]; then mark="  NOT ALLOWED"; bad=1
       fi
     fi
-    printf '   %-28s %s%s\n' "$so" "$(resolve "$so")" "$mark"
+    where=$(resolve "$so")
+    case "$where" in "$tmp"/*) where="${where#"$tmp"/} (this build)" ;; esac
+    printf '   %-28s %s%s\n' "$so" "$where" "$mark"
   done
   for so in "${missing[@]}"; do
     echo "   $so: not found in ${libdirs[*]} (needed by ${via[$so]})"
