@@ -43,10 +43,18 @@ else
     tar -C "$tree" -xf -
 fi
 
+# Reproducible (tests/packaging/reproducible.sh): the time stamped in the
+# packages (file dates, the bill of materials) is the commit's, not the
+# clock's, unless SOURCE_DATE_EPOCH is set; outside git, dpkg-buildpackage
+# takes debian/changelog's date.
+if [ -z "${SOURCE_DATE_EPOCH:-}" ] && sde=$(git -C "$src" log -1 --format=%ct 2>/dev/null) \
+   && [ -n "$sde" ]; then
+  export SOURCE_DATE_EPOCH=$sde
+fi
 args=(-us -uc -b)
 if [ "$arch" != "$host" ]; then args+=("-a$arch" -Pcross,nocheck); fi
 export DEB_BUILD_OPTIONS=${DEB_BUILD_OPTIONS-nocheck parallel=2}
-step "dpkg-buildpackage ${args[*]} (DEB_BUILD_OPTIONS=$DEB_BUILD_OPTIONS)"
+step "dpkg-buildpackage ${args[*]} (DEB_BUILD_OPTIONS=$DEB_BUILD_OPTIONS${SOURCE_DATE_EPOCH:+ SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH})"
 (cd "$tree" && dpkg-buildpackage "${args[@]}") >"$tmp/build.log" 2>&1 || {
   tail -60 "$tmp/build.log"; echo "FAIL: dpkg-buildpackage (log: $tmp/build.log)"
   trap - EXIT; exit 1; }
