@@ -69,7 +69,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# 1. Build.
+# 1. Build. SOURCE_DATE_EPOCH is the commit's (as deb.sh would take it),
+# fixed here so the second build of step 5 takes the same one.
+if [ -z "${SOURCE_DATE_EPOCH:-}" ] && sde=$(git -C "$src" log -1 --format=%ct 2>/dev/null) \
+   && [ -n "$sde" ]; then
+  export SOURCE_DATE_EPOCH=$sde
+fi
 arch=$(dpkg --print-architecture)
 step "deb.sh $arch"
 bash "$src/tests/packaging/deb.sh" "$arch" "$tmp/debs" >"$tmp/deb.log" 2>&1 \
