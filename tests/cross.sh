@@ -90,10 +90,16 @@ fi
 ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "$@"
 
 # arm64's Debian packages, through the same cross toolchain (debhelper
-# passes it to cmake): built from a clean copy, lintian-checked, their
-# program run under qemu. OB_CROSS_DEB=0 skips it.
+# passes it to cmake): built from a clean copy, lintian-checked, what they
+# link checked against the terminal's set (linked_libs.sh, resolving in
+# /usr/lib/aarch64-linux-gnu: the :arm64 libraries installed above), their
+# bills of materials checked (sbom_check.sh), their program run under qemu.
+# OB_CROSS_DEB=0 skips it.
 if [ "$arch" = arm64 ] && [ "${OB_CROSS_DEB:-1}" != 0 ]; then
   bash tests/packaging/deb.sh arm64
+  OB_LINKED_LIBS_OUT=build-deb/arm64/closure.txt \
+    bash tests/packaging/linked_libs.sh build-deb/arm64 arm64
+  bash tests/packaging/sbom_check.sh build-deb/arm64 arm64 build-deb/arm64/closure.txt
   deb=$(ls build-deb/arm64/oncebox_*_arm64.deb)
   x=$(mktemp -d)
   dpkg-deb -x "$deb" "$x"

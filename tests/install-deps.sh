@@ -24,7 +24,7 @@ pkgs=(build-essential g++ cmake pkg-config
       libcmocka-dev
       openssl socat faketime ca-certificates
       debhelper dpkg-dev lintian fakeroot groff-base man-db systemd
-      prometheus python3 jq curl zlib1g-dev
+      prometheus python3 jq curl zlib1g-dev diffoscope-minimal
       libpq-dev
       clang "${release_pkgs[@]}")
 # (The Debian packaging: tests/packaging/deb.sh and test_deb.sh; groff-base
@@ -35,7 +35,9 @@ pkgs=(build-essential g++ cmake pkg-config
 # python3: tests/cli/test_logs.sh parses every log line with its json module.
 # jq: tests/hostile/test_hostile_cli.sh compares `failed show --json` bodies;
 # curl: tests/hostile/canary.sh; zlib1g-dev: the static link of
-# tests/packaging (Debian 13's sqlite3.pc names -lz).
+# tests/packaging (Debian 13's sqlite3.pc names -lz). diffoscope-minimal:
+# tests/packaging/reproducible.sh shows how two package builds differ;
+# python3 also writes the packages' bills of materials (debian/sbom.py).
 # libpq-dev and postgresql-15/17 (issue 20, docs/postgresql.md): libpq for the
 # build's PostgreSQL support (ONCEBOX_POSTGRESQL=AUTO finds it), and the
 # server programs the tests start in temporary directories (initdb, pg_ctl:
@@ -61,9 +63,12 @@ if [ "${#missing[@]}" -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# JavaScript peers used by the interoperability tests (the AWS SDK's signer).
+# JavaScript peers used by the interoperability tests (the AWS SDK's signer),
+# and CycloneDX's validator for tests/packaging/sbom_check.mjs. Installed
+# again when the lock file is newer than what npm last installed.
 for d in "$here"/tests/interop; do
-  if [ -f "$d/package-lock.json" ] && [ ! -d "$d/node_modules" ]; then
+  if [ -f "$d/package-lock.json" ] && { [ ! -d "$d/node_modules" ] ||
+       [ "$d/package-lock.json" -nt "$d/node_modules/.package-lock.json" ]; }; then
     (cd "$d" && npm ci --no-audit --no-fund --loglevel=error)
   fi
 done

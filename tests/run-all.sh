@@ -74,8 +74,10 @@ stage "ctest (gcc)"
 ctest --test-dir build --output-on-failure -j"$jobs"
 
 # The Debian packages (as root: it installs and purges them): built from a
-# clean copy, lintian, dpkg -i, examples/shop against liboncebox-dev, the
-# systemd unit verified and its exposure score checked (docs/packaging.md).
+# clean copy, lintian, what they link (only the terminal's libraries), their
+# bills of materials validated, dpkg -i, examples/shop against
+# liboncebox-dev, the systemd unit verified and its exposure score checked,
+# and a second build compared byte for byte (docs/packaging.md).
 if [ "$(id -u)" = 0 ]; then
   stage packaging
   bash tests/packaging/test_deb.sh

@@ -30,6 +30,16 @@ if [ "${OB_KEEP:-0}" = 1 ]; then echo "keeping $tmp"; else trap 'rm -rf "$tmp"' 
 t0=$(date +%s)
 step() { echo "== [$(( $(date +%s) - t0 ))s] $*"; }
 
+# Reproducible (tests/packaging/reproducible.sh): the time stamped in the
+# packages (file dates, the bill of materials) is the commit's, not the
+# clock's, unless SOURCE_DATE_EPOCH is set; outside git, debian/changelog's
+# date (dpkg-buildpackage's own default).
+if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
+  sde=$(git -C "$src" log -1 --format=%ct 2>/dev/null) || sde=""
+  [ -n "$sde" ] || sde=$(dpkg-parsechangelog -l "$src/debian/changelog" -S Timestamp)
+  export SOURCE_DATE_EPOCH=$sde
+fi
+
 tree=$tmp/oncebox-$version
 mkdir -p "$tree"
 step "clean copy of $src into $tree"
@@ -43,10 +53,16 @@ else
     tar -C "$tree" -xf -
 fi
 
+# Every file of the copy dated SOURCE_DATE_EPOCH: dpkg-deb clamps newer
+# dates to it but keeps older ones, so a file the package takes from the
+# tree as it is (a header, a conffile, the copyright) would otherwise carry
+# the checkout's date, which differs between two checkouts of one commit.
+find "$tree" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+
 args=(-us -uc -b)
 if [ "$arch" != "$host" ]; then args+=("-a$arch" -Pcross,nocheck); fi
 export DEB_BUILD_OPTIONS=${DEB_BUILD_OPTIONS-nocheck parallel=2}
-step "dpkg-buildpackage ${args[*]} (DEB_BUILD_OPTIONS=$DEB_BUILD_OPTIONS)"
+step "dpkg-buildpackage ${args[*]} (DEB_BUILD_OPTIONS=$DEB_BUILD_OPTIONS${SOURCE_DATE_EPOCH:+ SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH})"
 (cd "$tree" && dpkg-buildpackage "${args[@]}") >"$tmp/build.log" 2>&1 || {
   tail -60 "$tmp/build.log"; echo "FAIL: dpkg-buildpackage (log: $tmp/build.log)"
   trap - EXIT; exit 1; }

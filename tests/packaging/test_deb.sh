@@ -3,7 +3,10 @@
 # test_deb.sh: the Debian packages on this machine, as root (CI: a fresh
 # Debian 12, after the ctest pass of tests/run-all.sh):
 #   1. build the amd64 (host) .debs from a clean copy with deb.sh (lintian
-#      included);
+#      included); what their binaries link (linked_libs.sh: the terminal's
+#      packages only the allowed libraries, the head office's printed
+#      beside); their bills of materials (sbom_check.sh: valid CycloneDX,
+#      the same libraries as linked_libs.sh);
 #   2. dpkg -i oncebox, liboncebox0.1 and liboncebox-dev (apt-get install -f
 #      for missing dependencies); `oncebox --version`; the service user; a
 #      PostgreSQL connection string without the oncebox-postgresql package
@@ -14,10 +17,12 @@
 #      security --offline=yes: the exposure score printed, and a failure
 #      above OB_EXPOSURE_MAX (2.0 by default; docs/systemd.md has the score
 #      and why each directive is there);
-#   5. purge the packages, the dependencies apt pulled in for them and the
+#   5. a second package build, in another folder, at another time, compared
+#      with the first byte for byte (reproducible.sh; OB_REPRO=0 skips it);
+#   6. purge the packages, the dependencies apt pulled in for them and the
 #      service user if this run created it: the machine is left as found.
-# Exit 77 (skip) when not root or without the tools. About 2 minutes on 2
-# cores (most of it the package build). OB_KEEP=1 keeps the temp dir.
+# Exit 77 (skip) when not root or without the tools. About 2.5 minutes on 2
+# cores (most of it the two package builds). OB_KEEP=1 keeps the temp dir.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 max=${OB_EXPOSURE_MAX:-2.0}
@@ -66,7 +71,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# 1. Build.
+# 1. Build. SOURCE_DATE_EPOCH is the commit's (as deb.sh would take it),
+# fixed here so the second build of step 5 takes the same one.
+if [ -z "${SOURCE_DATE_EPOCH:-}" ] && sde=$(git -C "$src" log -1 --format=%ct 2>/dev/null) \
+   && [ -n "$sde" ]; then
+  export SOURCE_DATE_EPOCH=$sde
+fi
 arch=$(dpkg --print-architecture)
 step "deb.sh $arch"
 bash "$src/tests/packaging/deb.sh" "$arch" "$tmp/debs" >"$tmp/deb.log" 2>&1 \
@@ -78,6 +88,13 @@ for p in "${pkgs[@]}"; do
   debs+=("$tmp/debs/${p}_${version}_${arch}.deb")
   [ -f "${debs[-1]}" ] || fail "no ${p}_${version}_${arch}.deb"
 done
+
+# What the packages link, and their bills of materials.
+step "linked_libs.sh (what the terminal links)"
+OB_LINKED_LIBS_OUT=$tmp/closure bash "$src/tests/packaging/linked_libs.sh" "$tmp/debs" "$arch" \
+  | sed 's/^/   /' || fail "linked_libs.sh: the terminal's packages link libraries outside their set"
+step "sbom_check.sh (the bills of materials)"
+bash "$src/tests/packaging/sbom_check.sh" "$tmp/debs" "$arch" "$tmp/closure" || fail "sbom_check.sh"
 
 # 2. Install.
 step "dpkg -i ${pkgs[*]}"
@@ -162,3 +179,9 @@ score=$(sed -n 's/.*Overall exposure level for oncebox.service: \([0-9.]*\).*/\1
 [ -n "$score" ] || { cat "$tmp/security.log"; fail "no exposure score"; }
 echo "   exposure $score (threshold $max)"
 awk -v s="$score" -v m="$max" 'BEGIN { exit !(s <= m) }' || fail "exposure $score is above $max"
+
+# 5. The same packages again, in another folder at another time: identical.
+if [ "${OB_REPRO:-1}" != 0 ]; then
+  step "reproducible.sh (a second build)"
+  bash "$src/tests/packaging/reproducible.sh" "$tmp/debs" || fail "reproducible.sh: the two builds differ"
+fi
