@@ -227,7 +227,7 @@ static int smaps_groups(pid_t pid, map_group_t* g, int max) {
         if ((so = strstr(cur, ".so")) != NULL) so[3] = '\0';
         if ((so = strstr(cur, " (deleted)")) != NULL) *so = '\0';
         if (strlen(cur) > 4 && strcmp(cur + strlen(cur) - 4, "-shm") == 0)
-          snprintf(cur, sizeof cur, "DB-shm (WAL index)");
+          snprintf(cur, sizeof cur, "[db-shm]");
       }
       continue;
     }
@@ -249,6 +249,11 @@ static int smaps_groups(pid_t pid, map_group_t* g, int max) {
   }
   fclose(f);
   return n;
+}
+
+static int cmp_pd(const void* a, const void* b) {
+  const map_group_t *x = a, *y = b;
+  return x->pd < y->pd ? 1 : x->pd > y->pd ? -1 : strcmp(x->name, y->name);
 }
 
 /* A TCP port on 127.0.0.1 that refuses every connection while *fd stays
@@ -316,6 +321,8 @@ typedef struct busy_s {
   double secs;
   long peak_kib, steady_kib, pd_max_kib;
   int nrss, req, batches;
+  int ng;                   /* /proc/PID/smaps per mapping at the sample */
+  map_group_t g[MAX_GROUPS];  /* of the largest Private_Dirty */
 } busy_t;
 
 static int busy_run(const char* ob, const char* db, int batch, int64_t n,
@@ -355,7 +362,11 @@ static int busy_run(const char* ob, const char* db, int batch, int64_t n,
     }
     if (tick++ % 5 == 0) {
       long pd = proc_kib(pid, "smaps_rollup", "Private_Dirty");
-      if (pd > b->pd_max_kib) b->pd_max_kib = pd;
+      if (pd > b->pd_max_kib) {
+        int ng = smaps_groups(pid, b->g, MAX_GROUPS);
+        b->pd_max_kib = pd;
+        b->ng = ng > 0 ? ng : 0;
+      }
     }
     sleep_s(0.01);
   }
@@ -671,38 +682,65 @@ int main(int argc, char** argv) {
     printf("  %6s %9s %12s %12s %16s %9s %10s\n", "batch", "seconds",
            "peak RSS", "steady RSS", "max Priv_Dirty", "requests",
            "goal 6 MiB");
+    static busy_t kept[2];
     for (int i = 0; i < 2 && !failed; i++) {
       const char* a1[] = {ob, "--db", bdb, "init", NULL};
       const char* a2[] = {ob, "--db", bdb, "enqueue", "--ndjson",
                           ndjson_budget, NULL};
-      busy_t r;
+      busy_t* rp = &kept[i];
       bc_remove_db(bdb);
       if (run_wait(a1, 2) != 0 || run_wait(a2, 2) != 0 ||
-          busy_run(ob, bdb, bb[i], n_budget, qurl, &srv, rss, rss_t, &r) !=
+          busy_run(ob, bdb, bb[i], n_budget, qurl, &srv, rss, rss_t, rp) !=
               0) {
         fprintf(stderr, "bench: budget run at batch %d failed\n", bb[i]);
         failed = 1;
         break;
       }
       printf("  %6d %9.2f %8.2f MiB %8.2f MiB %12.2f MiB %9d %10s\n", bb[i],
-             r.secs, r.peak_kib / 1024.0, r.steady_kib / 1024.0,
-             r.pd_max_kib / 1024.0, r.req,
-             r.peak_kib <= 6 * 1024 ? "met" : "missed");
+             rp->secs, rp->peak_kib / 1024.0, rp->steady_kib / 1024.0,
+             rp->pd_max_kib / 1024.0, rp->req,
+             rp->peak_kib <= 6 * 1024 ? "met" : "missed");
       if (out) {
         fprintf(out, "budget_batch%d_messages,%" PRId64 ",msg\n", bb[i],
                 n_budget);
-        fprintf(out, "budget_batch%d_seconds,%.3f,s\n", bb[i], r.secs);
+        fprintf(out, "budget_batch%d_seconds,%.3f,s\n", bb[i], rp->secs);
         fprintf(out, "budget_batch%d_peak_rss_kib,%ld,KiB\n", bb[i],
-                r.peak_kib);
+                rp->peak_kib);
         fprintf(out, "budget_batch%d_steady_rss_kib,%ld,KiB\n", bb[i],
-                r.steady_kib);
+                rp->steady_kib);
         fprintf(out, "budget_batch%d_max_private_dirty_kib,%ld,KiB\n", bb[i],
-                r.pd_max_kib);
-        fprintf(out, "budget_batch%d_requests,%d,req\n", bb[i], r.req);
+                rp->pd_max_kib);
+        fprintf(out, "budget_batch%d_requests,%d,req\n", bb[i], rp->req);
       }
     }
     printf("  (peak: VmHWM / ru_maxrss; steady: median VmRSS, middle half; "
            "Private_Dirty:\n   /proc/PID/smaps_rollup every 50 ms)\n");
+    if (!failed && kept[0].ng > 0 && kept[1].ng > 0) {
+      /* Per mapping at each run's largest Private_Dirty sample, the
+      ** mappings holding >= 64 KiB of either, by batch 100's. */
+      printf("\n  memory per mapping at the sample of the largest "
+             "Private_Dirty (KiB, /proc/PID/smaps):\n");
+      printf("  %-28s %10s %10s %10s %10s\n", "mapping", "b1 Rss",
+             "b1 PrivD", "b100 Rss", "b100 PrivD");
+      /* By batch 100's Private_Dirty, largest first. */
+      qsort(kept[1].g, (size_t)kept[1].ng, sizeof kept[1].g[0], cmp_pd);
+      for (int j = 0; j < kept[1].ng; j++) {
+        const map_group_t* g1 = &kept[1].g[j];
+        long r0 = 0, d0 = 0;
+        for (int i = 0; i < kept[0].ng; i++)
+          if (strcmp(kept[0].g[i].name, g1->name) == 0) {
+            r0 = kept[0].g[i].rss;
+            d0 = kept[0].g[i].pd;
+          }
+        if (g1->pd < 64 && d0 < 64) continue;
+        printf("  %-28s %10ld %10ld %10ld %10ld\n", g1->name, r0, d0,
+               g1->rss, g1->pd);
+        if (out)
+          fprintf(out, "budget_map_%s,%ld/%ld/%ld/%ld,KiB "
+                  "b1_rss/b1_pd/b100_rss/b100_pd\n", g1->name, r0, d0,
+                  g1->rss, g1->pd);
+      }
+    }
     bc_remove_db(bdb);
     free(bdb);
     if (failed) goto done;
