@@ -47,7 +47,7 @@ while [ $# -gt 0 ]; do
     --install) install=1 ;;
     --csv) csv=$2; shift ;;
     --no-werror) werror=OFF ;;
-    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) echo "sizes.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
