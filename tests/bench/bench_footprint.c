@@ -550,6 +550,9 @@ int main(int argc, char** argv) {
   if (out) fprintf(out, "metric,value,unit\n");
 
   printf("oncebox %s footprint: %s\n", ob_version(), ob);
+  printf("reproduce:");
+  for (int i = 0; i < argc; i++) printf(" %s", argv[i]);
+  printf("\n");
   printf("files in %s%s\n", dir,
          bc_is_tmpfs(dir) ? " (tmpfs: the busy run's fsyncs are free here)"
                           : "");
