@@ -8,14 +8,19 @@
 #   tests/bench/run-all.sh [--quick] [--no-install] [--only PARTS]
 #
 #   PARTS   comma-separated, in this order by default:
-#           engine,growth,sweep,latency,peers,relay,footprint,scrape,plot,tables
+#           engine,growth,sweep,latency,peers,relay,sizes,footprint,scrape,
+#           plot,tables
+#           (issue 41's footprint budget: --only sizes,footprint)
 #   --quick small sizes, one run each: checks that everything works (a
 #           minute or two); the figures are NOT fit for the docs
-#   --no-install  do not install the peers, gnuplot or strace
+#   --no-install  do not install the peers, gnuplot or strace, nor the ARM
+#           cross compilers and libraries of the sizes part
 #
 # Environment: OB_BENCH_BUILD (build-bench), TMPDIR (the databases: a real
 # disk, never tmpfs, or fsync costs nothing), OB_BENCH_IDLE_S (60: the
-# quiet window of the idle measurement).
+# quiet window of the idle measurement), OB_SIZES_BUILD (build-sizes: the
+# sizes part's six builds, amd64/arm64/armhf x Release/MinSizeRel, each of
+# only the program and liboncebox.so; tests/bench/sizes.sh).
 #
 # Each part takes the machine for at most a couple of minutes (the idle
 # window is quiet by design). Every figure is a ratio measured side by
@@ -27,13 +32,13 @@ res=$build/results
 bin=$build/tests/bench
 quick=0
 install=1
-only="engine,growth,sweep,latency,peers,relay,footprint,scrape,plot,tables"
+only="engine,growth,sweep,latency,peers,relay,sizes,footprint,scrape,plot,tables"
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
     --no-install) install=0 ;;
     --only) only=$2; shift ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "run-all.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -83,12 +88,15 @@ if [ "$quick" = 1 ]; then
   engine_args=(-n 300 -g 3000 -r 1 -d 0.2); growth_args=(-H 1000,5000 -n 1000 -r 1)
   sweep_args=(-m 0.2 -r 1)
   latency_args=(-t 2); peers_args=(-n 300 -r 1 -S)
-  relay_args=(-n 500 -r 1 -w 100); fp_args=(-n 1000 -f 200 -i 5 -k 5)
+  relay_args=(-n 500 -r 1 -w 100); fp_args=(-n 1000 -f 200 -i 5 -k 5 -P 2000)
+  sizes_args=(--types Release)
 else
   engine_args=(-n 2000 -g 20000 -r 3); growth_args=(-r 3)
   sweep_args=(-r 3)
   latency_args=(-t 5); peers_args=(-n 2000 -r 3 -S)
-  relay_args=(-n 2000 -r 3); fp_args=(-n 5000 -i "${OB_BENCH_IDLE_S:-60}" -k 21)
+  relay_args=(-n 2000 -r 3)
+  fp_args=(-n 5000 -i "${OB_BENCH_IDLE_S:-60}" -k 21 -P 20000)
+  sizes_args=(--types Release,MinSizeRel)
 fi
 
 # ---- the benchmarks ------------------------------------------------------
@@ -139,8 +147,14 @@ if want relay; then
          printf "%s,%s,%s,%s,%s,%s,%s\n", f[1], f[2], f[4], f[5], f[6], f[7], f[n]
        }' "$res/relay.txt" > "$res/relay.csv"
 fi
+if want sizes; then
+  say "sizes: the stripped program and library per architecture and build type"
+  if [ "$install" = 1 ]; then sizes_args+=(--install); fi
+  bash "$src/tests/bench/sizes.sh" "${sizes_args[@]}" --csv "$res/sizes.csv" \
+    | tee "$res/sizes.txt"
+fi
 if want footprint; then
-  say "footprint: size, RSS, idle, start-up, fsyncs of the CLI"
+  say "footprint: size, RSS, idle, start-up, fsyncs of the CLI, issue 41's budget"
   "$bin/ob-bench-footprint" -x "$build/oncebox" "${fp_args[@]}" \
     -o "$res/footprint.csv" | tee "$res/footprint.txt"
 fi
