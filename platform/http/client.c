@@ -51,6 +51,7 @@ void ob__http_config_init(ob__http_config_t* cfg) {
   cfg->max_body_bytes = 12 * 1024 * 1024;
   cfg->max_idle_per_host = 4;
   cfg->idle_timeout_ms = 15000;
+  cfg->dns_ttl_ms = 60000;
 }
 
 static void free_resolve(ob__http_client_t* c) {

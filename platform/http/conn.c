@@ -72,7 +72,6 @@ static void conn_free(ob__http_conn_t* conn) {
   ob__http_client_t* c = conn->client;
 
   if (conn->tls_init) ob__tls_free(&conn->tls);
-  if (conn->ai_head != NULL) uv_freeaddrinfo(conn->ai_head);
   ob__hlist_remove(&conn->link);
   c->nconns_alive--;
   free(conn);
@@ -388,7 +387,7 @@ static void on_connect(uv_connect_t* req, int status) {
 
   if (status == UV_ECANCELED || conn->state == OB__CONN_CLOSING) return;
   if (status < 0) {
-    if (conn->ai_next != NULL) {
+    if (conn->next_addr < conn->naddr) {
       /* The socket is spent; close it and try the next address. */
       conn->retrying = 1;
       conn->tcp_init = 0;
@@ -448,7 +447,7 @@ static void connect_addr(ob__http_conn_t* conn, const struct sockaddr* sa) {
   conn->connect_req.data = conn;
   rc = uv_tcp_connect(&conn->connect_req, &conn->tcp, sa, on_connect);
   if (rc < 0) {
-    if (conn->ai_next != NULL) {
+    if (conn->next_addr < conn->naddr) {
       conn->retrying = 1;
       conn->tcp_init = 0;
       uv_close((uv_handle_t*)&conn->tcp, on_tcp_retry_closed);
@@ -459,18 +458,47 @@ static void connect_addr(ob__http_conn_t* conn, const struct sockaddr* sa) {
   }
 }
 
-/* The next address from the lookup; called again after a failed attempt's
-** socket has closed (on_tcp_retry_closed). */
+/* The next address to try; called again after a failed attempt's socket
+** has closed (on_tcp_retry_closed). */
 static void connect_next(ob__http_conn_t* conn) {
-  while (conn->ai_next != NULL) {
-    struct addrinfo* ai = conn->ai_next;
-    conn->ai_next = ai->ai_next;
-    if (ai->ai_family == AF_INET || ai->ai_family == AF_INET6) {
-      connect_addr(conn, ai->ai_addr);
-      return;
-    }
+  if (conn->next_addr < conn->naddr) {
+    connect_addr(conn, (const struct sockaddr*)&conn->addr[conn->next_addr++]);
+    return;
   }
   conn_failf(conn, OB__HTTP_E_DNS, "no usable address for %s", conn->host);
+}
+
+/* The kept addresses of host:port, or NULL (none, or older than the TTL). */
+static ob__http_dns_t* dns_find(ob__http_client_t* c, const char* host,
+                                uint16_t port) {
+  uint64_t now = uv_now(c->loop);
+  for (int i = 0; i < OB__HTTP_DNS_SLOTS; i++) {
+    ob__http_dns_t* d = &c->dns[i];
+    if (d->at != 0 && d->port == port && strcmp(d->host, host) == 0)
+      return now - d->at < c->cfg.dns_ttl_ms ? d : NULL;
+  }
+  return NULL;
+}
+
+/* Keep a lookup's addresses, in the slot of the same name or the oldest. */
+static void dns_keep(ob__http_client_t* c, const ob__http_conn_t* conn) {
+  ob__http_dns_t* d = &c->dns[0];
+  if (c->cfg.dns_ttl_ms == 0 || conn->naddr == 0) return;
+  for (int i = 0; i < OB__HTTP_DNS_SLOTS; i++) {
+    ob__http_dns_t* s = &c->dns[i];
+    if (s->at != 0 && s->port == conn->port &&
+        strcmp(s->host, conn->host) == 0) {
+      d = s;
+      break;
+    }
+    if (s->at < d->at) d = s;
+  }
+  memcpy(d->host, conn->host, sizeof d->host);
+  d->port = conn->port;
+  d->at = uv_now(c->loop);
+  if (d->at == 0) d->at = 1;
+  memcpy(d->addr, conn->addr, sizeof d->addr);
+  d->naddr = conn->naddr;
 }
 
 static void on_gai(uv_getaddrinfo_t* req, int status, struct addrinfo* res) {
@@ -491,8 +519,13 @@ static void on_gai(uv_getaddrinfo_t* req, int status, struct addrinfo* res) {
                uv_strerror(status));
     return;
   }
-  conn->ai_head = res;
-  conn->ai_next = res;
+  for (struct addrinfo* ai = res; ai != NULL && conn->naddr < OB__HTTP_MAX_ADDRS;
+       ai = ai->ai_next)
+    if ((ai->ai_family == AF_INET || ai->ai_family == AF_INET6) &&
+        ai->ai_addrlen <= sizeof conn->addr[0])
+      memcpy(&conn->addr[conn->naddr++], ai->ai_addr, ai->ai_addrlen);
+  uv_freeaddrinfo(res);
+  dns_keep(c, conn);
   conn->state = OB__CONN_CONNECTING;
   connect_next(conn);
 }
@@ -541,10 +574,20 @@ int ob__http_conn_open(ob__http_client_t* c, ob__http_op_t* op,
       addr = c->resolve[i].addr;
       break;
     }
-  if (literal_addr(addr, conn->port, &conn->lit)) {
-    conn->have_lit = 1;
-    connect_addr(conn, (const struct sockaddr*)&conn->lit);
+  if (literal_addr(addr, conn->port, &conn->addr[0])) {
+    conn->naddr = 1;
+    connect_next(conn);
     return 0;
+  }
+  {
+    const ob__http_dns_t* d = dns_find(c, conn->host, conn->port);
+    if (d != NULL) {
+      memcpy(conn->addr, d->addr, sizeof conn->addr);
+      conn->naddr = d->naddr;
+      conn->state = OB__CONN_CONNECTING;
+      connect_next(conn);
+      return 0;
+    }
   }
   gai = calloc(1, sizeof *gai);
   if (gai == NULL) {
@@ -559,6 +602,7 @@ int ob__http_conn_open(ob__http_client_t* c, ob__http_op_t* op,
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_protocol = IPPROTO_TCP;
   snprintf(portstr, sizeof portstr, "%u", (unsigned)conn->port);
+  c->stats.lookups++;
   rc = uv_getaddrinfo(c->loop, &gai->req, on_gai, conn->host, portstr, &hints);
   if (rc < 0) {
     free(gai);

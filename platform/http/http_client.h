@@ -70,6 +70,9 @@ typedef struct ob__http_config_s {
   size_t max_body_bytes;        /* 12 MiB */
   size_t max_idle_per_host;     /* 4 idle keep-alive connections per origin */
   uint64_t idle_timeout_ms;     /* 15000: idle pooled connections closed */
+  /* 60000: a name's addresses are kept this long after a lookup, failed
+  ** connects or not (retries and probes reuse them); 0: look up each time. */
+  uint64_t dns_ttl_ms;
   const ob__http_resolve_t* resolve;  /* copied at open */
   size_t nresolve;
 } ob__http_config_t;
@@ -218,6 +221,7 @@ const char* ob__http_proxy_note(void);
 typedef struct ob__http_stats_s {
   uint64_t connections_opened;  /* TCP connections started */
   uint64_t connections_reused;  /* requests served by a pooled connection */
+  uint64_t lookups;             /* name lookups started (the cache missed) */
   uint64_t retries;             /* idempotent requests resent once */
   size_t idle_connections;      /* in the pool now */
   /* The last TLS handshake completed: "TLSv1.2"/"TLSv1.3" and mbedTLS's

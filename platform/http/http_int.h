@@ -237,6 +237,8 @@ typedef enum {
 #define OB__HTTP_KEY_MAX (OB__HTTP_HOST_MAX + 24)
 #define OB__HTTP_RBUF (64 * 1024)
 #define OB__HTTP_DETAIL 600
+#define OB__HTTP_MAX_ADDRS 8   /* addresses of one name tried in turn */
+#define OB__HTTP_DNS_SLOTS 4   /* names whose addresses are kept */
 
 struct ob__http_conn_s {
   ob__http_client_t* client;
@@ -256,10 +258,10 @@ struct ob__http_conn_s {
   int tcp_init;
   int retrying;           /* closing tcp to try the next address */
   struct ob__http_gai_s* gai;
-  struct addrinfo* ai_head;
-  struct addrinfo* ai_next;
-  struct sockaddr_storage lit; /* literal address (no lookup) */
-  int have_lit;
+  /* The addresses to try, in order: a literal, the cache's or a lookup's
+  ** (copied: the lookup's list is freed at once). */
+  struct sockaddr_storage addr[OB__HTTP_MAX_ADDRS];
+  int naddr, next_addr;
   uv_connect_t connect_req;
   ob__tls_t tls;
   int tls_init;
@@ -293,6 +295,18 @@ struct ob__http_op_s {
 };
 
 
+/* A name's addresses, kept for cfg.dns_ttl_ms after a lookup so that a
+** retry, a probe or a new connection to the same peer does not wake the
+** resolver's thread pool each time (docs/performance.md, the footprint's
+** wake-ups; libcurl keeps 60 s as well). */
+typedef struct ob__http_dns_s {
+  char host[OB__HTTP_HOST_MAX + 1];
+  uint16_t port;
+  uint64_t at;            /* uv_now() of the lookup; 0: empty */
+  struct sockaddr_storage addr[OB__HTTP_MAX_ADDRS];
+  int naddr;
+} ob__http_dns_t;
+
 struct ob__http_client_s {
   uv_loop_t* loop;
   ob__http_config_t cfg;
@@ -313,6 +327,7 @@ struct ob__http_client_s {
   ob__http_close_cb close_cb;
   void* close_arg;
   ob__http_stats_t stats;
+  ob__http_dns_t dns[OB__HTTP_DNS_SLOTS];
   int simulated;              /* opened with the test transport: no TLS */
   const ob__http_conn_events_t* events;  /* client.c's, for conn.c */
 };

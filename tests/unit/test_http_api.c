@@ -207,6 +207,44 @@ static void test_refused_and_double_submit(void** state) {
   free(u);
 }
 
+/* A name's addresses are kept for cfg.dns_ttl_ms (60 s): an offline
+** terminal's probes and retries do not wake the resolver's thread pool on
+** every attempt (docs/performance.md, the footprint's wake-ups); with 0 each
+** connection looks the name up. "localhost" comes from /etc/hosts: no
+** network. Each attempt is refused; a refusal does not drop the addresses. */
+static int lookups_for(uv_loop_t* loop, uint64_t ttl_ms, int attempts) {
+  ob__http_config_t cfg;
+  ob__http_client_t* c;
+  ob__http_stats_t st;
+  ht_result_t r;
+  ob__http_req_t req;
+  char u[96], err[256];
+  ob__http_config_init(&cfg);
+  cfg.dns_ttl_ms = ttl_ms;
+  assert_int_equal(ob__http_client_open(&c, loop, &cfg, err, sizeof err), 0);
+  snprintf(u, sizeof u, "https://localhost:%d/x", ht_free_port());
+  for (int i = 0; i < attempts; i++) {
+    memset(&r, 0, sizeof r);
+    memset(&req, 0, sizeof req);
+    req.data = &r;
+    req.method = "GET";
+    req.url = u;
+    assert_int_equal(ob__http_request(c, &req, ht_on_response), 0);
+    while (!r.done) uv_run(loop, UV_RUN_ONCE);
+    assert_int_equal(r.status, OB__HTTP_E_CONNECT);
+    ht_result_free(&r);
+  }
+  ob__http_client_stats(c, &st);
+  ht_close_client(loop, c);
+  return (int)st.lookups;
+}
+
+static void test_lookups_kept(void** state) {
+  fix_t* f = *state;
+  assert_int_equal(lookups_for(&f->loop, 60000, 3), 1);
+  assert_int_equal(lookups_for(&f->loop, 0, 3), 3);
+}
+
 static const char* const k_proxy_vars[] = {
     "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy",
     "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"};
@@ -419,6 +457,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_config_checks, setup, teardown),
       cmocka_unit_test_setup_teardown(test_invalid_requests, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_lookups_kept, setup, teardown),
       cmocka_unit_test_setup_teardown(test_refused_and_double_submit, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_proxy_note, setup, teardown),
