@@ -28,6 +28,9 @@ typedef struct ob__queue_policy_s {
   ob_retry_policy_t policy;
 } ob__queue_policy_t;
 
+/* Currencies with offline limits, per provider. */
+#define OB__MAX_OFFLINE_LIMITS 32
+
 /* A registered effect provider: what the fence needs to decide. */
 typedef struct ob__provider_s {
   char* name;
@@ -37,6 +40,11 @@ typedef struct ob__provider_s {
   int64_t key_retention_ms;  /* 0: forever */
   char* reference_lookup_path;  /* NULL: none */
   ob_retry_policy_t retry;
+  ob_offline_limit_t* offline_limits;  /* copies; currency points into
+                                       ** offline_currency */
+  char offline_currency[OB__MAX_OFFLINE_LIMITS][4];
+  size_t noffline_limits;
+  int offline_unlisted;    /* OB_OFFLINE_NO_LIMIT or OB_OFFLINE_REFUSE */
 } ob__provider_t;
 
 #define OB__MAX_PROVIDERS 8

@@ -301,6 +301,11 @@ int ob__effect_settle(ob_engine_t* e, ob__effect_job_t* job,
     if (rc > 0)
       rc = ob__effect_mark_call(&e->db, job->key, job->token, now,
                                 ob__observed_now(e));
+    /* An answer: the provider is reachable (docs/offline.md). */
+    if (rc >= 0) {
+      int r2 = ob__effect_link_note(&e->db, job->provider, 0, now);
+      if (r2 < 0) return r2;
+    }
     if (rc < 0) return rc;
     if (rc == 0) {
       ob__log(e, OB_LOG_INFO, "effect %s: lease lost after the lookup; "
@@ -452,6 +457,15 @@ int ob__effect_settle(ob_engine_t* e, ob__effect_job_t* job,
   rc = ob__effect_update(&e->db, job->key, final ? NULL : job->token, &u, now);
   free(stored);  /* bound for that statement only */
   u.response = NULL;
+  /* What the attempt says of the provider's link, in the same transaction:
+  ** the offline limits read it (docs/offline.md). Only a change writes. */
+  if (rc >= 0) {
+    int link = ob__fence_link_answer(reply);
+    if (link >= 0) {
+      int r2 = ob__effect_link_note(&e->db, job->provider, link, now);
+      if (r2 < 0) rc = r2;
+    }
+  }
   if (rc == 0) {
     ob__log(e, OB_LOG_INFO, "effect %s: already settled or taken over; "
             "answer %d not recorded", job->key, reply->status);
