@@ -329,6 +329,14 @@ static void test_max_count(void** state) {
   assert_int_equal(stored(f, "stored_count", "USD"), 1);
   assert_totals_match(f, "EUR");
   assert_totals_match(f, "USD");
+  /* ob_check sees totals that drifted from the effects. */
+  ts_backend_exec(f->db_path, "UPDATE effect_stored SET stored_total ="
+                              " stored_total + 1 WHERE currency = 'USD'");
+  assert_int_equal(ob_check(f->e, NULL, NULL), 1);
+  ts_backend_exec(f->db_path, "INSERT INTO effect_stored(provider, currency,"
+                              " stored_count, stored_total) VALUES ('x',"
+                              " 'GBP', 1, 5)");
+  assert_int_equal(ob_check(f->e, NULL, NULL), 2);
   fx_free(f);
 }
 
