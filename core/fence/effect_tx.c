@@ -13,6 +13,10 @@
 #include "core/util/errbuf.h"
 #include "core/util/json_check.h"
 
+/* The component of this file's log records (ob__log). */
+#undef OB__LOG_COMPONENT
+#define OB__LOG_COMPONENT "fence"
+
 /* 2^53 - 1: an amount any JSON reader holds exactly (decision 0003). */
 #define MAX_AMOUNT 9007199254740991LL
 
@@ -121,10 +125,14 @@ int ob_tx_effect(ob_tx_t* tx, const char* key, const ob_effect_request_t* req,
     /* Offline limits: an answer for the handler now (the claim's own
     ** transaction checks again under the lock, provider.c). */
     rc = ob__offline_admit(e, p, req, 0, why, sizeof why);
-    if (rc == OB_EOFFLINE)
+    if (rc == OB_EOFFLINE) {
+      e->counters.offline_refused++;
+      ob__log(e, OB_LOG_INFO, "effect %s refused: provider %s is offline: %s",
+              key, p->name, why);
       return ob__db_seterr(&e->db, OB_EOFFLINE,
                            "effect %s: provider %s is offline: %s", key,
                            p->name, why);
+    }
     if (rc < 0) {
       if (ob__is_fatal(rc)) tx->fatal = rc;
       return rc;

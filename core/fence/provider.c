@@ -15,6 +15,10 @@
 #include "core/util/link.h"
 #include "core/util/retry.h"
 
+/* The component of this file's log records (ob__log). */
+#undef OB__LOG_COMPONENT
+#define OB__LOG_COMPONENT "fence"
+
 void ob_provider_options_init(ob_provider_options_t* o) {
   memset(o, 0, sizeof *o);
   o->idempotency_keys = 1;
@@ -234,6 +238,9 @@ static int after_handler(ob_engine_t* e, ob_tx_t* tx,
       char why[OB__REASON_LEN];
       rc = ob__offline_admit(e, p, &tx->claim, 1, why, sizeof why);
       if (rc == OB_EOFFLINE) {
+        e->counters.offline_refused++;
+        ob__log(e, OB_LOG_INFO, "effect %s refused at its claim: provider %s "
+                "is offline: %s", tx->effect_key, p->name, why);
         ob__errbuf_set(tx->reason, sizeof tx->reason, 0,
                        "effect %s: provider %s is offline: %s", tx->effect_key,
                        p->name, why);

@@ -1685,6 +1685,8 @@ typedef struct ob_counters_s {
   int64_t relay_failing_since_ms;  /* wall clock of the first failed request
                                    ** since the last that went through; 0
                                    ** while requests go through */
+  int64_t offline_refused;    /* new effect claims refused by a provider's
+                              ** offline limits (OB_EOFFLINE) */
 } ob_counters_t;
 
 /* Copy the counters of e into *c. Safe from the loop thread, and from any
