@@ -147,14 +147,16 @@ int ob__offline_admit(ob_engine_t* e, const ob__provider_t* p,
   l = ob__offline_limit_find(p->offline_limits, p->noffline_limits,
                              req->currency);
   if (l == NULL && p->offline_unlisted == OB_OFFLINE_NO_LIMIT) return 0;
-  /* The lock before the reads: a claim that waited for another's sees
-  ** its totals. */
+  rc = ob__effect_link_get(&e->db, p->name, &since);
+  if (rc < 0) return rc;
+  /* Online: not limited, and no lock (a claim the link's fall overtakes
+  ** is one made just before it). */
+  if (since == 0) return 0;
+  /* The lock before the totals are read: a claim that waited for
+  ** another's sees them with it. */
   if (lock && (rc = ob__effect_stored_lock(&e->db, p->name,
                                            req->currency)) < 0)
     return rc;
-  rc = ob__effect_link_get(&e->db, p->name, &since);
-  if (rc < 0) return rc;
-  if (since == 0) return 0;  /* online: not limited */
   rc = ob__effect_stored_get(&e->db, p->name, req->currency, &count, &total);
   if (rc < 0) return rc;
   return ob__offline_check(l, p->offline_unlisted, req->currency, req->amount,
