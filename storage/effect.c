@@ -187,17 +187,18 @@ static int stored_add(ob__db_t* db, const char* provider, const char* currency,
   return ob__sql_done(&s);
 }
 
-/* The effect key left the open states: its amount leaves the totals (an
-** effect without one matches no row). */
-static int stored_settle(ob__db_t* db, const char* key) {
+/* An effect with an amount left the open states: it leaves the totals. */
+static int stored_settle(ob__db_t* db, const char* provider,
+                         const char* currency, int64_t amount) {
   static const char sql[] =
       "UPDATE effect_stored SET stored_count = stored_count - 1,"
-      " stored_total = stored_total - (SELECT amount FROM effect WHERE"
-      " key = ?1) WHERE provider = (SELECT provider FROM effect WHERE"
-      " key = ?1) AND currency = (SELECT currency FROM effect WHERE key = ?1)";
+      " stored_total = stored_total - ?3 WHERE provider = ?1 AND"
+      " currency = ?2";
   ob__sql_t s;
   ob__sql_prepare(db, &s, OB__E_STORED_SETTLE, sql, "effect stored total");
-  ob__sql_text(&s, 1, key);
+  ob__sql_text(&s, 1, provider);
+  ob__sql_text(&s, 2, currency);
+  ob__sql_int(&s, 3, amount);
   return ob__sql_done(&s);
 }
 
@@ -251,21 +252,21 @@ int ob__effect_link_get(ob__db_t* db, const char* provider,
 
 int ob__effect_link_note(ob__db_t* db, const char* provider, int offline,
                          int64_t now) {
-  /* Only a change writes: an answer while online (every settled charge)
-  ** leaves the row, and its page, as they are. */
-  static const char sql[] =
+  /* Only a change writes. An answer while online (every charge settled)
+  ** is a probe of the key that finds no offline row; no row is online. */
+  static const char online[] =
+      "UPDATE effect_provider_link SET offline_since = NULL,"
+      " online_since = ?2 WHERE provider = ?1 AND offline_since IS NOT NULL";
+  static const char offline_sql[] =
       "INSERT INTO effect_provider_link(provider, offline_since,"
-      " online_since) VALUES (?1, CASE WHEN ?2 <> 0 THEN ?3 END,"
-      " CASE WHEN ?2 <> 0 THEN NULL ELSE ?3 END)"
-      " ON CONFLICT (provider) DO UPDATE SET"
-      " offline_since = CASE WHEN ?2 <> 0 THEN ?3 END,"
-      " online_since = CASE WHEN ?2 <> 0 THEN NULL ELSE ?3 END"
-      " WHERE (?2 <> 0) <> (effect_provider_link.offline_since IS NOT NULL)";
+      " online_since) VALUES (?1, ?2, NULL) ON CONFLICT (provider) DO UPDATE"
+      " SET offline_since = ?2, online_since = NULL"
+      " WHERE effect_provider_link.offline_since IS NULL";
   ob__sql_t s;
-  ob__sql_prepare(db, &s, OB__E_LINK_NOTE, sql, "provider link");
+  ob__sql_prepare(db, &s, offline ? OB__E_LINK_OFFLINE : OB__E_LINK_NOTE,
+                  offline ? offline_sql : online, "provider link");
   ob__sql_text(&s, 1, provider);
-  ob__sql_int(&s, 2, offline != 0);
-  ob__sql_int(&s, 3, now);
+  ob__sql_int(&s, 2, now);
   return ob__sql_done(&s);
 }
 
@@ -445,9 +446,9 @@ int ob__effect_update(ob__db_t* db, const char* key, const char* token,
   ob__sql_int(&s, 16, u->clear_first_call != 0);
   rc = ob__sql_done(&s);
   /* Open to final: it is no longer stored. */
-  if (rc > 0 && (u->state == OB_EFFECT_CONFIRMED ||
-                 u->state == OB_EFFECT_FAILED)) {
-    int r2 = stored_settle(db, key);
+  if (rc > 0 && u->currency != NULL &&
+      (u->state == OB_EFFECT_CONFIRMED || u->state == OB_EFFECT_FAILED)) {
+    int r2 = stored_settle(db, u->provider, u->currency, u->amount);
     if (r2 < 0) return r2;
   }
   return rc;

@@ -59,6 +59,7 @@ typedef enum {
   OB__E_STORED_SETTLE,
   OB__E_LINK_GET,
   OB__E_LINK_NOTE,
+  OB__E_LINK_OFFLINE,
   OB__Q_WAIT,
   OB__Q_INSERT_WAITING,
   OB__Q_INSERT_HELD,
@@ -595,6 +596,12 @@ typedef struct ob__effect_update_s {
   const char* park_cause;   /* with parked_at: why ("attempts", ...) */
   int clear_first_call;     /* the first call handed out never left: forget
                             ** its time (the key never reached anyone) */
+  /* The effect's own provider, currency and amount (its row's): a final
+  ** outcome takes them out of the running totals. currency NULL: the
+  ** effect has no amount, nothing to take out. */
+  const char* provider;
+  const char* currency;
+  int64_t amount;
 } ob__effect_update_t;
 
 /* Apply u to the open effect `key` (only if token still holds its lease

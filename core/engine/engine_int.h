@@ -163,6 +163,8 @@ struct ob_tx_s {
   int effect_action;      /* OB__TX_EFFECT_* */
   char effect_key[OB__EFFECT_KEY_MAX + 1];
   ob_effect_request_t claim;  /* malloc'd copies while effect_action is CLAIM */
+  int claim_offline;      /* ob_tx_effect found the claim's provider offline
+                          ** (and the claim within its limits) */
   /* The traceparent the events this handler emits carry: the message's
   ** trace id, a new parent id (this handling), made at the first emit. */
   char trace_child[OB__TRACEPARENT_LEN + 1];

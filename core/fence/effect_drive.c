@@ -35,6 +35,7 @@ void ob__effect_job_free(ob__effect_job_t* j) {
   free(j->body);
   free(j->lookup_path);
   free(j->lookup_reference);
+  free(j->currency);
   memset(j, 0, sizeof *j);
 }
 
@@ -73,6 +74,8 @@ static int job_from_row(ob__effect_job_t* j, ob__effect_row_t* r,
     }
   }
   j->lookup_reference = r->lookup_reference, r->lookup_reference = NULL;
+  j->currency = r->currency, r->currency = NULL;
+  j->amount = r->amount;
   j->lookup = lookup;
 #ifdef OB_MUTANT_FENCE_NEW_KEY
   /* MUTANT for tests/integration/fence only: a new idempotency key on every
@@ -330,6 +333,9 @@ int ob__effect_settle(ob_engine_t* e, ob__effect_job_t* job,
   u.http_status = reply->status > 0 ? reply->status : 0;
   u.add_calls = !job->lookup && reply->sent;
   u.add_lookups = job->lookups_made + (job->lookup && reply->sent);
+  u.provider = job->provider;
+  u.currency = job->currency;
+  u.amount = job->amount;
   ob__fence_reason(reply, reason, sizeof reason);
 
   switch (job->outcome) {
@@ -613,8 +619,11 @@ int ob_effect_resolve(ob_engine_t* e, const char* key, int state,
   u.next_attempt_at = now;
   if (state == OB_EFFECT_CONFIRMED) u.reference = text;
   else u.reason = text;
-  ob__effect_row_free(&row);
+  u.provider = row.provider;
+  u.currency = row.currency;
+  u.amount = row.amount;
   rc = ob__effect_update(&e->db, key, NULL, &u, now);
+  ob__effect_row_free(&row);
   if (rc < 0) goto fail;
   ob__log(e, OB_LOG_WARN, "effect %s resolved by a person: %s (%s)", key,
           ob_effect_state_name(state), text);

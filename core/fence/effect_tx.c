@@ -137,6 +137,7 @@ int ob_tx_effect(ob_tx_t* tx, const char* key, const ob_effect_request_t* req,
       if (ob__is_fatal(rc)) tx->fatal = rc;
       return rc;
     }
+    tx->claim_offline = rc == 1;
     tx->claim.provider = strdup(req->provider);
     tx->claim.method = strdup(req->method);
     tx->claim.path = strdup(req->path);

@@ -47,6 +47,8 @@ typedef struct ob__effect_job_s {
   size_t body_len;
   char* lookup_path;   /* the provider's for this lookup; NULL: none */
   char* lookup_reference;  /* the effect's business reference, or NULL */
+  char* currency;      /* the effect's amount and currency (the running */
+  int64_t amount;      /* totals of docs/offline.md); NULL and 0: none */
   int lookup;          /* the action now: 0 make the call, 1 look the key
                        ** up, 2 look the business reference up */
   char token[OB_UUID_BUFLEN];      /* the lease */
@@ -163,9 +165,9 @@ void ob__fence_reason(const ob_effect_reply_t* reply, char* out,
 /* Three upper-case letters (provider.c). */
 int ob__currency_valid(const char* c);
 
-/* Whether req (a new claim) may be recorded now: 0 yes (online, no amount,
-** or within the limits), OB_EOFFLINE with the reason in why, or a storage
-** error. lock: take the provider and currency's lock first (the claim's
+/* Whether req (a new claim) may be recorded now: 0 yes (online, no amount
+** or no limit for it), 1 yes (offline, within the limits), OB_EOFFLINE
+** with the reason in why, or a storage error. lock: take the provider and currency's lock first (the claim's
 ** own transaction, provider.c's after_handler). Reads the database in the
 ** open transaction (provider.c). */
 struct ob__provider_s;

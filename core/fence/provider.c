@@ -159,8 +159,9 @@ int ob__offline_admit(ob_engine_t* e, const ob__provider_t* p,
     return rc;
   rc = ob__effect_stored_get(&e->db, p->name, req->currency, &count, &total);
   if (rc < 0) return rc;
-  return ob__offline_check(l, p->offline_unlisted, req->currency, req->amount,
-                           count, total, why, whylen);
+  rc = ob__offline_check(l, p->offline_unlisted, req->currency, req->amount,
+                         count, total, why, whylen);
+  return rc < 0 ? rc : 1;
 }
 
 const ob__provider_t* ob__provider_find(const ob_engine_t* e,
@@ -232,11 +233,13 @@ static int after_handler(ob_engine_t* e, ob_tx_t* tx,
   if (tx->effect_action == OB__TX_EFFECT_CLAIM) {
     char idem[OB_UUID_BUFLEN];
     const ob__provider_t* p = ob__provider_find(e, tx->claim.provider);
-    /* ob_tx_effect checked the limits in the handler's savepoint; here,
-    ** under the provider and currency's lock (PostgreSQL: another host's
-    ** claim may have committed since), again, before anything is written.
-    ** A refusal now is the handler's: a retry of this message alone. */
-    if (p != NULL) {
+    /* ob_tx_effect checked the limits in the handler's savepoint. If it
+    ** found the provider offline, again here, under the provider and
+    ** currency's lock (PostgreSQL: another host's claim may have committed
+    ** since), before anything is written; a refusal now is the handler's:
+    ** a retry of this message alone. Found online, the claim is an online
+    ** one, made before any fall of the link since: not limited. */
+    if (p != NULL && tx->claim_offline) {
       char why[OB__REASON_LEN];
       rc = ob__offline_admit(e, p, &tx->claim, 1, why, sizeof why);
       if (rc == OB_EOFFLINE) {
