@@ -167,7 +167,8 @@ int ob__currency_valid(const char* c);
 
 /* Whether req (a new claim) may be recorded now: 0 yes (online, no amount
 ** or no limit for it), 1 yes (offline, within the limits), OB_EOFFLINE
-** with the reason in why, or a storage error. lock: take the provider and currency's lock first (the claim's
+** with the reason in why, or a storage error. lock: while offline, take
+** the provider and currency's lock before reading the totals (the claim's
 ** own transaction, provider.c's after_handler). Reads the database in the
 ** open transaction (provider.c). */
 struct ob__provider_s;

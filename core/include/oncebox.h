@@ -1116,11 +1116,12 @@ typedef struct ob_effect_s {
 **                    (ob_offline_limit_t; ob_errmsg says which). Nothing is
 **                    recorded: no effect row, no claim. Return it from the
 **                    handler (a retry: the message is not consumed) or
-**                    decide otherwise (ob_tx_fail). Checked again, under a
-**                    lock, in the transaction that records the claim, so
-**                    processes sharing a database never pass a limit
-**                    together; losing that race is the same refusal, a
-**                    retry of the message. See docs/offline.md.
+**                    decide otherwise (ob_tx_fail). A claim found offline
+**                    and within the limits is checked again, under a lock,
+**                    in the transaction that records it, so processes
+**                    sharing a database never pass a limit together;
+**                    losing that race is the same refusal, a retry of the
+**                    message. See docs/offline.md.
 */
 OB_EXTERN int ob_tx_effect(ob_tx_t* tx, const char* key,
                            const ob_effect_request_t* req, ob_effect_t* out);
