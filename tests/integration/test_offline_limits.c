@@ -324,6 +324,13 @@ static void test_max_count(void** state) {
   assert_int_equal(sell(f, "c4", 100, "EUR"), OB_EOFFLINE);
   assert_non_null(strstr(last_err, "3 EUR effects are stored"));
   assert_int_equal(effects_of(f, "c4"), 0);
+  /* A person's verdict is an outcome too: c1 leaves the count, and the
+  ** next sale fits (a new message: c4's own waits for its retry). */
+  assert_int_equal(ob_effect_resolve(f->e, "c1", OB_EFFECT_FAILED,
+                                     "not charged, checked by phone"), 0);
+  assert_int_equal(stored(f, "stored_count", "EUR"), 2);
+  assert_int_equal(sell(f, "c5", 100, "EUR"), OB_WAIT);
+  assert_int_equal(stored(f, "stored_count", "EUR"), 3);
   /* Another currency has its own totals, and no limit (the default). */
   assert_int_equal(sell(f, "u1", 100000, "USD"), OB_WAIT);
   assert_int_equal(stored(f, "stored_count", "USD"), 1);
