@@ -126,9 +126,12 @@ int ob_tx_effect(ob_tx_t* tx, const char* key, const ob_effect_request_t* req,
     ** transaction checks again under the lock, provider.c). */
     rc = ob__offline_admit(e, p, req, 0, why, sizeof why);
     if (rc == OB_EOFFLINE) {
+      ob_log_record_t lr = OB__LOG_RECORD(OB_LOG_INFO, "fence",
+                                          "effect_offline_refused");
+      lr.error = OB_EOFFLINE;
       e->counters.offline_refused++;
-      ob__log(e, OB_LOG_INFO, "effect %s refused: provider %s is offline: %s",
-              key, p->name, why);
+      ob__logr(e, &lr, "effect %s refused: provider %s is offline: %s", key,
+               p->name, why);
       return ob__db_seterr(&e->db, OB_EOFFLINE,
                            "effect %s: provider %s is offline: %s", key,
                            p->name, why);

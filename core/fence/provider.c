@@ -243,9 +243,12 @@ static int after_handler(ob_engine_t* e, ob_tx_t* tx,
       char why[OB__REASON_LEN];
       rc = ob__offline_admit(e, p, &tx->claim, 1, why, sizeof why);
       if (rc == OB_EOFFLINE) {
+        ob_log_record_t lr = OB__LOG_RECORD(OB_LOG_INFO, "fence",
+                                            "effect_offline_refused");
+        lr.error = OB_EOFFLINE;
         e->counters.offline_refused++;
-        ob__log(e, OB_LOG_INFO, "effect %s refused at its claim: provider %s "
-                "is offline: %s", tx->effect_key, p->name, why);
+        ob__logr(e, &lr, "effect %s refused at its claim: provider %s is "
+                 "offline: %s", tx->effect_key, p->name, why);
         ob__errbuf_set(tx->reason, sizeof tx->reason, 0,
                        "effect %s: provider %s is offline: %s", tx->effect_key,
                        p->name, why);
