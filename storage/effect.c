@@ -252,7 +252,7 @@ int ob__effect_link_get(ob__db_t* db, const char* provider,
 
 int ob__effect_link_note(ob__db_t* db, const char* provider, int offline,
                          int64_t now) {
-  /* Only a change writes. An answer while online (every charge settled)
+  /* Only a change writes. An answer while online (every effect settled)
   ** is a probe of the key that finds no offline row; no row is online. */
   static const char online[] =
       "UPDATE effect_provider_link SET offline_since = NULL,"
