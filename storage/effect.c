@@ -14,6 +14,7 @@
 ** one effect is called twice and only the provider's memory of the key
 ** (24 h at some) stands between that and two effects. And PostgreSQL
 ** orders keys in byte order only when told (COLLATE "C", SQLite's BINARY). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,7 +51,8 @@ const char* ob_effect_state_name(int state) {
   " reference, response, http_status, reason, message_id, consumer_name,"  \
   " calls, lookups, successes, attempts, next_attempt_at, parked_at,"      \
   " created_at, updated_at, coalesce(first_call_at, 0),"                  \
-  " coalesce(first_call_observed_ms, 0), park_cause, lookup_reference"
+  " coalesce(first_call_observed_ms, 0), park_cause, lookup_reference,"  \
+  " coalesce(amount, 0), currency"
 
 void ob__effect_row_free(ob__effect_row_t* r) {
   free(r->key);
@@ -66,6 +68,7 @@ void ob__effect_row_free(ob__effect_row_t* r) {
   free(r->consumer);
   free(r->park_cause);
   free(r->lookup_reference);
+  free(r->currency);
   memset(r, 0, sizeof *r);
 }
 
@@ -98,6 +101,8 @@ static int read_row(ob__sql_t* s, ob__effect_row_t* r) {
   r->first_call_observed_ms = ob__sql_col_int(s, 22);
   bad |= ob__sql_col_dup(s, 23, 0, &r->park_cause, NULL);
   bad |= ob__sql_col_dup(s, 24, 0, &r->lookup_reference, NULL);
+  r->amount = ob__sql_col_int(s, 25);
+  bad |= ob__sql_col_dup(s, 26, 0, &r->currency, NULL);
   if (bad || r->key == NULL || r->request == NULL) {
     ob__effect_row_free(r);
     return OB_ENOMEM;
@@ -132,6 +137,8 @@ void ob__effect_row_view(const ob__effect_row_t* r, ob_effect_t* o) {
   o->updated_at_ms = r->updated_at;
   o->park_cause = r->parked_at ? r->park_cause : NULL;
   o->lookup_reference = r->lookup_reference;
+  o->amount = r->amount;
+  o->currency = r->currency;
 }
 
 /* Step s into rows[0..max): the count, or < 0 (rows read so far freed;
@@ -163,6 +170,106 @@ int ob__effect_get(ob__db_t* db, const char* key, ob__effect_row_t* r) {
   return n < 0 ? n : n == 1 ? 0 : OB_ENOTFOUND;
 }
 
+/* The running totals of the open effects with an amount (docs/offline.md):
+** one more stored, or one less. */
+static int stored_add(ob__db_t* db, const char* provider, const char* currency,
+                      int64_t amount) {
+  static const char sql[] =
+      "INSERT INTO effect_stored(provider, currency, stored_count,"
+      " stored_total) VALUES (?1, ?2, 1, ?3) ON CONFLICT (provider, currency)"
+      " DO UPDATE SET stored_count = effect_stored.stored_count + 1,"
+      " stored_total = effect_stored.stored_total + excluded.stored_total";
+  ob__sql_t s;
+  ob__sql_prepare(db, &s, OB__E_STORED_ADD, sql, "effect stored total");
+  ob__sql_text(&s, 1, provider);
+  ob__sql_text(&s, 2, currency);
+  ob__sql_int(&s, 3, amount);
+  return ob__sql_done(&s);
+}
+
+/* An effect with an amount left the open states: it leaves the totals. */
+static int stored_settle(ob__db_t* db, const char* provider,
+                         const char* currency, int64_t amount) {
+  static const char sql[] =
+      "UPDATE effect_stored SET stored_count = stored_count - 1,"
+      " stored_total = stored_total - ?3 WHERE provider = ?1 AND"
+      " currency = ?2";
+  ob__sql_t s;
+  ob__sql_prepare(db, &s, OB__E_STORED_SETTLE, sql, "effect stored total");
+  ob__sql_text(&s, 1, provider);
+  ob__sql_text(&s, 2, currency);
+  ob__sql_int(&s, 3, amount);
+  return ob__sql_done(&s);
+}
+
+int ob__effect_stored_get(ob__db_t* db, const char* provider,
+                          const char* currency, int64_t* count,
+                          int64_t* total) {
+  static const char sql[] =
+      "SELECT stored_count, stored_total FROM effect_stored"
+      " WHERE provider = ?1 AND currency = ?2";
+  ob__sql_t s;
+  int rc;
+  *count = *total = 0;
+  ob__sql_prepare(db, &s, OB__E_STORED_GET, sql, "effect stored total");
+  ob__sql_text(&s, 1, provider);
+  ob__sql_text(&s, 2, currency);
+  rc = ob__sql_step(&s);
+  if (rc > 0) {
+    *count = ob__sql_col_int(&s, 0);
+    *total = ob__sql_col_int(&s, 1);
+  }
+  ob__sql_finish(&s);
+  return rc < 0 ? rc : 0;
+}
+
+int ob__effect_stored_lock(ob__db_t* db, const char* provider,
+                           const char* currency) {
+  char key[160];
+  int n = snprintf(key, sizeof key, "effect_stored\n%s\n%s", provider,
+                   currency);
+  if (n < 0 || (size_t)n >= sizeof key)
+    return ob__db_seterr(db, OB_EINVAL, "effect stored lock: name too long");
+  return ob__sql_lock_key(db, key);
+}
+
+int ob__effect_link_get(ob__db_t* db, const char* provider,
+                        int64_t* offline_since) {
+  static const char sql[] =
+      "SELECT coalesce(offline_since, 0) FROM effect_provider_link"
+      " WHERE provider = ?1";
+  ob__sql_t s;
+  int rc;
+  ob__sql_prepare(db, &s, OB__E_LINK_GET, sql, "provider link");
+  ob__sql_text(&s, 1, provider);
+  rc = ob__sql_int1(&s, offline_since);
+  if (rc == OB_ENOTFOUND) {
+    *offline_since = 0;
+    rc = 0;
+  }
+  return rc;
+}
+
+int ob__effect_link_note(ob__db_t* db, const char* provider, int offline,
+                         int64_t now) {
+  /* Only a change writes. An answer while online (every effect settled)
+  ** is a probe of the key that finds no offline row; no row is online. */
+  static const char online[] =
+      "UPDATE effect_provider_link SET offline_since = NULL,"
+      " online_since = ?2 WHERE provider = ?1 AND offline_since IS NOT NULL";
+  static const char offline_sql[] =
+      "INSERT INTO effect_provider_link(provider, offline_since,"
+      " online_since) VALUES (?1, ?2, NULL) ON CONFLICT (provider) DO UPDATE"
+      " SET offline_since = ?2, online_since = NULL"
+      " WHERE effect_provider_link.offline_since IS NULL";
+  ob__sql_t s;
+  ob__sql_prepare(db, &s, offline ? OB__E_LINK_OFFLINE : OB__E_LINK_NOTE,
+                  offline ? offline_sql : online, "provider link");
+  ob__sql_text(&s, 1, provider);
+  ob__sql_int(&s, 2, now);
+  return ob__sql_done(&s);
+}
+
 int ob__effect_insert(ob__db_t* db, const char* key, const char* idem_key,
                           const ob_effect_request_t* req,
                           const char* message_id, const char* consumer,
@@ -172,11 +279,11 @@ int ob__effect_insert(ob__db_t* db, const char* key, const char* idem_key,
   static const char sql[] =
       "INSERT INTO effect(key, idempotency_key, provider, method, path,"
       " request, state, message_id, consumer_name, next_attempt_at,"
-      " created_at, updated_at, lookup_reference)"
-      " VALUES (?1,?2,?3,?4,?5,?6,'pending',?7,?8,?9,?9,?9,?10)"
+      " created_at, updated_at, lookup_reference, amount, currency)"
+      " VALUES (?1,?2,?3,?4,?5,?6,'pending',?7,?8,?9,?9,?9,?10,?11,?12)"
       " ON CONFLICT DO NOTHING RETURNING 1";
   ob__sql_t s;
-  int rc;
+  int rc, priced = req->amount > 0 && req->currency != NULL;
   ob__sql_prepare(db, &s, OB__E_INSERT, sql, "effect claim");
   ob__sql_text(&s, 1, key);
   ob__sql_text(&s, 2, idem_key);
@@ -189,7 +296,16 @@ int ob__effect_insert(ob__db_t* db, const char* key, const char* idem_key,
   ob__sql_text(&s, 8, consumer);
   ob__sql_int(&s, 9, now);
   ob__sql_text(&s, 10, req->lookup_reference);
+  if (priced)
+    ob__sql_int(&s, 11, req->amount);
+  else
+    ob__sql_null(&s, 11);
+  ob__sql_text(&s, 12, priced ? req->currency : NULL);
   rc = ob__sql_done(&s);
+  if (rc > 0 && priced) {
+    int r2 = stored_add(db, req->provider, req->currency, req->amount);
+    if (r2 < 0) return r2;
+  }
   return rc < 0 ? rc : rc > 0;
 }
 
@@ -304,6 +420,7 @@ int ob__effect_update(ob__db_t* db, const char* key, const char* token,
       " WHERE key = ?1 AND state IN ('pending','unknown')"
       " AND (?2 IS NULL OR lease_token = ?2)";
   ob__sql_t s;
+  int rc;
   /* Callers compute the state (ob_effect_resolve checks the caller's): an
   ** unnamed one would bind NULL and break the row's CHECK. */
   OB__ASSERT(u->state >= OB_EFFECT_PENDING && u->state <= OB_EFFECT_FAILED);
@@ -327,7 +444,14 @@ int ob__effect_update(ob__db_t* db, const char* key, const char* token,
   ob__sql_int(&s, 14, now);
   ob__sql_text(&s, 15, u->parked_at > 0 ? u->park_cause : NULL);
   ob__sql_int(&s, 16, u->clear_first_call != 0);
-  return ob__sql_done(&s);
+  rc = ob__sql_done(&s);
+  /* Open to final: it is no longer stored. */
+  if (rc > 0 && u->currency != NULL &&
+      (u->state == OB_EFFECT_CONFIRMED || u->state == OB_EFFECT_FAILED)) {
+    int r2 = stored_settle(db, u->provider, u->currency, u->amount);
+    if (r2 < 0) return r2;
+  }
+  return rc;
 }
 
 int ob__effect_next_due_db(ob__db_t* db, const char* provider,

@@ -155,6 +155,23 @@ static const ob__sql_text_t checks[] = {
     BOTH("SELECT 'effect ' || key || ' is ' || state || ' but has ' ||"
          " successes || ' provider successes and no outcome' FROM effect"
          " WHERE state = 'failed' AND successes > 0"),
+    /* Offline limits (docs/offline.md): the running totals are the open
+    ** effects' with an amount, per provider and currency. */
+    BOTH("SELECT 'offline totals of ' || e.provider || ' ' || e.currency ||"
+         " ': ' || coalesce(s.stored_count, 0) || ' stored for ' || count(*)"
+         " || ' open effects, total ' || coalesce(s.stored_total, 0) ||"
+         " ' for ' || sum(e.amount) FROM effect e LEFT JOIN effect_stored s"
+         " ON s.provider = e.provider AND s.currency = e.currency WHERE"
+         " e.state IN ('pending','unknown') AND e.currency IS NOT NULL"
+         " GROUP BY e.provider, e.currency, s.stored_count, s.stored_total"
+         " HAVING coalesce(s.stored_count, 0) <> count(*) OR"
+         " coalesce(s.stored_total, 0) <> sum(e.amount)"),
+    BOTH("SELECT 'offline totals of ' || provider || ' ' || currency || ': '"
+         " || stored_count || ' stored, total ' || stored_total || ', for no"
+         " open effect' FROM effect_stored s WHERE (stored_count <> 0 OR"
+         " stored_total <> 0) AND NOT EXISTS (SELECT 1 FROM effect e WHERE"
+         " e.provider = s.provider AND e.currency = s.currency AND e.state IN"
+         " ('pending','unknown'))"),
     /* What the partitioned tables cannot hold as keys (pg_schema_sql.h). */
     PG_ONLY("SELECT 'dedup record ' || consumer_name || '/' || message_id ||"
             " ' is recorded ' || count(*) || ' times' FROM processed_message"

@@ -54,6 +54,12 @@ typedef enum {
   OB__E_LEASE,
   OB__E_UPDATE,
   OB__E_NEXT_DUE,
+  OB__E_STORED_GET,
+  OB__E_STORED_ADD,
+  OB__E_STORED_SETTLE,
+  OB__E_LINK_GET,
+  OB__E_LINK_NOTE,
+  OB__E_LINK_OFFLINE,
   OB__Q_WAIT,
   OB__Q_INSERT_WAITING,
   OB__Q_INSERT_HELD,
@@ -109,7 +115,7 @@ typedef struct ob__db_s {
 } ob__db_t;
 
 /* Current schema version (PRAGMA user_version). */
-#define OB__SCHEMA_VERSION 13
+#define OB__SCHEMA_VERSION 14
 /* PRAGMA application_id: "OBX1". */
 #define OB__APPLICATION_ID 0x4f425831
 
@@ -532,6 +538,8 @@ typedef struct ob__effect_row_s {
   int64_t first_call_at, first_call_observed_ms;
   char* park_cause;
   char* lookup_reference;
+  int64_t amount;   /* 0 and NULL: none (or before schema 14) */
+  char* currency;
 } ob__effect_row_t;
 
 void ob__effect_row_free(ob__effect_row_t* r);
@@ -588,6 +596,12 @@ typedef struct ob__effect_update_s {
   const char* park_cause;   /* with parked_at: why ("attempts", ...) */
   int clear_first_call;     /* the first call handed out never left: forget
                             ** its time (the key never reached anyone) */
+  /* The effect's own provider, currency and amount (its row's): a final
+  ** outcome takes them out of the running totals. currency NULL: the
+  ** effect has no amount, nothing to take out. */
+  const char* provider;
+  const char* currency;
+  int64_t amount;
 } ob__effect_update_t;
 
 /* Apply u to the open effect `key` (only if token still holds its lease
@@ -608,6 +622,29 @@ int ob__effect_list(ob__db_t* db, int state, const char* key,
 /* Make open effects due now, attempts 0, unparked, lease dropped (key NULL:
 ** all). Returns the number changed. */
 int ob__effect_reconcile(ob__db_t* db, const char* key, int64_t now);
+
+/* Offline limits (docs/offline.md). The running totals of the open
+** effects with an amount, per provider and currency (effect_stored): the
+** claim adds (ob__effect_insert does, in its transaction, when it inserts
+** a row with an amount), the final outcome subtracts (ob__effect_update,
+** when it moves such an effect from open to confirmed or failed). */
+int ob__effect_stored_get(ob__db_t* db, const char* provider,
+                          const char* currency, int64_t* count,
+                          int64_t* total);
+/* Serialise the claims of provider's effects in currency until the
+** transaction ends (ob__sql_lock_key: PostgreSQL's advisory lock; nothing
+** on SQLite, whose write transaction excludes every other writer). */
+int ob__effect_stored_lock(ob__db_t* db, const char* provider,
+                           const char* currency);
+/* The provider's link as the effects' attempts last saw it
+** (effect_provider_link): *offline_since the engine-clock time of the
+** first failed attempt of the outage, 0 online (also when never seen). */
+int ob__effect_link_get(ob__db_t* db, const char* provider,
+                        int64_t* offline_since);
+/* Record an attempt's verdict on the link: offline 1 keeps (or starts at
+** now) offline_since, 0 clears it and records the answer's time. */
+int ob__effect_link_note(ob__db_t* db, const char* provider, int offline,
+                         int64_t now);
 
 /* The waiting side, in queue and failed_message. */
 /* This queue row waits for effect key; re-checked at available_at anyway

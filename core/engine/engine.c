@@ -579,6 +579,11 @@ static int process_row_tx(ob_engine_t* e, const ob__queue_row_t* r,
     /* ROW_WAIT comes only from ob_tx_effect, which installed the hook. */
     OB__ASSERT(e->fence != NULL);
     rc = e->fence->after_handler(e, tx, r, now);
+    /* The claim passed an offline limit once under its lock (another
+    ** process's claim committed first): refused as ob_tx_effect would
+    ** have, a retry of this message alone, nothing of it written. */
+    if (rc == OB_EOFFLINE)
+      return settle_failure(e, r, ROW_RETRY, tx, now, res, retry_delay, took);
     if (rc < 0) return rc;
     res->waiting++;
     if (timed) {

@@ -28,6 +28,9 @@ typedef struct ob__queue_policy_s {
   ob_retry_policy_t policy;
 } ob__queue_policy_t;
 
+/* Currencies with offline limits, per provider. */
+#define OB__MAX_OFFLINE_LIMITS 32
+
 /* A registered effect provider: what the fence needs to decide. */
 typedef struct ob__provider_s {
   char* name;
@@ -37,6 +40,11 @@ typedef struct ob__provider_s {
   int64_t key_retention_ms;  /* 0: forever */
   char* reference_lookup_path;  /* NULL: none */
   ob_retry_policy_t retry;
+  ob_offline_limit_t* offline_limits;  /* copies; currency points into
+                                       ** offline_currency */
+  char offline_currency[OB__MAX_OFFLINE_LIMITS][4];
+  size_t noffline_limits;
+  int offline_unlisted;    /* OB_OFFLINE_NO_LIMIT or OB_OFFLINE_REFUSE */
 } ob__provider_t;
 
 #define OB__MAX_PROVIDERS 8
@@ -155,6 +163,8 @@ struct ob_tx_s {
   int effect_action;      /* OB__TX_EFFECT_* */
   char effect_key[OB__EFFECT_KEY_MAX + 1];
   ob_effect_request_t claim;  /* malloc'd copies while effect_action is CLAIM */
+  int claim_offline;      /* ob_tx_effect found the claim's provider offline
+                          ** (and the claim within its limits) */
   /* The traceparent the events this handler emits carry: the message's
   ** trace id, a new parent id (this handling), made at the first emit. */
   char trace_child[OB__TRACEPARENT_LEN + 1];

@@ -35,6 +35,7 @@ void ob__effect_job_free(ob__effect_job_t* j) {
   free(j->body);
   free(j->lookup_path);
   free(j->lookup_reference);
+  free(j->currency);
   memset(j, 0, sizeof *j);
 }
 
@@ -73,6 +74,8 @@ static int job_from_row(ob__effect_job_t* j, ob__effect_row_t* r,
     }
   }
   j->lookup_reference = r->lookup_reference, r->lookup_reference = NULL;
+  j->currency = r->currency, r->currency = NULL;
+  j->amount = r->amount;
   j->lookup = lookup;
 #ifdef OB_MUTANT_FENCE_NEW_KEY
   /* MUTANT for tests/integration/fence only: a new idempotency key on every
@@ -301,6 +304,11 @@ int ob__effect_settle(ob_engine_t* e, ob__effect_job_t* job,
     if (rc > 0)
       rc = ob__effect_mark_call(&e->db, job->key, job->token, now,
                                 ob__observed_now(e));
+    /* An answer: the provider is reachable (docs/offline.md). */
+    if (rc >= 0) {
+      int r2 = ob__effect_link_note(&e->db, job->provider, 0, now);
+      if (r2 < 0) return r2;
+    }
     if (rc < 0) return rc;
     if (rc == 0) {
       ob__log(e, OB_LOG_INFO, "effect %s: lease lost after the lookup; "
@@ -325,6 +333,9 @@ int ob__effect_settle(ob_engine_t* e, ob__effect_job_t* job,
   u.http_status = reply->status > 0 ? reply->status : 0;
   u.add_calls = !job->lookup && reply->sent;
   u.add_lookups = job->lookups_made + (job->lookup && reply->sent);
+  u.provider = job->provider;
+  u.currency = job->currency;
+  u.amount = job->amount;
   ob__fence_reason(reply, reason, sizeof reason);
 
   switch (job->outcome) {
@@ -452,6 +463,15 @@ int ob__effect_settle(ob_engine_t* e, ob__effect_job_t* job,
   rc = ob__effect_update(&e->db, job->key, final ? NULL : job->token, &u, now);
   free(stored);  /* bound for that statement only */
   u.response = NULL;
+  /* What the attempt says of the provider's link, in the same transaction:
+  ** the offline limits read it (docs/offline.md). Only a change writes. */
+  if (rc >= 0) {
+    int link = ob__fence_link_answer(reply);
+    if (link >= 0) {
+      int r2 = ob__effect_link_note(&e->db, job->provider, link, now);
+      if (r2 < 0) rc = r2;
+    }
+  }
   if (rc == 0) {
     ob__log(e, OB_LOG_INFO, "effect %s: already settled or taken over; "
             "answer %d not recorded", job->key, reply->status);
@@ -599,8 +619,11 @@ int ob_effect_resolve(ob_engine_t* e, const char* key, int state,
   u.next_attempt_at = now;
   if (state == OB_EFFECT_CONFIRMED) u.reference = text;
   else u.reason = text;
-  ob__effect_row_free(&row);
+  u.provider = row.provider;
+  u.currency = row.currency;
+  u.amount = row.amount;
   rc = ob__effect_update(&e->db, key, NULL, &u, now);
+  ob__effect_row_free(&row);
   if (rc < 0) goto fail;
   ob__log(e, OB_LOG_WARN, "effect %s resolved by a person: %s (%s)", key,
           ob_effect_state_name(state), text);

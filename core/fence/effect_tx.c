@@ -13,6 +13,13 @@
 #include "core/util/errbuf.h"
 #include "core/util/json_check.h"
 
+/* The component of this file's log records (ob__log). */
+#undef OB__LOG_COMPONENT
+#define OB__LOG_COMPONENT "fence"
+
+/* 2^53 - 1: an amount any JSON reader holds exactly (decision 0003). */
+#define MAX_AMOUNT 9007199254740991LL
+
 static int valid_key(const char* k) {
   size_t n = k ? strlen(k) : 0;
   if (n == 0 || n > OB__EFFECT_KEY_MAX) return 0;
@@ -94,11 +101,20 @@ int ob_tx_effect(ob_tx_t* tx, const char* key, const ob_effect_request_t* req,
     return ob__db_seterr(&e->db, OB_EINVAL,
                          "effect %s: the request needs an upper-case method, "
                          "a path starting with '/' and a JSON body", key);
+  /* Minor units as docs/decisions/0003 bounds them, and a currency. */
+  if ((req->amount != 0 || req->currency != NULL) &&
+      (req->amount < 1 || req->amount > MAX_AMOUNT ||
+       !ob__currency_valid(req->currency)))
+    return ob__db_seterr(&e->db, OB_EINVAL,
+                         "effect %s: an amount needs 1..2^53-1 minor units "
+                         "and a currency of three upper-case letters", key);
   rc = ob__effect_get(&e->db, key, &row);
   if (rc == OB_ENOTFOUND) {
+    const ob__provider_t* p = ob__provider_find(e, req->provider);
+    char why[OB__REASON_LEN];
     /* Only a new claim needs someone to make the call; an effect with an
     ** outcome is read without its provider. */
-    if (ob__provider_find(e, req->provider) == NULL)
+    if (p == NULL)
       return ob__db_seterr(&e->db, OB_ENOTFOUND,
                            "effect %s: no provider '%s' is configured", key,
                            req->provider ? req->provider : "(null)");
@@ -106,6 +122,25 @@ int ob_tx_effect(ob_tx_t* tx, const char* key, const ob_effect_request_t* req,
       return ob__db_seterr(&e->db, OB_ESTATE,
                            "effect %s: a handler run claims one new effect "
                            "and then returns OB_WAIT", key);
+    /* Offline limits: an answer for the handler now (the claim's own
+    ** transaction checks again under the lock, provider.c). */
+    rc = ob__offline_admit(e, p, req, 0, why, sizeof why);
+    if (rc == OB_EOFFLINE) {
+      ob_log_record_t lr = OB__LOG_RECORD(OB_LOG_INFO, "fence",
+                                          "effect_offline_refused");
+      lr.error = OB_EOFFLINE;
+      e->counters.offline_refused++;
+      ob__logr(e, &lr, "effect %s refused: provider %s is offline: %s", key,
+               p->name, why);
+      return ob__db_seterr(&e->db, OB_EOFFLINE,
+                           "effect %s: provider %s is offline: %s", key,
+                           p->name, why);
+    }
+    if (rc < 0) {
+      if (ob__is_fatal(rc)) tx->fatal = rc;
+      return rc;
+    }
+    tx->claim_offline = rc == 1;
     tx->claim.provider = strdup(req->provider);
     tx->claim.method = strdup(req->method);
     tx->claim.path = strdup(req->path);
@@ -113,11 +148,14 @@ int ob_tx_effect(ob_tx_t* tx, const char* key, const ob_effect_request_t* req,
     tx->claim.body_len = req->body_len;
     tx->claim.lookup_reference =
         req->lookup_reference ? strdup(req->lookup_reference) : NULL;
+    tx->claim.amount = req->currency ? req->amount : 0;
+    tx->claim.currency = req->currency ? strdup(req->currency) : NULL;
     tx->effect_action = OB__TX_EFFECT_CLAIM;
     snprintf(tx->effect_key, sizeof tx->effect_key, "%s", key);
     if (!tx->claim.provider || !tx->claim.method || !tx->claim.path ||
         !tx->claim.body ||
-        (req->lookup_reference && !tx->claim.lookup_reference)) {
+        (req->lookup_reference && !tx->claim.lookup_reference) ||
+        (req->currency && !tx->claim.currency)) {
       tx->fatal = OB_ENOMEM;
       return OB_ENOMEM;
     }

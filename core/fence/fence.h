@@ -47,6 +47,8 @@ typedef struct ob__effect_job_s {
   size_t body_len;
   char* lookup_path;   /* the provider's for this lookup; NULL: none */
   char* lookup_reference;  /* the effect's business reference, or NULL */
+  char* currency;      /* the effect's amount and currency (the running */
+  int64_t amount;      /* totals of docs/offline.md); NULL and 0: none */
   int lookup;          /* the action now: 0 make the call, 1 look the key
                        ** up, 2 look the business reference up */
   char token[OB_UUID_BUFLEN];      /* the lease */
@@ -159,5 +161,43 @@ int ob__fence_found(const char* body, size_t len, char* out, size_t outlen);
 ** characters replaced). Always NUL-terminated. */
 void ob__fence_reason(const ob_effect_reply_t* reply, char* out,
                       size_t outlen);
+
+/* Three upper-case letters (provider.c). */
+int ob__currency_valid(const char* c);
+
+/* Whether req (a new claim) may be recorded now: 0 yes (online, no amount
+** or no limit for it), 1 yes (offline, within the limits), OB_EOFFLINE
+** with the reason in why, or a storage error. lock: while offline, take
+** the provider and currency's lock before reading the totals (the claim's
+** own transaction, provider.c's after_handler). Reads the database in the
+** open transaction (provider.c). */
+struct ob__provider_s;
+int ob__offline_admit(ob_engine_t* e, const struct ob__provider_s* p,
+                      const ob_effect_request_t* req, int lock, char* why,
+                      size_t whylen);
+
+/* ---- offline limits (fence_policy.c): pure functions (docs/offline.md) -- */
+
+/* What an attempt's answer says of its provider's link: 1 offline (no
+** HTTP answer: not sent, a timeout, a lost or malformed reply; or the
+** credentials refused, 401/403), 0 online (any other HTTP answer, 5xx
+** included: the provider is reachable), -1 nothing (a cancel at
+** shutdown). */
+int ob__fence_link_answer(const ob_effect_reply_t* reply);
+
+/* The limit of currency among a provider's (NULL: none listed). */
+const ob_offline_limit_t* ob__offline_limit_find(const ob_offline_limit_t* l,
+                                                 size_t n,
+                                                 const char* currency);
+
+/* May a new effect of amount (minor units) in currency be stored while its
+** provider is offline, with count effects totalling total already stored
+** in that currency? limit NULL: the currency has none, and unlisted
+** (OB_OFFLINE_NO_LIMIT or OB_OFFLINE_REFUSE) decides. 0 accepted, or
+** OB_EOFFLINE with the limit it would pass in why (always
+** NUL-terminated). */
+int ob__offline_check(const ob_offline_limit_t* limit, int unlisted,
+                      const char* currency, int64_t amount, int64_t count,
+                      int64_t total, char* why, size_t whylen);
 
 #endif

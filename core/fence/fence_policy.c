@@ -256,3 +256,54 @@ void ob__fence_reason(const ob_effect_reply_t* reply, char* out,
     ob__peer_text(raw, (size_t)k, out, outlen);
   }
 }
+
+/* ---- offline limits --------------------------------------------------------- */
+
+int ob__fence_link_answer(const ob_effect_reply_t* reply) {
+  if (reply->status == OB_ECANCELED) return -1;
+  if (reply->status < 0) return 1;
+  if (reply->status == 401 || reply->status == 403) return 1;
+  return 0;
+}
+
+const ob_offline_limit_t* ob__offline_limit_find(const ob_offline_limit_t* l,
+                                                 size_t n,
+                                                 const char* currency) {
+  for (size_t i = 0; currency != NULL && i < n; i++)
+    if (l[i].currency != NULL && strcmp(l[i].currency, currency) == 0)
+      return &l[i];
+  return NULL;
+}
+
+int ob__offline_check(const ob_offline_limit_t* limit, int unlisted,
+                      const char* currency, int64_t amount, int64_t count,
+                      int64_t total, char* why, size_t whylen) {
+  if (whylen > 0) why[0] = '\0';
+  if (limit == NULL) {
+    if (unlisted != OB_OFFLINE_REFUSE) return 0;
+    snprintf(why, whylen, "no offline limit is set for %s, and currencies "
+             "without one are refused offline", currency);
+    return OB_EOFFLINE;
+  }
+  if (limit->max_amount > 0 && amount > limit->max_amount) {
+    snprintf(why, whylen, "amount %lld %s is over the offline maximum of "
+             "one effect, %lld", (long long)amount, currency,
+             (long long)limit->max_amount);
+    return OB_EOFFLINE;
+  }
+  /* total + amount > max_total, without overflowing. */
+  if (limit->max_total > 0 &&
+      (total > limit->max_total || amount > limit->max_total - total)) {
+    snprintf(why, whylen, "the stored total would be %lld %s, over the "
+             "offline maximum of %lld (%lld stored)",
+             (long long)(total + amount), currency,
+             (long long)limit->max_total, (long long)total);
+    return OB_EOFFLINE;
+  }
+  if (limit->max_count > 0 && count >= limit->max_count) {
+    snprintf(why, whylen, "%lld %s effects are stored, the offline maximum",
+             (long long)count, currency);
+    return OB_EOFFLINE;
+  }
+  return 0;
+}

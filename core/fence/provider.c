@@ -11,8 +11,13 @@
 
 #include "core/engine/engine_int.h"
 #include "core/fence/fence.h"
+#include "core/util/errbuf.h"
 #include "core/util/link.h"
 #include "core/util/retry.h"
+
+/* The component of this file's log records (ob__log). */
+#undef OB__LOG_COMPONENT
+#define OB__LOG_COMPONENT "fence"
 
 void ob_provider_options_init(ob_provider_options_t* o) {
   memset(o, 0, sizeof *o);
@@ -61,6 +66,24 @@ int ob_provider_register(ob_engine_t* e, const ob_provider_options_t* o) {
     return ob__db_seterr(&e->db, OB_EINVAL,
                          "provider %s: key_retention_ms must be 0 (keys kept "
                          "forever) or at least 3600000 (1 h)", o->name);
+  if (o->noffline_limits > OB__MAX_OFFLINE_LIMITS ||
+      (o->noffline_limits > 0 && o->offline_limits == NULL) ||
+      (o->offline_unlisted != OB_OFFLINE_NO_LIMIT &&
+       o->offline_unlisted != OB_OFFLINE_REFUSE))
+    return ob__db_seterr(&e->db, OB_EINVAL,
+                         "provider %s: offline limits: at most %d currencies, "
+                         "offline_unlisted OB_OFFLINE_NO_LIMIT or "
+                         "OB_OFFLINE_REFUSE", o->name, OB__MAX_OFFLINE_LIMITS);
+  for (size_t i = 0; i < o->noffline_limits; i++) {
+    const ob_offline_limit_t* l = &o->offline_limits[i];
+    if (!ob__currency_valid(l->currency) || l->max_amount < 0 ||
+        l->max_total < 0 || l->max_count < 0 || l->max_age_ms < 0 ||
+        ob__offline_limit_find(o->offline_limits, i, l->currency) != NULL)
+      return ob__db_seterr(&e->db, OB_EINVAL,
+                           "provider %s: offline limit %zu: a currency of "
+                           "three upper-case letters, once, and no negative "
+                           "figure", o->name, i + 1);
+  }
   if (ob__provider_find(e, o->name) != NULL)
     return ob__db_seterr(&e->db, OB_EEXIST, "provider %s is already "
                          "registered", o->name);
@@ -84,8 +107,61 @@ int ob_provider_register(ob_engine_t* e, const ob_provider_options_t* o) {
   p->lease_ms = o->lease_ms;
   p->retry = o->retry;
   p->key_retention_ms = o->key_retention_ms;
+  p->offline_unlisted = o->offline_unlisted;
+  if (o->noffline_limits > 0) {
+    p->offline_limits = calloc(o->noffline_limits, sizeof *p->offline_limits);
+    if (p->offline_limits == NULL) {
+      free(p->name);
+      free(p->lookup_path);
+      free(p->reference_lookup_path);
+      return OB_ENOMEM;
+    }
+    p->noffline_limits = o->noffline_limits;
+    for (size_t i = 0; i < o->noffline_limits; i++) {
+      /* Three letters, checked above: copied into the entry's own. */
+      p->offline_limits[i] = o->offline_limits[i];
+      memcpy(p->offline_currency[i], o->offline_limits[i].currency, 4);
+      p->offline_limits[i].currency = p->offline_currency[i];
+    }
+  }
   e->nproviders++;
   return 0;
+}
+
+int ob__currency_valid(const char* c) {
+  if (c == NULL || strlen(c) != 3) return 0;
+  for (int i = 0; i < 3; i++)
+    if (c[i] < 'A' || c[i] > 'Z') return 0;
+  return 1;
+}
+
+int ob__offline_admit(ob_engine_t* e, const ob__provider_t* p,
+                      const ob_effect_request_t* req, int lock, char* why,
+                      size_t whylen) {
+  const ob_offline_limit_t* l;
+  int64_t since, count, total;
+  int rc;
+  if (whylen > 0) why[0] = '\0';
+  /* Without an amount an effect is neither limited nor stored. */
+  if (req->amount <= 0 || req->currency == NULL) return 0;
+  l = ob__offline_limit_find(p->offline_limits, p->noffline_limits,
+                             req->currency);
+  if (l == NULL && p->offline_unlisted == OB_OFFLINE_NO_LIMIT) return 0;
+  rc = ob__effect_link_get(&e->db, p->name, &since);
+  if (rc < 0) return rc;
+  /* Online: not limited, and no lock (a claim the link's fall overtakes
+  ** is one made just before it). */
+  if (since == 0) return 0;
+  /* The lock before the totals are read: a claim that waited for
+  ** another's sees them with it. */
+  if (lock && (rc = ob__effect_stored_lock(&e->db, p->name,
+                                           req->currency)) < 0)
+    return rc;
+  rc = ob__effect_stored_get(&e->db, p->name, req->currency, &count, &total);
+  if (rc < 0) return rc;
+  rc = ob__offline_check(l, p->offline_unlisted, req->currency, req->amount,
+                         count, total, why, whylen);
+  return rc < 0 ? rc : 1;
 }
 
 const ob__provider_t* ob__provider_find(const ob_engine_t* e,
@@ -100,6 +176,7 @@ static void providers_free(ob_engine_t* e) {
     free(e->providers[i].name);
     free(e->providers[i].lookup_path);
     free(e->providers[i].reference_lookup_path);
+    free(e->providers[i].offline_limits);
   }
   e->nproviders = 0;
 }
@@ -155,6 +232,30 @@ static int after_handler(ob_engine_t* e, ob_tx_t* tx,
   int rc;
   if (tx->effect_action == OB__TX_EFFECT_CLAIM) {
     char idem[OB_UUID_BUFLEN];
+    const ob__provider_t* p = ob__provider_find(e, tx->claim.provider);
+    /* ob_tx_effect checked the limits in the handler's savepoint. If it
+    ** found the provider offline, again here, under the provider and
+    ** currency's lock (PostgreSQL: another host's claim may have committed
+    ** since), before anything is written; a refusal now is the handler's:
+    ** a retry of this message alone. Found online, the claim is an online
+    ** one, made before any fall of the link since: not limited. */
+    if (p != NULL && tx->claim_offline) {
+      char why[OB__REASON_LEN];
+      rc = ob__offline_admit(e, p, &tx->claim, 1, why, sizeof why);
+      if (rc == OB_EOFFLINE) {
+        ob_log_record_t lr = OB__LOG_RECORD(OB_LOG_INFO, "fence",
+                                            "effect_offline_refused");
+        lr.error = OB_EOFFLINE;
+        e->counters.offline_refused++;
+        ob__logr(e, &lr, "effect %s refused at its claim: provider %s is "
+                 "offline: %s", tx->effect_key, p->name, why);
+        ob__errbuf_set(tx->reason, sizeof tx->reason, 0,
+                       "effect %s: provider %s is offline: %s", tx->effect_key,
+                       p->name, why);
+        return rc;
+      }
+      if (rc < 0) return rc;
+    }
     rc = ob__fence_idempotency_key(tx->effect_key, idem);
     if (rc < 0)
       return ob__db_seterr(&e->db, rc, "effect %s: cannot derive its "
@@ -179,6 +280,7 @@ static void tx_free(ob_tx_t* tx) {
   free((char*)tx->claim.path);
   free((char*)tx->claim.body);
   free((char*)tx->claim.lookup_reference);
+  free((char*)tx->claim.currency);
   memset(&tx->claim, 0, sizeof tx->claim);
   for (size_t i = 0; i < tx->neffect_rows; i++)
     ob__effect_row_free(&tx->effect_rows[i]);

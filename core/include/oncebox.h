@@ -96,7 +96,9 @@ OB_EXTERN const char* ob_version(void);
   XX(EAUTH, -24, "the peer refused the credentials or the signature")        \
   XX(EREMOTE, -25, "the remote service refused the request")                 \
   XX(EUNAVAIL, -26, "the remote service is unavailable or throttling")     \
-  XX(ENOTSUP, -27, "not supported by this database backend or build")
+  XX(ENOTSUP, -27, "not supported by this database backend or build")      \
+  XX(EOFFLINE, -28, "refused: the provider is offline and the effect is "   \
+                    "over its offline limit")
 
 typedef enum {
   OB_OK = 0,
@@ -1050,6 +1052,13 @@ typedef struct ob_effect_request_s {
                           ** id), for a provider with a
                           ** reference_lookup_path; NULL: none. 1..200
                           ** printable characters */
+  /* What the effect is worth, for the provider's offline limits
+  ** (ob_offline_limit_t): amount in minor units (docs/decisions/0003,
+  ** 1..2^53-1) of currency, three upper-case letters ("EUR"). Both or
+  ** neither: amount 0 and currency NULL is an effect without an amount,
+  ** never limited nor counted as stored. */
+  int64_t amount;
+  const char* currency;
 } ob_effect_request_t;
 
 /* An effect as handlers and operators see it. Pointers are owned by the
@@ -1083,6 +1092,8 @@ typedef struct ob_effect_s {
                             ** "key-expired", "conflict", "replayed-error";
                             ** NULL otherwise */
   const char* lookup_reference;  /* the request's, or NULL */
+  int64_t amount;           /* the request's amount and currency (minor */
+  const char* currency;     /* units), or 0 and NULL */
 } ob_effect_t;
 
 /*
@@ -1099,9 +1110,51 @@ typedef struct ob_effect_s {
 **   < 0              OB_EINVAL (bad key or request), OB_ENOTFOUND (no such
 **                    provider registered), OB_ESTATE (a second new claim in
 **                    one handler run), storage errors.
+**   OB_EOFFLINE      a new claim with an amount, refused because its
+**                    provider is offline and the claim would pass one of
+**                    the provider's offline limits for its currency
+**                    (ob_offline_limit_t; ob_errmsg says which). Nothing is
+**                    recorded: no effect row, no claim. Return it from the
+**                    handler (a retry: the message is not consumed) or
+**                    decide otherwise (ob_tx_fail). A claim found offline
+**                    and within the limits is checked again, under a lock,
+**                    in the transaction that records it, so processes
+**                    sharing a database never pass a limit together;
+**                    losing that race is the same refusal, a retry of the
+**                    message. See docs/offline.md.
 */
 OB_EXTERN int ob_tx_effect(ob_tx_t* tx, const char* key,
                            const ob_effect_request_t* req, ob_effect_t* out);
+
+/*
+** Offline limits: what a provider's effects may store while it is offline
+** (docs/offline.md). A provider is offline from the first attempt (call or
+** lookup) recorded for it that got no HTTP answer (not sent, timeout, lost
+** reply) or whose credentials it refused (401, 403), until an attempt gets
+** any other HTTP answer; it is online until its first failed attempt. That
+** state is in the database, so every process on it, and a restart, agree.
+** "Stored" counts the effects with an amount that are open (pending or
+** unknown, parked ones included: their outcome is not known) per provider
+** and currency, kept as running totals in the transactions that claim and
+** settle them. While the provider is offline, a new claim of amount A in
+** currency C is refused (OB_EOFFLINE) if A > max_amount, stored total + A
+** > max_total, or stored count + 1 > max_count. An online claim is never
+** limited (it is still counted while it is open). A field 0 is "no limit"
+** on that figure.
+*/
+typedef struct ob_offline_limit_s {
+  const char* currency;   /* three upper-case letters, "EUR" (copied) */
+  int64_t max_amount;     /* one effect, minor units; 0: no limit */
+  int64_t max_total;      /* the stored total, minor units; 0: no limit */
+  int64_t max_count;      /* stored effects; 0: no limit */
+  int64_t max_age_ms;     /* how long an effect may stay stored: kept in
+                          ** the configuration, not enforced yet (expiry is
+                          ** to come, docs/offline.md); 0: none */
+} ob_offline_limit_t;
+
+/* ob_provider_options_t.offline_unlisted: a currency without a limit. */
+#define OB_OFFLINE_NO_LIMIT 0  /* accepted offline without a limit */
+#define OB_OFFLINE_REFUSE 1    /* refused while the provider is offline */
 
 /* A provider of effects. */
 typedef struct ob_provider_options_s {
@@ -1152,6 +1205,13 @@ typedef struct ob_provider_options_s {
                              ** nothing found, and the call is made (the
                              ** provider never acted); found, and it is
                              ** confirmed; NULL: such effects are parked */
+  const ob_offline_limit_t* offline_limits; /* per currency (copied); one
+                             ** entry per currency, at most 32, else
+                             ** OB_EINVAL; NULL: none */
+  size_t noffline_limits;
+  int offline_unlisted;      /* a currency not in offline_limits:
+                             ** OB_OFFLINE_NO_LIMIT (0, the default) or
+                             ** OB_OFFLINE_REFUSE */
 } ob_provider_options_t;
 
 /* Fill o with the defaults above (name and base_url NULL). Can't fail. */
@@ -1626,6 +1686,8 @@ typedef struct ob_counters_s {
   int64_t relay_failing_since_ms;  /* wall clock of the first failed request
                                    ** since the last that went through; 0
                                    ** while requests go through */
+  int64_t offline_refused;    /* new effect claims refused by a provider's
+                              ** offline limits (OB_EOFFLINE) */
 } ob_counters_t;
 
 /* Copy the counters of e into *c. Safe from the loop thread, and from any

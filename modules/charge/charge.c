@@ -67,8 +67,13 @@ static int charge_handle(ob_tx_t* tx, const ob_message_t* msg, void* arg) {
   req.body = body;
   req.body_len = strlen(body);
   req.lookup_reference = o.order_id;  /* the provider knows charges by it */
+  /* What the provider's offline limits count (docs/offline.md). */
+  req.amount = o.amount_minor;
+  req.currency = o.currency;
   rc = ob_tx_effect(tx, key, &req, &ef);
   free(body);
+  /* OB_EOFFLINE (offline, over a limit) too: a retry, the order is not
+  ** consumed and nothing of it is recorded. */
   if (rc != OB_DONE) return rc;
 
   /* Confirmed. A provider that answered 2xx without an id still charged:

@@ -20,6 +20,10 @@
 #define EXIT_FULL 6       /* enqueue refused for space (the size cap's
                           ** reserve, or a full disk): nothing of the
                           ** refused input was committed; retry later */
+#define EXIT_OFFLINE 7    /* run: a charge was refused because the payment
+                          ** provider is offline and it would pass an
+                          ** offline limit (docs/offline.md): nothing of it
+                          ** was recorded; its message waits for a retry */
 
 /* cli_t.log_format */
 #define CLI_LOG_TEXT 0
@@ -128,6 +132,7 @@ void ob__cli_consumer_left(ob_engine_t* e, char* out, size_t n);
 ** and `effects reconcile`, filled by ob__cli_provider_from_config. The
 ** Authorization value comes from ONCEBOX_PROVIDER_AUTHORIZATION only (an
 ** option would show in `ps`, a config file is readable by more people). */
+#define CLI_MAX_OFFLINE 32
 typedef struct cli_provider_s {
   const char* url;        /* --provider-url */
   const char* authorization;  /* $ONCEBOX_PROVIDER_AUTHORIZATION; a secret */
@@ -138,7 +143,20 @@ typedef struct cli_provider_s {
   long long key_retention_ms;  /* --provider-key-retention */
   const char* reference_lookup;  /* --provider-reference-lookup PATH */
   int key_retention_set;  /* 1: key_retention_ms holds the setting */
+  /* --provider-offline-limits, parsed (docs/offline.md) */
+  ob_offline_limit_t offline[CLI_MAX_OFFLINE];
+  char offline_currency[CLI_MAX_OFFLINE][4];
+  size_t noffline;
+  int offline_unlisted;   /* --provider-offline-unlisted */
 } cli_provider_t;
+
+/* Parse an offline limits setting: CUR:key=value[:key=value...] items
+** separated by ',' (keys max_amount, max_total, max_count in minor units
+** or a count, max_age a duration; "none" or "": no limits) into out[0..n),
+** the currencies copied into cur. 0, or -1 with why. */
+int ob__cli_offline_limits_parse(const char* spec, ob_offline_limit_t* out,
+                                 char (*cur)[4], size_t max, size_t* n,
+                                 char* why, size_t whylen);
 
 /* getopt_long entries of the provider options; their values are
 ** CLI_OPT_PROVIDER_* (above any short option). */
@@ -149,6 +167,8 @@ typedef struct cli_provider_s {
 #define CLI_OPT_PROVIDER_TIMEOUT 0x104
 #define CLI_OPT_PROVIDER_KEY_RETENTION 0x105
 #define CLI_OPT_PROVIDER_REFERENCE_LOOKUP 0x106
+#define CLI_OPT_PROVIDER_OFFLINE_LIMITS 0x107
+#define CLI_OPT_PROVIDER_OFFLINE_UNLISTED 0x108
 #define CLI_PROVIDER_LONG_OPTIONS                                           \
   {"provider-url", required_argument, NULL, CLI_OPT_PROVIDER_URL},          \
   {"provider-allow-http", no_argument, NULL, CLI_OPT_PROVIDER_ALLOW_HTTP},  \
@@ -159,7 +179,11 @@ typedef struct cli_provider_s {
   {"provider-key-retention", required_argument, NULL,                       \
    CLI_OPT_PROVIDER_KEY_RETENTION},                                         \
   {"provider-reference-lookup", required_argument, NULL,                    \
-   CLI_OPT_PROVIDER_REFERENCE_LOOKUP}
+   CLI_OPT_PROVIDER_REFERENCE_LOOKUP},                                      \
+  {"provider-offline-limits", required_argument, NULL,                      \
+   CLI_OPT_PROVIDER_OFFLINE_LIMITS},                                        \
+  {"provider-offline-unlisted", required_argument, NULL,                    \
+   CLI_OPT_PROVIDER_OFFLINE_UNLISTED}
 
 /* Help text of those options (each line indented by two spaces). */
 extern const char ob__cli_provider_help[];
@@ -299,7 +323,8 @@ typedef enum {
   CFG_SQS_ALLOW_HTTP,
   CFG_PROVIDER_URL, CFG_PROVIDER_ALLOW_HTTP, CFG_PROVIDER_IDEMPOTENCY,
   CFG_PROVIDER_LOOKUP, CFG_PROVIDER_TIMEOUT, CFG_PROVIDER_KEY_RETENTION,
-  CFG_PROVIDER_REFERENCE_LOOKUP,
+  CFG_PROVIDER_REFERENCE_LOOKUP, CFG_PROVIDER_OFFLINE_LIMITS,
+  CFG_PROVIDER_OFFLINE_UNLISTED,
   CFG_METRICS_LISTEN, CFG_METRICS_ALLOW_REMOTE, CFG_METRICS_REFRESH,
   CFG_HEALTH_RELAY_FAILING, CFG_HEALTH_EFFECTS_UNKNOWN,
   CFG_HEALTH_PERIOD, CFG_HEALTH_FAILED, CFG_HEALTH_RETRIED,

@@ -32,6 +32,8 @@ typedef struct setting_s {
 
 static const char* const levels[] = {"error", "warn", "info", "debug", NULL};
 static const char* const formats[] = {"text", "json", NULL};
+/* In OB_OFFLINE_NO_LIMIT, OB_OFFLINE_REFUSE order. */
+static const char* const offline_unlisted[] = {"no_limit", "refuse", NULL};
 
 #define K(name, type, min, max, id) \
   {name, type, min, max, 0, 0, NULL, 0, NULL, id}
@@ -158,6 +160,15 @@ static const setting_t settings[CFG_N] = {
      K("reference_lookup", OB_CFG_STRING, 0, 0, CFG_PROVIDER_REFERENCE_LOOKUP),
      "ONCEBOX_PROVIDER_REFERENCE_LOOKUP",
      "run/effects --provider-reference-lookup", NULL, 0, 0, NULL},
+    /* docs/offline.md: EUR:max_amount=25000:max_total=100000,USD:... */
+    {"provider",
+     K("offline_limits", OB_CFG_STRING, 0, 0, CFG_PROVIDER_OFFLINE_LIMITS),
+     "ONCEBOX_PROVIDER_OFFLINE_LIMITS", "run --provider-offline-limits", NULL,
+     0, 0, NULL},
+    {"provider",
+     KE("offline_unlisted", offline_unlisted, CFG_PROVIDER_OFFLINE_UNLISTED),
+     "ONCEBOX_PROVIDER_OFFLINE_UNLISTED", "run --provider-offline-unlisted",
+     NULL, 0, 0, "no_limit"},
 
     {"metrics", K("listen", OB_CFG_STRING, 0, 0, CFG_METRICS_LISTEN),
      "ONCEBOX_METRICS_LISTEN", "run --metrics-listen", NULL, 0, 0, NULL},
@@ -563,6 +574,19 @@ static int cross_checks(cli_t* cli) {
             "duration of at least 1h, such as 24h or 31d\n",
             ob__cli_cfg_source(cli, CFG_PROVIDER_KEY_RETENTION, a, sizeof a));
     return -1;
+  }
+  {
+    ob_offline_limit_t l[CLI_MAX_OFFLINE];
+    char cur[CLI_MAX_OFFLINE][4], why[200];
+    size_t n;
+    if (ob__cli_offline_limits_parse(
+            ob__cli_cfg_str(cli, CFG_PROVIDER_OFFLINE_LIMITS), l, cur,
+            CLI_MAX_OFFLINE, &n, why, sizeof why) < 0) {
+      fprintf(stderr, "oncebox: provider.offline_limits (%s): %s\n",
+              ob__cli_cfg_source(cli, CFG_PROVIDER_OFFLINE_LIMITS, a,
+                                 sizeof a), why);
+      return -1;
+    }
   }
   if (vis % 1000 != 0) {
     fprintf(stderr, "oncebox: consumer.visibility_timeout (%s) wants whole "

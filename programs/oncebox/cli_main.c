@@ -81,7 +81,8 @@ static void usage(FILE* out) {
           "3 some input rejected (the rest committed); 4 database unusable\n"
           "(or missing, for a command that only reads);\n"
           "5 run --until-idle stopped with work left that waits for a peer;\n"
-          "6 enqueue refused for space (the cap's reserve or a full disk).\n");
+          "6 enqueue refused for space (the cap's reserve or a full disk);\n"
+          "7 run refused a charge over an offline limit (docs/offline.md).\n");
 }
 
 /* A closed standard descriptor would be handed out by the next open(): the

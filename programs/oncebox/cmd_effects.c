@@ -42,6 +42,15 @@ const char ob__cli_provider_help[] =
     "                            \"/v1/charges/search?query=metadata['order_id']"
     ":'{reference}'\";\n"
     "                            used once a key may have expired\n"
+    "  --provider-offline-limits SPEC  what charges may be stored while the\n"
+    "                            provider is offline, per currency (or\n"
+    "                            ONCEBOX_PROVIDER_OFFLINE_LIMITS), e.g.\n"
+    "                            EUR:max_amount=25000:max_total=100000:"
+    "max_count=50\n"
+    "                            (minor units; docs/offline.md)\n"
+    "  --provider-offline-unlisted no_limit|refuse  a currency without\n"
+    "                            limits, offline (or\n"
+    "                            ONCEBOX_PROVIDER_OFFLINE_UNLISTED): no_limit\n"
     "  ONCEBOX_PROVIDER_AUTHORIZATION  (environment only, never an option:\n"
     "                            options show in ps) the value of the\n"
     "                            Authorization header of every request, e.g.\n"
@@ -75,6 +84,26 @@ int ob__cli_provider_option(cli_t* cli, int c, const char* arg,
     case CLI_OPT_PROVIDER_REFERENCE_LOOKUP:
       return ob__cli_cfg_flag(cli, CFG_PROVIDER_REFERENCE_LOOKUP, arg, "", cmd) < 0
                  ? -1 : 1;
+    case CLI_OPT_PROVIDER_OFFLINE_LIMITS: {
+      ob_offline_limit_t l[CLI_MAX_OFFLINE];
+      char cur[CLI_MAX_OFFLINE][4], why[200];
+      size_t n;
+      if (ob__cli_offline_limits_parse(arg, l, cur, CLI_MAX_OFFLINE, &n, why,
+                                       sizeof why) < 0) {
+        fprintf(stderr, "oncebox %s: --provider-offline-limits: %s\n", cmd,
+                why);
+        return -1;
+      }
+      return ob__cli_cfg_flag(cli, CFG_PROVIDER_OFFLINE_LIMITS, arg, "", cmd) <
+                     0
+                 ? -1
+                 : 1;
+    }
+    case CLI_OPT_PROVIDER_OFFLINE_UNLISTED:
+      return ob__cli_cfg_flag(cli, CFG_PROVIDER_OFFLINE_UNLISTED, arg,
+                              "--provider-offline-unlisted", cmd) < 0
+                 ? -1
+                 : 1;
     case CLI_OPT_PROVIDER_KEY_RETENTION: {
       long long ms = ob__cli_parse_duration_ms(arg);
       if (ms < 0 || (ms > 0 && ms < 3600000) ||
@@ -100,6 +129,14 @@ void ob__cli_provider_from_config(const cli_t* cli, cli_provider_t* p) {
   p->key_retention_ms = ob__cli_cfg_int(cli, CFG_PROVIDER_KEY_RETENTION);
   p->key_retention_set = 1;
   p->reference_lookup = ob__cli_cfg_str(cli, CFG_PROVIDER_REFERENCE_LOOKUP);
+  /* Checked when the settings were loaded (cli_config.c): it parses. */
+  if (ob__cli_offline_limits_parse(
+          ob__cli_cfg_str(cli, CFG_PROVIDER_OFFLINE_LIMITS), p->offline,
+          p->offline_currency, CLI_MAX_OFFLINE, &p->noffline, NULL, 0) < 0)
+    p->noffline = 0;
+  p->offline_unlisted = ob__cli_cfg_int(cli, CFG_PROVIDER_OFFLINE_UNLISTED)
+                            ? OB_OFFLINE_REFUSE
+                            : OB_OFFLINE_NO_LIMIT;
   /* The one secret: the environment only, never a flag or the file. Empty:
   ** none, as an unset variable. */
   p->authorization = v != NULL && v[0] != '\0' ? v : NULL;
@@ -132,6 +169,9 @@ int ob__cli_enable_provider(ob_engine_t* e, cli_provider_t* p, const char* cmd) 
   if (p->timeout_ms > 0) o.timeout_ms = p->timeout_ms;
   if (p->key_retention_set > 0) o.key_retention_ms = p->key_retention_ms;
   o.reference_lookup_path = p->reference_lookup;
+  o.offline_limits = p->offline;
+  o.noffline_limits = p->noffline;
+  o.offline_unlisted = p->offline_unlisted;
   /* A lookup and a call are made under one lease: it must outlast both. */
   if (o.lease_ms <= 2 * o.timeout_ms) o.lease_ms = 2 * o.timeout_ms + 30000;
   rc = ob_provider_enable(e, &o, err, sizeof err);
@@ -143,6 +183,95 @@ int ob__cli_enable_provider(ob_engine_t* e, cli_provider_t* p, const char* cmd) 
                 ? "; check ONCEBOX_PROVIDER_AUTHORIZATION"
                 : "");
     return rc == OB_EINVAL ? EXIT_USAGE : EXIT_FAIL;
+  }
+  return 0;
+}
+
+/* One figure of an offline limit: digits (a duration for max_age). */
+static int offline_figure(const char* key, const char* val, int64_t* out) {
+  long long v = strcmp(key, "max_age") == 0 ? ob__cli_parse_duration_ms(val)
+                                            : ob__cli_parse_count(val);
+  if (v < 0) return -1;
+  *out = v;
+  return 0;
+}
+
+int ob__cli_offline_limits_parse(const char* spec, ob_offline_limit_t* out,
+                                 char (*cur)[4], size_t max, size_t* n,
+                                 char* why, size_t whylen) {
+  char buf[2048];
+  char *item, *save_item = NULL;
+  char dummy[1];
+  if (why == NULL || whylen == 0) why = dummy, whylen = sizeof dummy;
+  why[0] = '\0';
+  *n = 0;
+  if (spec == NULL || spec[0] == '\0' || strcmp(spec, "none") == 0) return 0;
+  if (strlen(spec) >= sizeof buf) {
+    snprintf(why, whylen, "longer than %zu bytes", sizeof buf - 1);
+    return -1;
+  }
+  snprintf(buf, sizeof buf, "%s", spec);
+  for (item = strtok_r(buf, ",", &save_item); item != NULL;
+       item = strtok_r(NULL, ",", &save_item)) {
+    char *field, *save_field = NULL;
+    ob_offline_limit_t* l;
+    int figures = 0;
+    if (*n == max) {
+      snprintf(why, whylen, "more than %zu currencies", max);
+      return -1;
+    }
+    l = &out[*n];
+    memset(l, 0, sizeof *l);
+    field = strtok_r(item, ":", &save_field);
+    if (field == NULL || strlen(field) != 3 ||
+        strspn(field, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != 3) {
+      snprintf(why, whylen, "'%.40s' is not a currency of three upper-case "
+               "letters (items look like EUR:max_amount=25000)",
+               field ? field : "");
+      return -1;
+    }
+    for (size_t i = 0; i < *n; i++)
+      if (strcmp(cur[i], field) == 0) {
+        snprintf(why, whylen, "%s is given twice", field);
+        return -1;
+      }
+    memcpy(cur[*n], field, 4);
+    l->currency = cur[*n];
+    while ((field = strtok_r(NULL, ":", &save_field)) != NULL) {
+      char* eq = strchr(field, '=');
+      int64_t* slot;
+      if (eq == NULL) {
+        snprintf(why, whylen, "%s: '%.40s' is not key=value", l->currency,
+                 field);
+        return -1;
+      }
+      *eq = '\0';
+      slot = strcmp(field, "max_amount") == 0  ? &l->max_amount
+             : strcmp(field, "max_total") == 0 ? &l->max_total
+             : strcmp(field, "max_count") == 0 ? &l->max_count
+             : strcmp(field, "max_age") == 0   ? &l->max_age_ms
+                                               : NULL;
+      if (slot == NULL) {
+        snprintf(why, whylen, "%s: unknown key '%.40s' (max_amount, "
+                 "max_total, max_count, max_age)", l->currency, field);
+        return -1;
+      }
+      if (offline_figure(field, eq + 1, slot) < 0) {
+        snprintf(why, whylen, "%s: %s wants %s, not '%.40s'", l->currency,
+                 field, strcmp(field, "max_age") == 0
+                            ? "a duration such as 24h"
+                            : "a whole number (amounts in minor units)",
+                 eq + 1);
+        return -1;
+      }
+      figures++;
+    }
+    if (figures == 0) {
+      snprintf(why, whylen, "%s: no limit given (max_amount, max_total, "
+               "max_count, max_age)", l->currency);
+      return -1;
+    }
+    (*n)++;
   }
   return 0;
 }
@@ -242,6 +371,12 @@ static void print_effect_json(const ob_effect_t* ef) {
   json_ms(f, ef->created_at_ms);
   fputs(",\"updatedAtMs\":", f);
   json_ms(f, ef->updated_at_ms);
+  /* What the offline limits count (docs/offline.md); null: none. */
+  fputs(",\"amountMinor\":", f);
+  if (ef->currency != NULL) fprintf(f, "%lld", (long long)ef->amount);
+  else fputs("null", f);
+  fputs(",\"currency\":", f);
+  json_cstr(f, ef->currency);
   fputs("}\n", f);
 }
 

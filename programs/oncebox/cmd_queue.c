@@ -548,7 +548,17 @@ int ob__cmd_run(cli_t* cli, int argc, char** argv) {
               sqs_left);
     }
   }
+  if (cnt.offline_refused > 0)
+    ob__cli_note(OB_LOG_WARN, "run_offline_refused",
+                 "refused: %lld charge claim(s) while the payment provider "
+                 "is offline, over its offline limits (docs/offline.md); "
+                 "nothing of them is recorded, their messages are retried "
+                 "by their queue's retry policy",
+                 (long long)cnt.offline_refused);
   if (until_idle) run_scheduled(e);
   ob_close(e);
+  /* A refusal is what the point of sale must hear first: take another
+  ** means of payment. */
+  if (cnt.offline_refused > 0) return EXIT_OFFLINE;
   return rc == OB_RUN_STALLED ? EXIT_STALLED : EXIT_OK;
 }

@@ -48,6 +48,8 @@ static const char* const migrations[] = {
     OB__PG_SCHEMA_1 OB__PG_PARTITION_FN,
     /* 1 -> 2 */
     OB__PG_SCHEMA_2,
+    /* 2 -> 3 */
+    OB__PG_SCHEMA_3,
 };
 
 #define MIGRATION_COUNT ((int)(sizeof migrations / sizeof migrations[0]))

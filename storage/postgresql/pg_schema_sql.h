@@ -19,7 +19,7 @@
 #ifndef OB_STORAGE_PG_SCHEMA_SQL_H
 #define OB_STORAGE_PG_SCHEMA_SQL_H
 
-#define OB__PG_SCHEMA_VERSION 2
+#define OB__PG_SCHEMA_VERSION 3
 #define OB__PG_APPLICATION "oncebox"
 
 /* 0 -> 1 */
@@ -187,5 +187,22 @@
   "  id BIGINT PRIMARY KEY CHECK (id = 1),"                                  \
   "  ms BIGINT NOT NULL);"                                                   \
   "ALTER TABLE outbox_event ADD COLUMN wall_behind_ms BIGINT;"
+
+/* 2 -> 3: SQLite's 13 -> 14 (docs/offline.md): an effect's amount and
+** currency, the running totals of the open ones per provider and
+** currency, and each provider's link. */
+#define OB__PG_SCHEMA_3                                                      \
+  "ALTER TABLE effect ADD COLUMN amount BIGINT;"                             \
+  "ALTER TABLE effect ADD COLUMN currency TEXT;"                             \
+  "CREATE TABLE effect_stored ("                                             \
+  "  provider TEXT NOT NULL,"                                                \
+  "  currency TEXT NOT NULL,"                                                \
+  "  stored_count BIGINT NOT NULL,"                                          \
+  "  stored_total BIGINT NOT NULL,"                                          \
+  "  PRIMARY KEY (provider, currency));"                                     \
+  "CREATE TABLE effect_provider_link ("                                      \
+  "  provider TEXT PRIMARY KEY,"                                             \
+  "  offline_since BIGINT,"                                                  \
+  "  online_since BIGINT);"
 
 #endif

@@ -279,6 +279,27 @@ static const char* const migrations[] = {
     "  ms INTEGER NOT NULL"
     ") STRICT;"
     "ALTER TABLE outbox_event ADD COLUMN wall_behind_ms INTEGER;",
+
+    /* 13 -> 14: offline limits (docs/offline.md). An effect's amount in
+    ** minor units and its currency (NULL: none); the running totals of
+    ** the open effects with an amount, per provider and currency, written
+    ** with the claims and outcomes so no check scans the effects; and each
+    ** provider's link as the attempts last saw it (offline_since NULL:
+    ** online), so every process and a restart agree on it. */
+    "ALTER TABLE effect ADD COLUMN amount INTEGER;"
+    "ALTER TABLE effect ADD COLUMN currency TEXT;"
+    "CREATE TABLE effect_stored ("
+    "  provider TEXT NOT NULL,"
+    "  currency TEXT NOT NULL,"
+    "  stored_count INTEGER NOT NULL,"
+    "  stored_total INTEGER NOT NULL,"
+    "  PRIMARY KEY (provider, currency)"
+    ") STRICT, WITHOUT ROWID;"
+    "CREATE TABLE effect_provider_link ("
+    "  provider TEXT PRIMARY KEY,"
+    "  offline_since INTEGER,"
+    "  online_since INTEGER"
+    ") STRICT;",
 };
 
 #define MIGRATION_COUNT ((int)(sizeof migrations / sizeof migrations[0]))
@@ -364,7 +385,8 @@ static const char* const own_tables[] = {
     "queue",           "processed_message", "outbox_event",
     "failed_message",  "relay_status",      "effect",
     "retention_clock", "retention_swept",   "event_source",
-    "schema_migration", "engine_clock",
+    "schema_migration", "engine_clock",    "effect_stored",
+    "effect_provider_link",
 };
 
 int ob__schema_is_own_table(const char* name) {

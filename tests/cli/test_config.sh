@@ -84,6 +84,8 @@ lookup = false
 timeout = 10s
 key_retention = 31d
 reference_lookup = "/v1/charges/search?query=metadata['order_id']:'{reference}'"
+offline_limits = EUR:max_amount=25000:max_total=100000,USD:max_count=5
+offline_unlisted = refuse
 
 [metrics]
 listen = 127.0.0.1:9464
@@ -108,6 +110,8 @@ want=(
   "provider.idempotency_keys=false" "provider.lookup=false"
   "provider.timeout=10s" "provider.key_retention=31d"
   "provider.reference_lookup=/v1/charges/search?query=metadata['order_id']:'{reference}'"
+  "provider.offline_limits=EUR:max_amount=25000:max_total=100000,USD:max_count=5"
+  "provider.offline_unlisted=refuse"
   "metrics.listen=127.0.0.1:9464"
 )
 for kv in "${want[@]}"; do
@@ -309,7 +313,7 @@ cp "$EX" "$T/example.conf"; chmod 600 "$T/example.conf"
 check "example file valid" 0 $OB_EMULATOR "$OB" config check "$T/example.conf"
 sed 's/^#\(\[retry\.\|[a-z_]* = \)/\1/' "$EX" >"$T/example-all.conf"
 chmod 600 "$T/example-all.conf"
-equals "example: every key uncommented" "$(grep -c '^[a-z_]* = ' "$T/example-all.conf")" 47
+equals "example: every key uncommented" "$(grep -c '^[a-z_]* = ' "$T/example-all.conf")" 49
 # Every setting config show lists is in the example, under its section.
 missing_keys=$($OB_EMULATOR "$OB" config show 2>/dev/null | sed -n 's/^\([a-z_]*\)\.\([a-z_]*\) *= .*/\1 \2/p' |
   while read -r sec key; do

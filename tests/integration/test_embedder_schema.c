@@ -175,7 +175,7 @@ static void test_own_tables(void** state) {
   }
   sqlite3_finalize(st);
   sqlite3_close(db);
-  assert_int_equal(n, 11);  /* no module's table: those are the modules' */
+  assert_int_equal(n, 13);  /* no module's table: those are the modules' */
   assert_false(ob__schema_is_own_table("stock"));
   fx_free(f);
 }

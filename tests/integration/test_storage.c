@@ -141,6 +141,9 @@ static void test_newer_schema_refused(void** state) {
 /* Schema 13: the engine clock (decision 0019). */
 #define UNDO_V13 "DROP TABLE engine_clock;" \
   "ALTER TABLE outbox_event DROP COLUMN wall_behind_ms;"
+#define UNDO_V14 "DROP TABLE effect_provider_link; DROP TABLE effect_stored;" \
+  "ALTER TABLE effect DROP COLUMN currency;" \
+  "ALTER TABLE effect DROP COLUMN amount;"
 
 /* The engine connection's value of a pragma. */
 static long long engine_pragma(fixture_t* f, const char* sql) {
@@ -192,7 +195,7 @@ static void test_pages_and_wal_policy(void** state) {
   /* A schema-11 file: the migration drops the index. */
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V13 UNDO_V12 "PRAGMA user_version=11");
+  set_user_version(f->db_path, UNDO_V14 UNDO_V13 UNDO_V12 "PRAGMA user_version=11");
   assert_int_equal(fx_count(f, "SELECT count(*) FROM sqlite_schema WHERE"
                                " name = 'outbox_causation'"), 1);
   fx_open(f);
@@ -287,7 +290,7 @@ static void test_migrates_version_9(void** state) {
   (void)state;
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V13 UNDO_V12 UNDO_V11 UNDO_V10 "PRAGMA user_version=9;"
+  set_user_version(f->db_path, UNDO_V14 UNDO_V13 UNDO_V12 UNDO_V11 UNDO_V10 "PRAGMA user_version=9;"
                    "INSERT INTO processed_message VALUES ('c1',"
                    " '0190b6d8-3ae7-7ca2-a653-00000000002a', 1000);");
   fx_open(f);
@@ -340,7 +343,7 @@ static void test_migrates_version_5(void** state) {
   (void)state;
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V13 UNDO_V12 UNDO_V11 UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 "PRAGMA user_version=5");
+  set_user_version(f->db_path, UNDO_V14 UNDO_V13 UNDO_V12 UNDO_V11 UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 "PRAGMA user_version=5");
   fx_open(f);
   assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM retention_swept"), 0);
@@ -356,7 +359,7 @@ static void test_migrates_version_6(void** state) {
   (void)state;
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V13 UNDO_V12 UNDO_V11 UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 "PRAGMA user_version=6");
+  set_user_version(f->db_path, UNDO_V14 UNDO_V13 UNDO_V12 UNDO_V11 UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 "PRAGMA user_version=6");
   fx_open(f);
   assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
   assert_int_equal(fx_count(f, "SELECT count(*) FROM pragma_table_info("
@@ -403,7 +406,7 @@ static void test_migrates_version_7(void** state) {
   ob__relay_row_free(&row);
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V13 UNDO_V12 UNDO_V11 UNDO_V10 UNDO_V9 UNDO_V8 "PRAGMA user_version=7");
+  set_user_version(f->db_path, UNDO_V14 UNDO_V13 UNDO_V12 UNDO_V11 UNDO_V10 UNDO_V9 UNDO_V8 "PRAGMA user_version=7");
   fake_clock_advance(&f->clock, -24LL * 3600 * 1000);
   fx_open(f);
   assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
@@ -437,7 +440,7 @@ static void test_migrates_version_3(void** state) {
   fx_drain(f);
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V13 UNDO_V12 UNDO_V11 UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 "PRAGMA user_version=3");
+  set_user_version(f->db_path, UNDO_V14 UNDO_V13 UNDO_V12 UNDO_V11 UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 "PRAGMA user_version=3");
   assert_int_equal(fx_count(f, "SELECT count(*) FROM sqlite_schema WHERE name ="
                                " 'outbox_unpublished_type'"),
                    0);
@@ -472,7 +475,7 @@ static void test_migrates_version_2(void** state) {
   fx_enqueue(f, "Nobody", fx_event(2, id), "{}");
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V13 UNDO_V12 UNDO_V11 UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 UNDO_V3
+  set_user_version(f->db_path, UNDO_V14 UNDO_V13 UNDO_V12 UNDO_V11 UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 UNDO_V3
                    "PRAGMA user_version=2");
   fx_open(f);
   assert_int_equal(fx_count(f, "PRAGMA user_version"), OB__SCHEMA_VERSION);
@@ -499,7 +502,7 @@ static void test_migrates_version_1(void** state) {
   fx_drain(f);
   ob_close(f->e);
   f->e = NULL;
-  set_user_version(f->db_path, UNDO_V13 UNDO_V12 UNDO_V11 UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 UNDO_V3
+  set_user_version(f->db_path, UNDO_V14 UNDO_V13 UNDO_V12 UNDO_V11 UNDO_V10 UNDO_V9 UNDO_V8 UNDO_V7 UNDO_V6 UNDO_V5 UNDO_V4 UNDO_V3
                    "DROP INDEX outbox_unpublished_aggregate;"
                    "DROP TABLE relay_status; PRAGMA user_version=1");
   assert_int_equal(fx_count(f, "PRAGMA user_version"), 1);

@@ -238,6 +238,76 @@ static void test_reason(void** state) {
   assert_string_equal(out, "no answer: connection closed");
 }
 
+/* What an attempt says of the provider's link (docs/offline.md). */
+static void test_link_answer(void** state) {
+  ob_effect_reply_t r;
+  (void)state;
+  r = reply(OB_ENET, 0, NULL);  /* refused, DNS, TLS: nothing sent */
+  assert_int_equal(ob__fence_link_answer(&r), 1);
+  r = reply(OB_ETIMEDOUT, 1, NULL);  /* sent, no answer */
+  assert_int_equal(ob__fence_link_answer(&r), 1);
+  r = reply(OB_EPROTO, 1, NULL);
+  assert_int_equal(ob__fence_link_answer(&r), 1);
+  r = reply(401, 1, NULL);
+  assert_int_equal(ob__fence_link_answer(&r), 1);
+  r = reply(403, 1, NULL);
+  assert_int_equal(ob__fence_link_answer(&r), 1);
+  r = reply(OB_ECANCELED, 0, NULL);
+  assert_int_equal(ob__fence_link_answer(&r), -1);
+  r = reply(200, 1, "{}");
+  assert_int_equal(ob__fence_link_answer(&r), 0);
+  r = reply(402, 1, "{}");
+  assert_int_equal(ob__fence_link_answer(&r), 0);
+  r = reply(404, 1, "{}");
+  assert_int_equal(ob__fence_link_answer(&r), 0);
+  r = reply(503, 1, "{}");  /* reachable, if unwell */
+  assert_int_equal(ob__fence_link_answer(&r), 0);
+  r = reply(429, 1, "{}");
+  assert_int_equal(ob__fence_link_answer(&r), 0);
+}
+
+/* The limits at their boundaries, and a figure 0 is no limit. */
+static void test_offline_check(void** state) {
+  ob_offline_limit_t l;
+  char why[256];
+  (void)state;
+  memset(&l, 0, sizeof l);
+  l.currency = "EUR";
+  /* No limit set for the currency: the default decides. */
+  assert_int_equal(ob__offline_check(NULL, OB_OFFLINE_NO_LIMIT, "USD", 1, 0, 0,
+                                     why, sizeof why), 0);
+  assert_int_equal(ob__offline_check(NULL, OB_OFFLINE_REFUSE, "USD", 1, 0, 0,
+                                     why, sizeof why), OB_EOFFLINE);
+  assert_non_null(strstr(why, "USD"));
+  /* All figures 0: nothing limited. */
+  assert_int_equal(ob__offline_check(&l, OB_OFFLINE_REFUSE, "EUR",
+                                     INT64_C(9007199254740991), 1000000,
+                                     INT64_MAX / 2, why, sizeof why), 0);
+  l.max_amount = 25000;
+  assert_int_equal(ob__offline_check(&l, 0, "EUR", 25000, 0, 0, why,
+                                     sizeof why), 0);
+  assert_int_equal(ob__offline_check(&l, 0, "EUR", 25001, 0, 0, why,
+                                     sizeof why), OB_EOFFLINE);
+  l.max_amount = 0;
+  l.max_total = 10000;
+  assert_int_equal(ob__offline_check(&l, 0, "EUR", 4000, 3, 6000, why,
+                                     sizeof why), 0);
+  assert_int_equal(ob__offline_check(&l, 0, "EUR", 4001, 3, 6000, why,
+                                     sizeof why), OB_EOFFLINE);
+  /* Totals already over (a limit lowered since): no overflow, refused. */
+  assert_int_equal(ob__offline_check(&l, 0, "EUR", 1, 9, 20000, why,
+                                     sizeof why), OB_EOFFLINE);
+  assert_int_equal(ob__offline_check(&l, 0, "EUR", INT64_MAX, 0, 1, why,
+                                     sizeof why), OB_EOFFLINE);
+  l.max_total = 0;
+  l.max_count = 500;  /* Moneris' 500 records */
+  assert_int_equal(ob__offline_check(&l, 0, "EUR", 1, 499, 0, why,
+                                     sizeof why), 0);
+  assert_int_equal(ob__offline_check(&l, 0, "EUR", 1, 500, 0, why,
+                                     sizeof why), OB_EOFFLINE);
+  assert_string_equal(why, "500 EUR effects are stored, the offline maximum");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_idempotency_key),
@@ -249,6 +319,8 @@ int main(void) {
       cmocka_unit_test(test_classify_lookup),
       cmocka_unit_test(test_reference),
       cmocka_unit_test(test_reason),
+      cmocka_unit_test(test_link_answer),
+      cmocka_unit_test(test_offline_check),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
