@@ -294,10 +294,11 @@ int ob__offline_check(const ob_offline_limit_t* limit, int unlisted,
   /* total + amount > max_total, without overflowing. */
   if (limit->max_total > 0 &&
       (total > limit->max_total || amount > limit->max_total - total)) {
-    snprintf(why, whylen, "the stored total would be %lld %s, over the "
-             "offline maximum of %lld (%lld stored)",
-             (long long)(total + amount), currency,
-             (long long)limit->max_total, (long long)total);
+    /* The parts, not their sum: a hostile total must not overflow. */
+    snprintf(why, whylen, "%lld %s stored and this %lld would pass the "
+             "offline maximum of the stored total, %lld",
+             (long long)total, currency, (long long)amount,
+             (long long)limit->max_total);
     return OB_EOFFLINE;
   }
   if (limit->max_count > 0 && count >= limit->max_count) {
